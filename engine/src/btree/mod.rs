@@ -1,0 +1,1 @@
+//! Bulk-loaded B+-tree components (being written).

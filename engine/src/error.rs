@@ -1,0 +1,26 @@
+//! The engine's typed errors.
+
+use crate::storage::PageId;
+
+/// Everything the engine can fail with. Corruption is always a typed error, never a wrong answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A page read back from a device does not match the checksum written with it.
+    #[error("checksum mismatch on page {page}: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum { page: PageId, stored: u32, computed: u32 },
+    /// A page was read that was never written, or lies beyond the device's end.
+    #[error("page {page} is not allocated on this device")]
+    UnknownPage { page: PageId },
+    /// A page's contents do not decode as the structure that owns it.
+    #[error("corrupt page {page}: {reason}")]
+    Corrupt { page: PageId, reason: String },
+    /// A configuration value is out of range or inconsistent.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// The engine's result type.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,25 @@
+//! lsmlab-engine: one storage engine with orthogonal switches.
+//!
+//! The pieces, bottom up:
+//! - [`storage`]: fixed-size pages on a [`storage::Device`] (counted in memory, or real checksummed
+//!   files) and a cost model that turns counted I/O into modelled time;
+//! - [`cache`]: the LRU buffer cache every index reads through;
+//! - [`btree`] and [`rtree`]: immutable bulk-loaded disk components and the memory R-tree;
+//! - [`lsm`]: the generic LSM lifecycle (memory component, flush, disk components, merge policy);
+//! - [`spatial`]: the LSM R-tree secondary index with its maintenance strategies
+//!   (Eager, Validation and the Update Memo of the LSM RUM-tree paper);
+//! - [`metrics`]: counters and serialisable snapshots.
+//!
+//! The engine knows nothing about experiments; it counts what it does and lets callers time it.
+
+pub mod btree;
+pub mod cache;
+pub mod error;
+pub mod geom;
+pub mod lsm;
+pub mod metrics;
+pub mod rtree;
+pub mod spatial;
+pub mod storage;
+
+pub use error::{Error, Result};

@@ -1,0 +1,1 @@
+//! The packed disk R-tree (being written).

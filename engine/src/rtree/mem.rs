@@ -1,0 +1,1 @@
+//! The memory R-tree (being written).

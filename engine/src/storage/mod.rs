@@ -1,0 +1,80 @@
+//! Fixed-size pages on a device.
+//!
+//! Every index reads and writes whole pages through a [`Device`]. Two devices exist:
+//! [`MemDevice`] keeps pages in memory and counts every read and write (deterministic, the
+//! default for experiments), [`FileDevice`] keeps them in a real file with a checksum per page
+//! that is verified on every read. [`DeviceProfile`] turns counted I/O into modelled time.
+
+mod cost;
+mod file;
+mod mem;
+
+pub use cost::DeviceProfile;
+pub use file::FileDevice;
+pub use mem::MemDevice;
+
+use crate::Result;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The number of a page on a device.
+pub type PageId = u64;
+
+/// Default page size of the R-tree experiments (2 KiB, as in the LSM RUM-tree authors' setup).
+pub const DEFAULT_PAGE_SIZE: usize = 2048;
+
+/// A store of fixed-size pages. Components allocate contiguous extents at bulk-load time and free
+/// them when a merge retires them. Implementations are internally synchronised so that one device
+/// can be shared (`Arc<dyn Device>`) by every index of a run.
+pub trait Device: Send + Sync {
+    /// Size of every page in bytes.
+    fn page_size(&self) -> usize;
+    /// Reserves `count` consecutive pages and returns the first one's id.
+    fn allocate(&self, count: u64) -> PageId;
+    /// Returns an extent obtained from [`Device::allocate`]; its pages may be reused.
+    fn free(&self, first: PageId, count: u64);
+    /// Writes one page; `data.len()` must equal [`Device::page_size`].
+    fn write_page(&self, id: PageId, data: &[u8]) -> Result<()>;
+    /// Reads one page into `buf` (`buf.len() == page_size()`).
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()>;
+    /// Counters since creation.
+    fn stats(&self) -> IoStats;
+    /// Pages currently allocated (live footprint).
+    fn allocated_pages(&self) -> u64;
+}
+
+/// Counted device I/O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoStats {
+    pub page_reads: u64,
+    pub page_writes: u64,
+}
+
+impl IoStats {
+    /// `self - earlier`, for measuring one phase of a run.
+    pub fn since(&self, earlier: &IoStats) -> IoStats {
+        IoStats {
+            page_reads: self.page_reads - earlier.page_reads,
+            page_writes: self.page_writes - earlier.page_writes,
+        }
+    }
+}
+
+/// Lock-free counters shared by the device implementations.
+#[derive(Debug, Default)]
+pub(crate) struct IoCounters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl IoCounters {
+    pub(crate) fn read(&self) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn write(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn snapshot(&self) -> IoStats {
+        IoStats { page_reads: self.reads.load(Ordering::Relaxed), page_writes: self.writes.load(Ordering::Relaxed) }
+    }
+}
