@@ -1,1 +1,3 @@
 //! The packed disk R-tree (being written).
+/// Placeholder.
+pub struct DiskRTree;

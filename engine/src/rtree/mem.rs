@@ -1,1 +1,5 @@
 //! The memory R-tree (being written).
+/// Placeholder.
+pub struct MemRTree;
+/// Placeholder.
+pub type NodeId = u32;
