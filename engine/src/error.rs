@@ -10,7 +10,11 @@ pub enum Error {
     Io(#[from] std::io::Error),
     /// A page read back from a device does not match the checksum written with it.
     #[error("checksum mismatch on page {page}: stored {stored:#010x}, computed {computed:#010x}")]
-    Checksum { page: PageId, stored: u32, computed: u32 },
+    Checksum {
+        page: PageId,
+        stored: u32,
+        computed: u32,
+    },
     /// A page was read that was never written, or lies beyond the device's end.
     #[error("page {page} is not allocated on this device")]
     UnknownPage { page: PageId },

@@ -24,7 +24,10 @@ pub struct Rect {
 
 impl Rect {
     pub const fn new(min_x: f64, min_y: f64, max_x: f64, max_y: f64) -> Self {
-        Rect { min: Point { x: min_x, y: min_y }, max: Point { x: max_x, y: max_y } }
+        Rect {
+            min: Point { x: min_x, y: min_y },
+            max: Point { x: max_x, y: max_y },
+        }
     }
 
     /// The degenerate rectangle covering exactly one point.

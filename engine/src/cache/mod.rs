@@ -55,7 +55,11 @@ struct LruState {
 impl BufferCache {
     /// A cache of `capacity` pages (0 disables caching: every read goes to the device).
     pub fn new(device: Arc<dyn Device>, capacity: usize) -> Self {
-        BufferCache { device, capacity, state: Mutex::new(LruState::default()) }
+        BufferCache {
+            device,
+            capacity,
+            state: Mutex::new(LruState::default()),
+        }
     }
 
     pub fn device(&self) -> &Arc<dyn Device> {

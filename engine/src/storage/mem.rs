@@ -24,7 +24,11 @@ struct MemState {
 impl MemDevice {
     pub fn new(page_size: usize) -> Self {
         assert!(page_size >= 64, "page size {page_size} is too small");
-        MemDevice { page_size, state: Mutex::new(MemState::default()), counters: IoCounters::default() }
+        MemDevice {
+            page_size,
+            state: Mutex::new(MemState::default()),
+            counters: IoCounters::default(),
+        }
     }
 }
 
@@ -63,7 +67,10 @@ impl Device for MemDevice {
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
         assert_eq!(data.len(), self.page_size, "page write of the wrong size");
         let mut st = self.state.lock().unwrap();
-        let slot = st.pages.get_mut(id as usize).ok_or(Error::UnknownPage { page: id })?;
+        let slot = st
+            .pages
+            .get_mut(id as usize)
+            .ok_or(Error::UnknownPage { page: id })?;
         *slot = Some(data.into());
         self.counters.write();
         Ok(())
@@ -71,7 +78,11 @@ impl Device for MemDevice {
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         let st = self.state.lock().unwrap();
-        let page = st.pages.get(id as usize).and_then(|p| p.as_ref()).ok_or(Error::UnknownPage { page: id })?;
+        let page = st
+            .pages
+            .get(id as usize)
+            .and_then(|p| p.as_ref())
+            .ok_or(Error::UnknownPage { page: id })?;
         buf.copy_from_slice(page);
         self.counters.read();
         Ok(())
@@ -101,7 +112,13 @@ mod tests {
         let mut buf = vec![0u8; 128];
         d.read_page(a + 2, &mut buf).unwrap();
         assert_eq!(buf, page);
-        assert_eq!(d.stats(), IoStats { page_reads: 1, page_writes: 4 });
+        assert_eq!(
+            d.stats(),
+            IoStats {
+                page_reads: 1,
+                page_writes: 4
+            }
+        );
         d.free(a, 4);
         assert!(matches!(d.read_page(a, &mut buf), Err(Error::UnknownPage { .. })));
         assert_eq!(d.allocate(2), a);

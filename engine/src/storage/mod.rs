@@ -75,6 +75,9 @@ impl IoCounters {
         self.writes.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn snapshot(&self) -> IoStats {
-        IoStats { page_reads: self.reads.load(Ordering::Relaxed), page_writes: self.writes.load(Ordering::Relaxed) }
+        IoStats {
+            page_reads: self.reads.load(Ordering::Relaxed),
+            page_writes: self.writes.load(Ordering::Relaxed),
+        }
     }
 }
