@@ -1,0 +1,314 @@
+//! The Update Memo (UM) of the LSM RUM-tree paper: a memory-resident map from object id to the
+//! timestamp of the object's most recent operation and the number of its obsolete entries still in
+//! the index (Section 3.1). Made concurrent as in Section 5: `ts` and `cnt` are atomics, `ts` is only
+//! ever raised with CILS (compare-if-less-then-swap, Algorithm 5) and entries are created with
+//! put-if-absent (Algorithm 6).
+//!
+//! Locking: the map is split into shards, each behind a reader-writer lock. Raising `ts` and
+//! changing `cnt` of an existing entry happen under the *read* lock with atomics, so threads updating
+//! different objects, or the same object, proceed in parallel; only creating and removing entries
+//! takes the write lock. An entry is removed (Algorithm 7) only after re-checking under the write
+//! lock that its count is still 0, so a concurrent increment is never lost.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// One UM entry `<ts, cnt>`.
+#[derive(Debug)]
+struct MemoEntry {
+    ts: AtomicU64,
+    cnt: AtomicU64,
+}
+
+/// A copy of an entry's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoState {
+    pub ts: u64,
+    pub cnt: u64,
+}
+
+/// A fixed multiplicative hasher for u64 keys: fast, and deterministic (no per-process seed).
+#[derive(Default)]
+struct OidHasher(u64);
+
+impl Hasher for OidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (n ^ (n >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        self.0 ^= self.0 >> 32;
+    }
+}
+
+type Shard = RwLock<HashMap<u64, MemoEntry, BuildHasherDefault<OidHasher>>>;
+
+const SHARDS: usize = 64;
+
+/// CILS (Algorithm 5): raises `cell` to `val` unless it already holds `val` or more. Returns
+/// whether this call raised it.
+pub fn cils(cell: &AtomicU64, val: u64) -> bool {
+    let mut curr = cell.load(Ordering::Acquire);
+    loop {
+        if curr >= val {
+            return false;
+        }
+        match cell.compare_exchange_weak(curr, val, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(actual) => curr = actual,
+        }
+    }
+}
+
+/// The Update Memo.
+pub struct UpdateMemo {
+    shards: Vec<Shard>,
+    len: AtomicUsize,
+    max_len: AtomicUsize,
+}
+
+impl Default for UpdateMemo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for UpdateMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateMemo").field("len", &self.len()).finish()
+    }
+}
+
+impl UpdateMemo {
+    pub fn new() -> Self {
+        UpdateMemo {
+            shards: (0..SHARDS).map(|_| RwLock::new(HashMap::default())).collect(),
+            len: AtomicUsize::new(0),
+            max_len: AtomicUsize::new(0),
+        }
+    }
+
+    fn shard(&self, oid: u64) -> &Shard {
+        let h = oid.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
+        &self.shards[h as usize % SHARDS]
+    }
+
+    /// Entries currently held.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest number of entries held at any time so far (the paper's Table 2).
+    pub fn max_len(&self) -> usize {
+        self.max_len.load(Ordering::Relaxed)
+    }
+
+    pub fn get(&self, oid: u64) -> Option<MemoState> {
+        let shard = self.shard(oid).read().unwrap();
+        shard.get(&oid).map(|e| MemoState {
+            ts: e.ts.load(Ordering::Acquire),
+            cnt: e.cnt.load(Ordering::Acquire),
+        })
+    }
+
+    /// Algorithm 3's test: an entry of `oid` stamped `ts` is obsolete iff the UM knows a newer
+    /// operation on the object. (An entry newer than the UM's ts can only be seen by a concurrent
+    /// reader between the R-tree insert and the UM update; it is fresh.)
+    pub fn is_obsolete(&self, oid: u64, ts: u64) -> bool {
+        let shard = self.shard(oid).read().unwrap();
+        match shard.get(&oid) {
+            Some(e) => ts < e.ts.load(Ordering::Acquire),
+            None => false,
+        }
+    }
+
+    /// Algorithm 6: an update or delete of `oid` at `ts` made one more entry obsolete: put-if-absent
+    /// `(ts, 1)`, else CILS the timestamp and increment the count.
+    pub fn record_obsolete(&self, oid: u64, ts: u64) {
+        let lock = self.shard(oid);
+        {
+            let shard = lock.read().unwrap();
+            if let Some(e) = shard.get(&oid) {
+                cils(&e.ts, ts);
+                e.cnt.fetch_add(1, Ordering::AcqRel);
+                return;
+            }
+        }
+        let mut shard = lock.write().unwrap();
+        match shard.get(&oid) {
+            Some(e) => {
+                cils(&e.ts, ts);
+                e.cnt.fetch_add(1, Ordering::AcqRel);
+            }
+            None => {
+                shard.insert(
+                    oid,
+                    MemoEntry {
+                        ts: AtomicU64::new(ts),
+                        cnt: AtomicU64::new(1),
+                    },
+                );
+                let len = self.len.fetch_add(1, Ordering::AcqRel) + 1;
+                self.max_len.fetch_max(len, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// A fresh insert of `oid` at `ts`: no entry becomes obsolete, but if the UM remembers the
+    /// object (it was deleted and its old entries are not all cleaned yet) its timestamp must be
+    /// raised so that the new entry is the fresh one.
+    pub fn record_insert(&self, oid: u64, ts: u64) {
+        let shard = self.shard(oid).read().unwrap();
+        if let Some(e) = shard.get(&oid) {
+            cils(&e.ts, ts);
+        }
+    }
+
+    /// Algorithm 7: one obsolete entry of `oid` was removed from the index: decrement the count and
+    /// remove the UM entry when it reaches 0.
+    pub fn release(&self, oid: u64) {
+        let lock = self.shard(oid);
+        {
+            let shard = lock.read().unwrap();
+            let e = shard
+                .get(&oid)
+                .expect("released an object the Update Memo does not hold");
+            let before = e.cnt.fetch_sub(1, Ordering::AcqRel);
+            assert!(before > 0, "Update Memo count of object {oid} went below zero");
+            if before > 1 {
+                return;
+            }
+        }
+        let mut shard = lock.write().unwrap();
+        if shard
+            .get(&oid)
+            .is_some_and(|e| e.cnt.load(Ordering::Acquire) == 0)
+        {
+            shard.remove(&oid);
+            self.len.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether any entry has count 0 (a quiescent UM never does). For tests.
+    pub fn has_zero_count_entry(&self) -> bool {
+        self.shards.iter().any(|s| {
+            s.read()
+                .unwrap()
+                .values()
+                .any(|e| e.cnt.load(Ordering::Acquire) == 0)
+        })
+    }
+
+    /// Every entry, sorted by oid (for comparing states in tests and replays).
+    pub fn snapshot(&self) -> Vec<(u64, MemoState)> {
+        let mut all: Vec<(u64, MemoState)> = self
+            .shards
+            .iter()
+            .flat_map(|s| {
+                s.read()
+                    .unwrap()
+                    .iter()
+                    .map(|(&k, e)| {
+                        (
+                            k,
+                            MemoState {
+                                ts: e.ts.load(Ordering::Acquire),
+                                cnt: e.cnt.load(Ordering::Acquire),
+                            },
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort_unstable_by_key(|(k, _)| *k);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn cils_only_raises() {
+        let a = AtomicU64::new(5);
+        assert!(!cils(&a, 4));
+        assert!(!cils(&a, 5));
+        assert!(cils(&a, 9));
+        assert_eq!(a.load(Ordering::Relaxed), 9);
+    }
+
+    #[test]
+    fn counts_and_removal_follow_algorithms_6_and_7() {
+        let um = UpdateMemo::new();
+        um.record_obsolete(3, 7);
+        assert_eq!(um.get(3), Some(MemoState { ts: 7, cnt: 1 }));
+        um.record_obsolete(3, 9);
+        um.record_obsolete(3, 8); // an older stamp never lowers ts
+        assert_eq!(um.get(3), Some(MemoState { ts: 9, cnt: 3 }));
+        assert!(um.is_obsolete(3, 8));
+        assert!(!um.is_obsolete(3, 9));
+        assert!(!um.is_obsolete(4, 1));
+        um.release(3);
+        um.release(3);
+        assert_eq!(um.len(), 1);
+        um.release(3);
+        assert_eq!(um.get(3), None);
+        assert!(um.is_empty());
+        assert_eq!(um.max_len(), 1);
+    }
+
+    #[test]
+    fn concurrent_updates_keep_the_highest_timestamp_and_every_increment() {
+        let um = Arc::new(UpdateMemo::new());
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let um = um.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10_000u64 {
+                        // every thread hammers the same 16 objects with interleaved stamps
+                        um.record_obsolete(i % 16, i * 4 + t + 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let snap = um.snapshot();
+        assert_eq!(snap.len(), 16);
+        for (oid, st) in snap {
+            assert_eq!(st.cnt, 4 * 10_000 / 16, "object {oid}");
+            let last_i = (0..10_000u64).filter(|i| i % 16 == oid).max().unwrap();
+            assert_eq!(st.ts, last_i * 4 + 4, "object {oid}");
+        }
+        // concurrent releases drain everything and remove every entry exactly once
+        let threads: Vec<_> = (0..4u64)
+            .map(|_| {
+                let um = um.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10_000u64 {
+                        um.release(i % 16);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(um.is_empty());
+        assert!(!um.has_zero_count_entry());
+    }
+}

@@ -1,0 +1,311 @@
+//! Every strategy of the LSM R-tree secondary index against a brute-force oracle, on randomized
+//! insert / update / delete / query streams that cross many flushes and merges.
+
+use lsmlab_engine::cache::BufferCache;
+use lsmlab_engine::geom::{Point, Rect};
+use lsmlab_engine::lsm::MergePolicyConfig;
+use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy};
+use lsmlab_engine::storage::{Device, MemDevice};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+
+/// Small pages (7 entries a leaf) and a tiny memory budget, so that a few hundred operations cross
+/// many flushes and merges.
+fn small_index(strategy: Strategy, tweak: impl FnOnce(&mut SpatialConfig)) -> (LsmRTree, Arc<dyn Device>) {
+    let device: Arc<dyn Device> = Arc::new(MemDevice::new(256));
+    let cache = Arc::new(BufferCache::new(device.clone(), 16));
+    let mut cfg = SpatialConfig::new(strategy, EXTENT, 4);
+    cfg.merge_policy = MergePolicyConfig::Prefix {
+        max_mergeable_pages: 40,
+        max_tolerance_components: 3,
+    };
+    cfg.key_index_budget_pages = 2;
+    cfg.buffered_threshold = 2;
+    cfg.vacuum_threshold = 3;
+    tweak(&mut cfg);
+    (LsmRTree::new(cfg, cache).unwrap(), device)
+}
+
+fn variants() -> Vec<(String, Strategy, fn(&mut SpatialConfig))> {
+    let mut v: Vec<(String, Strategy, fn(&mut SpatialConfig))> = Vec::new();
+    for name in Strategy::PAPER
+        .iter()
+        .chain(["UM+FM", "UM+B", "UM+V", "UM+FBV"].iter())
+    {
+        v.push((name.to_string(), name.parse().unwrap(), |_| {}));
+    }
+    v.push(("Eager (primary lookup)".into(), Strategy::Eager, |c| {
+        c.eager_primary_lookup = true
+    }));
+    v.push(("Validation (no repair)".into(), Strategy::Validation, |c| {
+        c.validation_merge_repair = false
+    }));
+    v.push(("UM+FMBV (no merges)".into(), "UM+FMBV".parse().unwrap(), |c| {
+        c.merge_policy = MergePolicyConfig::None
+    }));
+    v
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Point),
+    Update(usize, Point),
+    Delete(usize),
+    Query(Rect),
+}
+
+fn point(rng: &mut impl Rng, hot: bool) -> Point {
+    if hot {
+        // a hot spot so that leaves collect many versions of the same objects
+        Point::new(40.0 + rng.random::<f64>() * 5.0, 40.0 + rng.random::<f64>() * 5.0)
+    } else {
+        Point::new(rng.random::<f64>() * 100.0, rng.random::<f64>() * 100.0)
+    }
+}
+
+fn random_ops(seed: u64, n: usize) -> Vec<Op> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut ops = Vec::with_capacity(n);
+    let mut objects = 0usize;
+    for _ in 0..n {
+        let r: f64 = rng.random();
+        let hot = rng.random_bool(0.5);
+        if objects == 0 || r < 0.12 {
+            ops.push(Op::Insert(point(&mut rng, hot)));
+            objects += 1;
+        } else if r < 0.85 {
+            ops.push(Op::Update(rng.random_range(0..objects), point(&mut rng, hot)));
+        } else if r < 0.90 {
+            ops.push(Op::Delete(rng.random_range(0..objects)));
+        } else {
+            let a = point(&mut rng, hot);
+            let side = rng.random::<f64>() * 40.0;
+            ops.push(Op::Query(Rect::new(
+                a.x - side / 2.0,
+                a.y - side / 2.0,
+                a.x + side / 2.0,
+                a.y + side / 2.0,
+            )));
+        }
+    }
+    ops
+}
+
+fn oracle_answer(live: &BTreeMap<u64, Point>, rect: &Rect) -> Vec<(u64, (u64, u64))> {
+    live.iter()
+        .filter(|(_, p)| rect.contains_point(**p))
+        .map(|(&o, p)| (o, (p.x.to_bits(), p.y.to_bits())))
+        .collect()
+}
+
+fn index_answer(index: &LsmRTree, rect: &Rect) -> Vec<(u64, (u64, u64))> {
+    let out = index.query(rect).unwrap();
+    let mut v: Vec<_> = out
+        .results
+        .iter()
+        .map(|e| (e.oid, (e.point.x.to_bits(), e.point.y.to_bits())))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Replays `ops` on the index and the oracle; panics at the first disagreement.
+fn check_stream(name: &str, index: &mut LsmRTree, ops: &[Op]) {
+    let mut live: BTreeMap<u64, Point> = BTreeMap::new();
+    let mut next_oid = 0u64;
+    for (step, op) in ops.iter().enumerate() {
+        match op {
+            Op::Insert(p) => {
+                index.insert(next_oid, *p).unwrap();
+                live.insert(next_oid, *p);
+                next_oid += 1;
+            }
+            Op::Update(i, p) => {
+                let oid = *i as u64;
+                if let Some(old) = live.get(&oid).copied() {
+                    index.update(oid, Some(old), *p).unwrap();
+                    live.insert(oid, *p);
+                } else {
+                    // a deleted object comes back
+                    index.insert(oid, *p).unwrap();
+                    live.insert(oid, *p);
+                }
+            }
+            Op::Delete(i) => {
+                let oid = *i as u64;
+                if let Some(old) = live.remove(&oid) {
+                    index.delete(oid, Some(old)).unwrap();
+                }
+            }
+            Op::Query(rect) => {
+                assert_eq!(
+                    index_answer(index, rect),
+                    oracle_answer(&live, rect),
+                    "{name}: query {rect:?} at step {step}"
+                );
+            }
+        }
+        if let Some(um) = index.update_memo() {
+            assert!(
+                !um.has_zero_count_entry(),
+                "{name}: UM entry with count 0 at step {step}"
+            );
+        }
+    }
+    // the whole extent, at the end
+    let all = Rect::new(-1.0, -1.0, 101.0, 101.0);
+    assert_eq!(
+        index_answer(index, &all),
+        oracle_answer(&live, &all),
+        "{name}: final full scan"
+    );
+}
+
+#[test]
+fn every_strategy_matches_the_oracle_across_flushes_and_merges() {
+    for seed in 0..6 {
+        let ops = random_ops(seed, 3000);
+        for (name, strategy, tweak) in variants() {
+            let (mut index, _dev) = small_index(strategy, tweak);
+            check_stream(&name, &mut index, &ops);
+            let st = index.stats();
+            assert!(st.rtree.flushes >= 5, "{name}: only {} flushes", st.rtree.flushes);
+            if !name.contains("no merges") {
+                assert!(st.rtree.merges >= 1, "{name}: no merge happened");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn random_streams_agree_with_the_oracle(seed in any::<u64>(), n in 50usize..1500, which in 0usize..14) {
+        let vs = variants();
+        let (name, strategy, tweak) = &vs[which % vs.len()];
+        let (mut index, _dev) = small_index(*strategy, *tweak);
+        check_stream(name, &mut index, &random_ops(seed, n));
+    }
+}
+
+#[test]
+fn cleaning_strategies_remove_obsolete_entries_and_shrink_the_memo() {
+    let ops: Vec<Op> = random_ops(7, 4000)
+        .into_iter()
+        .filter(|o| !matches!(o, Op::Delete(_)))
+        .collect();
+    let mut sizes = BTreeMap::new();
+    for name in ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"] {
+        let (mut index, _dev) = small_index(name.parse().unwrap(), |_| {});
+        check_stream(name, &mut index, &ops);
+        sizes.insert(name, (index.stats(), index.disk_entries()));
+    }
+    let (um, um_disk) = sizes["UM"];
+    assert_eq!(
+        um.cleaned.flush + um.cleaned.merge + um.cleaned.buffered + um.cleaned.vacuum,
+        0
+    );
+    let (f, f_disk) = sizes["UM+F"];
+    assert!(
+        f.cleaned.flush > 0 && f_disk < um_disk,
+        "UM+F keeps obsolete entries out of disk components"
+    );
+    let (m, _) = sizes["UM+M"];
+    assert!(m.cleaned.merge > 0);
+    let (bv, _) = sizes["UM+BV"];
+    assert!(bv.cleaned.buffered > 0 && bv.cleaned.vacuum > 0);
+    assert!(bv.um_max_entries <= um.um_max_entries);
+    assert!(
+        bv.rtree.flushes <= um.rtree.flushes,
+        "cleaning memory leaves delays flushes"
+    );
+}
+
+#[test]
+fn full_merge_with_f_and_m_leaves_an_empty_update_memo() {
+    let ops: Vec<Op> = random_ops(11, 3000)
+        .into_iter()
+        .filter(|o| !matches!(o, Op::Query(_)))
+        .collect();
+    let (mut index, _dev) = small_index("UM+FM".parse().unwrap(), |c| {
+        // merge everything into one component at every flush
+        c.merge_policy = MergePolicyConfig::Prefix {
+            max_mergeable_pages: u64::MAX / 4,
+            max_tolerance_components: 2,
+        };
+    });
+    check_stream("UM+FM", &mut index, &ops);
+    index.flush().unwrap();
+    assert_eq!(index.disk_components(), 1);
+    assert_eq!(index.memory_entries(), 0);
+    let um = index.update_memo().unwrap();
+    assert!(
+        um.is_empty(),
+        "UM holds {} entries after a full merge with F and M",
+        um.len()
+    );
+}
+
+/// The worked example of the paper's Figure 2 / Table 1(c): a search from (30,30) to (40,40)
+/// returns objects 4 and 2; object 3's entry at (30,30) stamped t4 is obsolete since its delete at t7.
+#[test]
+fn paper_figure_2_worked_example() {
+    for name in Strategy::PAPER {
+        let (mut index, _dev) = small_index(name.parse().unwrap(), |c| c.memory_budget_pages = 1000);
+        let p = Point::new;
+        index.insert(1, p(10.0, 10.0)).unwrap(); // t1
+        index.insert(2, p(20.0, 20.0)).unwrap(); // t2
+        index.update(1, Some(p(10.0, 10.0)), p(60.0, 60.0)).unwrap(); // t3
+        index.insert(3, p(30.0, 30.0)).unwrap(); // t4
+        index.insert(4, p(40.0, 40.0)).unwrap(); // t5
+        index.update(1, Some(p(60.0, 60.0)), p(70.0, 10.0)).unwrap(); // t6
+        index.delete(3, Some(p(30.0, 30.0))).unwrap(); // t7
+        index.update(2, Some(p(20.0, 20.0)), p(30.0, 30.0)).unwrap(); // t8
+        let out = index.query(&Rect::new(30.0, 30.0, 40.0, 40.0)).unwrap();
+        let mut oids: Vec<u64> = out.results.iter().map(|e| e.oid).collect();
+        oids.sort_unstable();
+        assert_eq!(oids, vec![2, 4], "{name}");
+        if name == "UM" {
+            assert_eq!(
+                out.candidates, 3,
+                "UM candidates <(30,30),3,t4>, <(40,40),4,t5>, <(30,30),2,t8>"
+            );
+            let um = index.update_memo().unwrap();
+            assert_eq!(um.get(3).map(|s| (s.ts, s.cnt)), Some((7, 1)));
+            assert_eq!(um.get(2).map(|s| (s.ts, s.cnt)), Some((8, 1)));
+            assert_eq!(um.get(4), None);
+        }
+    }
+}
+
+#[test]
+fn bad_configuration_is_a_typed_error() {
+    let device: Arc<dyn Device> = Arc::new(MemDevice::new(256));
+    let cache = Arc::new(BufferCache::new(device, 16));
+    let mut cfg = SpatialConfig::new(Strategy::Eager, EXTENT, 0);
+    assert!(LsmRTree::new(cfg.clone(), cache.clone()).is_err());
+    cfg.memory_budget_pages = 4;
+    cfg.key_index_budget_pages = 4;
+    cfg.bloom_fp = Some(1.5);
+    let e = LsmRTree::new(cfg, cache).err().unwrap();
+    assert!(e.to_string().contains("bloom_fp"));
+}
+
+#[test]
+fn retired_components_return_their_pages() {
+    let ops = random_ops(3, 2000);
+    let (mut index, device) = small_index("UM+FMBV".parse().unwrap(), |_| {});
+    check_stream("UM+FMBV", &mut index, &ops);
+    assert_eq!(
+        device.allocated_pages(),
+        index.disk_pages(),
+        "merged-away components were freed"
+    );
+    drop(index);
+    assert_eq!(device.allocated_pages(), 0);
+}
