@@ -31,8 +31,11 @@ fn small_index(strategy: Strategy, tweak: impl FnOnce(&mut SpatialConfig)) -> (L
     (LsmRTree::new(cfg, cache).unwrap(), device)
 }
 
-fn variants() -> Vec<(String, Strategy, fn(&mut SpatialConfig))> {
-    let mut v: Vec<(String, Strategy, fn(&mut SpatialConfig))> = Vec::new();
+/// A named strategy plus a tweak of its configuration.
+type Variant = (String, Strategy, fn(&mut SpatialConfig));
+
+fn variants() -> Vec<Variant> {
+    let mut v: Vec<Variant> = Vec::new();
     for name in Strategy::PAPER
         .iter()
         .chain(["UM+FM", "UM+B", "UM+V", "UM+FBV"].iter())
