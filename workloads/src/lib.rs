@@ -1,1 +1,26 @@
-//! lsmlab-workloads
+//! lsmlab-workloads: the record streams lsmlab's experiments replay, from synthetic generators
+//! (deterministic for a seed) or from real data files.
+//!
+//! - [`Trajectories`]: records of moving objects in time order, and [`Trajectories::to_ops`], the
+//!   insert-then-updates stream the LSM RUM-tree paper ingests (PAPERS.md section 1, "Datasets");
+//! - [`gen`]: Gowalla-, Chicago-taxi- and BerlinMOD-like generators ([`generate`], [`DATASETS`]);
+//! - [`load`]: loaders for SNAP Gowalla, the Chicago taxi CSV and any (object, time, x, y) CSV/TSV,
+//!   plain or gzipped;
+//! - [`seeded_rng`]: the per-component random streams everything random here is drawn from.
+//!
+//! Nothing here needs the real data files in `shared/data`; only tests read them, and skip when
+//! they are absent.
+
+pub mod error;
+pub mod gen;
+pub mod load;
+mod rng;
+mod sample;
+pub mod time;
+mod trajectories;
+
+pub use error::WorkloadError;
+pub use gen::{generate, DATASETS};
+pub use load::{load, ColumnRef, CsvColumns, Format, LoadOptions, LoadReport};
+pub use rng::{fnv1a64, seeded_rng, splitmix64};
+pub use trajectories::{Record, SpatialOp, Trajectories};

@@ -1,0 +1,723 @@
+//! BerlinMOD-like vehicle positions: cars driving home -> work -> (leisure ->) home along a road
+//! network, reporting a position every few metres.
+//!
+//! Shape (PAPERS.md section 1): BerlinMOD at scale factor 1.0 has 2,000 vehicles and 56,129,943
+//! positions (~28k each) in lon 13.088..13.742, lat 52.343..52.660. Consecutive positions of a
+//! vehicle are metres apart, so the old and the new entry of an update usually fall in the same
+//! R-tree leaf (why the paper's Buffered and Vacuum Cleaning pay off most here). BerlinMOD itself
+//! drives on OpenStreetMap's Berlin roads; here the network is synthetic:
+//! - a grid of junctions every `block_m` metres (default 400 m), each moved by up to 30% of a block,
+//!   with every `arterial_every`-th row and column an arterial road (50 km/h, never missing) and
+//!   the other streets 30 km/h, 15% of them missing so that routes are not plain staircases;
+//! - each vehicle has a home (Gaussian around Mitte, sigma 8 km) and a work place (sigma 4 km: jobs
+//!   are more central), as BerlinMOD's home/work nodes drawn by district population and employment;
+//! - every day it drives home -> work around 07:30 (sigma 45 min), work -> home around 16:30
+//!   (sigma 1 h), and with probability 0.4 it detours to a leisure place first and stays there 0.5-2.5 h
+//!   (BerlinMOD's leisure trips; weekends are not modelled). Days start at BerlinMOD's default start,
+//!   Monday 2007-05-28;
+//! - routes are fastest paths (A* on travel time); a position is emitted every `spacing_m` metres
+//!   along the route (default 20 m) plus the destination, at the time the car is there;
+//! - all vehicles are simulated together in time order (an event queue of next positions), so the
+//!   stream interleaves vehicles as the real data does when sorted by time.
+//!
+//! Vehicles: 2,000 as at paper scale (BerlinMOD SF 1.0), down to `records / 1000` (at least 1)
+//! below 2M records. The threshold is higher than a naive `records / 100`: the time-ordered stream
+//! starts with the first morning's commute, in which each vehicle emits 500-1,000 positions, so
+//! with fewer than ~1,000 records per vehicle a large part of the fleet would never appear (measured:
+//! 2,000 vehicles over 1M records show 1,554 objects; 1,000 vehicles show all 1,000).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use lsmlab_engine::geom::{Point, Rect};
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::{check_positive, check_probability};
+use crate::time::unix_seconds;
+use crate::{seeded_rng, Record, Trajectories, WorkloadError};
+
+/// The paper's Berlin bounds.
+pub const BERLIN: Rect = Rect::new(13.088, 52.343, 13.742, 52.660);
+
+/// Metres per degree of latitude (spherical Earth, 6,371 km radius... rounded to the usual 111.32 km).
+pub const METRES_PER_DEG_LAT: f64 = 111_320.0;
+
+/// Metres per degree of longitude at the centre of the Berlin bounds (52.50 deg N).
+pub fn metres_per_deg_lon() -> f64 {
+    METRES_PER_DEG_LAT * ((BERLIN.min.y + BERLIN.max.y) / 2.0).to_radians().cos()
+}
+
+/// Ground distance in metres between two points near Berlin (equirectangular approximation, exact
+/// to well under 1% at these distances).
+pub fn metres_between(a: Point, b: Point) -> f64 {
+    let dx = (a.x - b.x) * metres_per_deg_lon();
+    let dy = (a.y - b.y) * METRES_PER_DEG_LAT;
+    (dx * dx + dy * dy).sqrt()
+}
+
+/// Mitte, the centre homes and work places gather around.
+const MITTE: Point = Point::new(13.40, 52.52);
+
+/// Parameters of [`berlinmod`]; the defaults and their sources are in the module docs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BerlinModParams {
+    /// Number of vehicles; `None` chooses by record count (see [`BerlinModParams::vehicles_for`]).
+    pub vehicles: Option<usize>,
+    /// Distance between two reported positions along a route, metres.
+    pub spacing_m: f64,
+    /// Distance between two junctions of the road grid, metres.
+    pub block_m: f64,
+    /// Every this many grid rows and columns is an arterial road.
+    pub arterial_every: usize,
+    pub street_kmh: f64,
+    pub arterial_kmh: f64,
+    /// Fraction of non-arterial street segments left out of the network.
+    pub missing_streets: f64,
+    /// Probability of a leisure stop on the way home.
+    pub leisure_probability: f64,
+    /// Standard deviation of homes (and leisure places) around the centre, metres.
+    pub home_sigma_m: f64,
+    /// Standard deviation of work places around the centre, metres.
+    pub work_sigma_m: f64,
+    /// Midnight of the first day, Unix seconds.
+    pub start: i64,
+}
+
+impl Default for BerlinModParams {
+    fn default() -> Self {
+        BerlinModParams {
+            vehicles: None,
+            spacing_m: 20.0,
+            block_m: 400.0,
+            arterial_every: 6,
+            street_kmh: 30.0,
+            arterial_kmh: 50.0,
+            missing_streets: 0.15,
+            leisure_probability: 0.4,
+            home_sigma_m: 8000.0,
+            work_sigma_m: 4000.0,
+            start: unix_seconds(2007, 5, 28, 0, 0, 0),
+        }
+    }
+}
+
+impl BerlinModParams {
+    /// Vehicles used for `records` positions: `vehicles` if set; else 2,000 (BerlinMOD SF 1.0), or
+    /// `records / 1000` (at least 1) below 2M records (see the module docs for why).
+    pub fn vehicles_for(&self, records: usize) -> usize {
+        self.vehicles.unwrap_or((records / 1000).clamp(1, 2000))
+    }
+}
+
+/// A directed road segment in the network's adjacency list.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    to: u32,
+    length_m: f64,
+    speed_mps: f64,
+}
+
+/// The synthetic road network, in metres from the south-west corner of [`BERLIN`].
+struct RoadNetwork {
+    cols: usize,
+    rows: usize,
+    block_m: f64,
+    junctions: Vec<(f64, f64)>,
+    /// Segments leaving junction `j`: `segments[first[j]..first[j + 1]]`.
+    first: Vec<u32>,
+    segments: Vec<Segment>,
+    /// Junctions connected to junction 0 (which lies on two arterials); trips only use these.
+    reachable: Vec<bool>,
+    max_speed_mps: f64,
+}
+
+impl RoadNetwork {
+    fn build(seed: u64, p: &BerlinModParams) -> RoadNetwork {
+        let mut rng = seeded_rng(seed, "berlinmod/roads");
+        let width = BERLIN.width() * metres_per_deg_lon();
+        let height = BERLIN.height() * METRES_PER_DEG_LAT;
+        let cols = (width / p.block_m) as usize + 1;
+        let rows = (height / p.block_m) as usize + 1;
+        let jitter = 0.3 * p.block_m;
+        let mut junctions = Vec::with_capacity(cols * rows);
+        for r in 0..rows {
+            for c in 0..cols {
+                let x = c as f64 * p.block_m + rng.random_range(-jitter..=jitter);
+                let y = r as f64 * p.block_m + rng.random_range(-jitter..=jitter);
+                junctions.push((x.clamp(0.0, width), y.clamp(0.0, height)));
+            }
+        }
+        let street = p.street_kmh / 3.6;
+        let arterial = p.arterial_kmh / 3.6;
+        let k = p.arterial_every.max(1);
+        let mut undirected = Vec::new();
+        for r in 0..rows {
+            for c in 0..cols {
+                let a = r * cols + c;
+                // East along row r, then north along column c.
+                for (b, on_arterial) in [
+                    (c + 1 < cols).then(|| (a + 1, r % k == 0)),
+                    (r + 1 < rows).then(|| (a + cols, c % k == 0)),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    if on_arterial || rng.random::<f64>() >= p.missing_streets {
+                        undirected.push((a, b, if on_arterial { arterial } else { street }));
+                    }
+                }
+            }
+        }
+        let n = junctions.len();
+        let mut degree = vec![0u32; n + 1];
+        for &(a, b, _) in &undirected {
+            degree[a] += 1;
+            degree[b] += 1;
+        }
+        let mut first = vec![0u32; n + 1];
+        for j in 0..n {
+            first[j + 1] = first[j] + degree[j];
+        }
+        let mut fill = first.clone();
+        let mut segments = vec![
+            Segment {
+                to: 0,
+                length_m: 0.0,
+                speed_mps: 1.0
+            };
+            undirected.len() * 2
+        ];
+        for &(a, b, speed) in &undirected {
+            let (ax, ay) = junctions[a];
+            let (bx, by) = junctions[b];
+            let length_m = ((ax - bx).powi(2) + (ay - by).powi(2)).sqrt();
+            for (from, to) in [(a, b), (b, a)] {
+                segments[fill[from] as usize] = Segment {
+                    to: to as u32,
+                    length_m,
+                    speed_mps: speed,
+                };
+                fill[from] += 1;
+            }
+        }
+        let mut net = RoadNetwork {
+            cols,
+            rows,
+            block_m: p.block_m,
+            junctions,
+            first,
+            segments,
+            reachable: vec![false; n],
+            max_speed_mps: street.max(arterial),
+        };
+        let mut queue = VecDeque::from([0u32]);
+        net.reachable[0] = true;
+        while let Some(j) = queue.pop_front() {
+            for s in net.first[j as usize]..net.first[j as usize + 1] {
+                let to = net.segments[s as usize].to;
+                if !net.reachable[to as usize] {
+                    net.reachable[to as usize] = true;
+                    queue.push_back(to);
+                }
+            }
+        }
+        net
+    }
+
+    fn out(&self, j: u32) -> &[Segment] {
+        &self.segments[self.first[j as usize] as usize..self.first[j as usize + 1] as usize]
+    }
+
+    /// A reachable junction near (x, y) metres: the grid cell's own junction, else the nearest
+    /// reachable one in growing square rings around it.
+    fn junction_near(&self, x: f64, y: f64) -> u32 {
+        let c0 = ((x / self.block_m).round().max(0.0) as usize).min(self.cols - 1) as i64;
+        let r0 = ((y / self.block_m).round().max(0.0) as usize).min(self.rows - 1) as i64;
+        for radius in 0..(self.cols.max(self.rows) as i64) {
+            for r in (r0 - radius)..=(r0 + radius) {
+                for c in (c0 - radius)..=(c0 + radius) {
+                    let on_ring = (r - r0).abs() == radius || (c - c0).abs() == radius;
+                    if on_ring && r >= 0 && c >= 0 && (r as usize) < self.rows && (c as usize) < self.cols {
+                        let j = r as usize * self.cols + c as usize;
+                        if self.reachable[j] {
+                            return j as u32;
+                        }
+                    }
+                }
+            }
+        }
+        0
+    }
+
+    fn to_point(&self, x: f64, y: f64) -> Point {
+        Point::new(
+            (BERLIN.min.x + x / metres_per_deg_lon()).clamp(BERLIN.min.x, BERLIN.max.x),
+            (BERLIN.min.y + y / METRES_PER_DEG_LAT).clamp(BERLIN.min.y, BERLIN.max.y),
+        )
+    }
+
+    /// A reachable junction drawn from a Gaussian of `sigma_m` around Mitte, different from `not`.
+    fn draw_junction(&self, rng: &mut Xoshiro256PlusPlus, sigma_m: f64, not: Option<u32>) -> u32 {
+        let cx = (MITTE.x - BERLIN.min.x) * metres_per_deg_lon();
+        let cy = (MITTE.y - BERLIN.min.y) * METRES_PER_DEG_LAT;
+        let unit = Normal::new(0.0, 1.0).expect("unit normal");
+        for _ in 0..32 {
+            let j = self.junction_near(cx + sigma_m * unit.sample(rng), cy + sigma_m * unit.sample(rng));
+            if Some(j) != not {
+                return j;
+            }
+        }
+        // A tiny network or a tiny sigma: take a neighbour, so that a drive always goes somewhere.
+        let not = not.unwrap_or(0);
+        self.out(not).first().map_or(not, |s| s.to)
+    }
+}
+
+/// An A* search entry: estimated total travel time, then the junction (for a deterministic order).
+#[derive(Clone, Copy, PartialEq)]
+struct Frontier {
+    estimate: f64,
+    junction: u32,
+}
+
+impl Eq for Frontier {}
+
+impl Ord for Frontier {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: reverse so the smallest estimate comes out first.
+        other
+            .estimate
+            .total_cmp(&self.estimate)
+            .then(other.junction.cmp(&self.junction))
+    }
+}
+
+impl PartialOrd for Frontier {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Fastest-path search with reusable buffers (a generation stamp instead of clearing them).
+struct Router {
+    cost: Vec<f64>,
+    via: Vec<u32>,
+    seen: Vec<u32>,
+    done: Vec<u32>,
+    generation: u32,
+    heap: BinaryHeap<Frontier>,
+}
+
+impl Router {
+    fn new(n: usize) -> Router {
+        Router {
+            cost: vec![0.0; n],
+            via: vec![0; n],
+            seen: vec![0; n],
+            done: vec![0; n],
+            generation: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    /// The segments (indices into `net.segments`) of a fastest route from `from` to `to`; empty if
+    /// they are the same junction or not connected. A* with the straight-line distance at the top
+    /// speed as heuristic, which is consistent (no segment is shorter than the straight line), so
+    /// the first time the target is settled its route is optimal.
+    fn route(&mut self, net: &RoadNetwork, from: u32, to: u32) -> Vec<u32> {
+        self.generation += 1;
+        let g = self.generation;
+        let (tx, ty) = net.junctions[to as usize];
+        let h = |j: u32| {
+            let (x, y) = net.junctions[j as usize];
+            ((x - tx).powi(2) + (y - ty).powi(2)).sqrt() / net.max_speed_mps
+        };
+        self.heap.clear();
+        self.cost[from as usize] = 0.0;
+        self.seen[from as usize] = g;
+        self.via[from as usize] = u32::MAX;
+        self.heap.push(Frontier {
+            estimate: h(from),
+            junction: from,
+        });
+        while let Some(Frontier { junction: j, .. }) = self.heap.pop() {
+            if self.done[j as usize] == g {
+                continue;
+            }
+            self.done[j as usize] = g;
+            if j == to {
+                break;
+            }
+            let base = self.cost[j as usize];
+            for s in net.first[j as usize]..net.first[j as usize + 1] {
+                let seg = net.segments[s as usize];
+                let t = seg.to as usize;
+                let c = base + seg.length_m / seg.speed_mps;
+                if self.done[t] != g && (self.seen[t] != g || c < self.cost[t]) {
+                    self.seen[t] = g;
+                    self.cost[t] = c;
+                    self.via[t] = s;
+                    self.heap.push(Frontier {
+                        estimate: c + h(seg.to),
+                        junction: seg.to,
+                    });
+                }
+            }
+        }
+        let mut path = Vec::new();
+        if self.done[to as usize] != g {
+            return path;
+        }
+        let mut j = to;
+        while j != from {
+            let s = self.via[j as usize];
+            path.push(s);
+            // The segment's source: the junction whose adjacency range holds index s.
+            j = net.first.partition_point(|&f| f <= s) as u32 - 1;
+        }
+        path.reverse();
+        path
+    }
+}
+
+/// The positions of a drive along `route` from junction `from`, leaving at `depart_ms`: one every
+/// `spacing_m` metres and one at the destination, each with the time the car is there.
+fn drive(
+    net: &RoadNetwork,
+    from: u32,
+    route: &[u32],
+    depart_ms: i64,
+    spacing_m: f64,
+    out: &mut Vec<(i64, Point)>,
+) {
+    out.clear();
+    let (mut x, mut y) = net.junctions[from as usize];
+    let mut travelled = 0.0;
+    let mut clock_ms = depart_ms as f64;
+    let mut next = spacing_m;
+    for &s in route {
+        let seg = net.segments[s as usize];
+        let (bx, by) = net.junctions[seg.to as usize];
+        while next <= travelled + seg.length_m {
+            let along = next - travelled;
+            let f = if seg.length_m > 0.0 {
+                along / seg.length_m
+            } else {
+                1.0
+            };
+            let t = clock_ms + along / seg.speed_mps * 1000.0;
+            out.push((t.floor() as i64, net.to_point(x + f * (bx - x), y + f * (by - y))));
+            next += spacing_m;
+        }
+        travelled += seg.length_m;
+        clock_ms += seg.length_m / seg.speed_mps * 1000.0;
+        x = bx;
+        y = by;
+    }
+    if !route.is_empty() && next - spacing_m < travelled {
+        out.push((clock_ms.floor() as i64, net.to_point(x, y)));
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Place {
+    Home,
+    Work,
+    Leisure,
+}
+
+struct Vehicle {
+    home: u32,
+    work: u32,
+    at: u32,
+    place: Place,
+    /// The day of the next morning drive to work.
+    next_day: i64,
+    /// The day of the last morning drive (for the evening departure).
+    work_day: i64,
+    to_work: Option<Vec<u32>>,
+    to_home_from_work: Option<Vec<u32>>,
+    trip: Vec<(i64, Point)>,
+    cursor: usize,
+}
+
+const MINUTE_MS: i64 = 60_000;
+const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = 86_400_000;
+
+struct Simulation<'a> {
+    net: &'a RoadNetwork,
+    p: &'a BerlinModParams,
+    router: Router,
+    rng: Xoshiro256PlusPlus,
+    start_ms: i64,
+}
+
+impl Simulation<'_> {
+    /// Departure time on `day` around `mean_h` hours (Gaussian `sigma_min` minutes, clamped to
+    /// `lo_h..hi_h`).
+    fn around(&mut self, day: i64, mean_h: f64, sigma_min: f64, lo_h: f64, hi_h: f64) -> i64 {
+        let z: f64 = Normal::new(0.0, 1.0).expect("unit normal").sample(&mut self.rng);
+        let hours = (mean_h + z * sigma_min / 60.0).clamp(lo_h, hi_h);
+        self.start_ms + day * DAY_MS + (hours * HOUR_MS as f64) as i64
+    }
+
+    /// Plans the vehicle's next drive after arriving where it is at `arrived_ms`, filling `v.trip`.
+    fn plan(&mut self, v: &mut Vehicle, mut arrived_ms: i64) {
+        let min_stay = 30 * MINUTE_MS;
+        loop {
+            let (depart, dest, place) = match v.place {
+                Place::Home => {
+                    let mut depart = self.around(v.next_day, 7.5, 45.0, 5.0, 10.0);
+                    while depart < arrived_ms + min_stay {
+                        v.next_day += 1;
+                        depart = self.around(v.next_day, 7.5, 45.0, 5.0, 10.0);
+                    }
+                    v.work_day = v.next_day;
+                    v.next_day += 1;
+                    (depart, v.work, Place::Work)
+                }
+                Place::Work => {
+                    let depart = self
+                        .around(v.work_day, 16.5, 60.0, 13.0, 20.0)
+                        .max(arrived_ms + min_stay);
+                    if self.rng.random::<f64>() < self.p.leisure_probability {
+                        let leisure = self
+                            .net
+                            .draw_junction(&mut self.rng, self.p.home_sigma_m, Some(v.at));
+                        (depart, leisure, Place::Leisure)
+                    } else {
+                        (depart, v.home, Place::Home)
+                    }
+                }
+                Place::Leisure => {
+                    let stay = self.rng.random_range(30 * MINUTE_MS..150 * MINUTE_MS);
+                    (arrived_ms + stay, v.home, Place::Home)
+                }
+            };
+            let route = match (v.place, place) {
+                (Place::Home, Place::Work) => v
+                    .to_work
+                    .get_or_insert_with(|| self.router.route(self.net, v.home, v.work))
+                    .clone(),
+                (Place::Work, Place::Home) => v
+                    .to_home_from_work
+                    .get_or_insert_with(|| self.router.route(self.net, v.work, v.home))
+                    .clone(),
+                _ => self.router.route(self.net, v.at, dest),
+            };
+            drive(self.net, v.at, &route, depart, self.p.spacing_m, &mut v.trip);
+            v.cursor = 0;
+            v.at = dest;
+            v.place = place;
+            if !v.trip.is_empty() {
+                return;
+            }
+            // Nowhere to drive (same junction): stay, and plan the next leg from there.
+            arrived_ms = depart;
+        }
+    }
+}
+
+/// Generates `records` BerlinMOD-like vehicle positions (see the module docs for the shape).
+pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Trajectories, WorkloadError> {
+    const G: &str = "berlinmod";
+    for (what, v) in [
+        ("spacing_m", p.spacing_m),
+        ("block_m", p.block_m),
+        ("street_kmh", p.street_kmh),
+        ("arterial_kmh", p.arterial_kmh),
+        ("home_sigma_m", p.home_sigma_m),
+        ("work_sigma_m", p.work_sigma_m),
+    ] {
+        check_positive(G, what, v)?;
+    }
+    check_probability(G, "missing_streets", p.missing_streets)?;
+    check_probability(G, "leisure_probability", p.leisure_probability)?;
+    let max_block = (BERLIN.height() * METRES_PER_DEG_LAT).min(BERLIN.width() * metres_per_deg_lon()) / 2.0;
+    if !(50.0..=max_block).contains(&p.block_m) || p.vehicles == Some(0) {
+        return Err(WorkloadError::InvalidParameter {
+            generator: G,
+            reason: format!(
+                "block_m must be in 50..={max_block:.0} m (got {}) and vehicles at least 1",
+                p.block_m
+            ),
+        });
+    }
+    let mut out = Trajectories {
+        name: G.to_string(),
+        extent: BERLIN,
+        records: Vec::with_capacity(records),
+    };
+    if records == 0 {
+        return Ok(out);
+    }
+    let net = RoadNetwork::build(seed, p);
+    let mut place_rng = seeded_rng(seed, "berlinmod/places");
+    let vehicles = p.vehicles_for(records);
+    let mut fleet: Vec<Vehicle> = (0..vehicles)
+        .map(|_| {
+            let home = net.draw_junction(&mut place_rng, p.home_sigma_m, None);
+            let work = net.draw_junction(&mut place_rng, p.work_sigma_m, Some(home));
+            Vehicle {
+                home,
+                work,
+                at: home,
+                place: Place::Home,
+                next_day: 0,
+                work_day: 0,
+                to_work: None,
+                to_home_from_work: None,
+                trip: Vec::new(),
+                cursor: 0,
+            }
+        })
+        .collect();
+    let mut sim = Simulation {
+        net: &net,
+        p,
+        router: Router::new(net.junctions.len()),
+        rng: seeded_rng(seed, "berlinmod/schedule"),
+        start_ms: p.start * 1000,
+    };
+    // The event queue: each vehicle's next position, earliest first, ties by vehicle.
+    let mut queue = BinaryHeap::with_capacity(vehicles);
+    for (i, v) in fleet.iter_mut().enumerate() {
+        sim.plan(v, sim.start_ms - DAY_MS);
+        queue.push(Reverse((v.trip[0].0, i as u32)));
+    }
+    while out.records.len() < records {
+        let Some(Reverse((t, i))) = queue.pop() else { break };
+        let v = &mut fleet[i as usize];
+        let (_, point) = v.trip[v.cursor];
+        out.records.push(Record {
+            oid: u64::from(i),
+            time: t.div_euclid(1000),
+            point,
+        });
+        v.cursor += 1;
+        if v.cursor == v.trip.len() {
+            sim.plan(v, t);
+        }
+        queue.push(Reverse((v.trip[v.cursor].0, i)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::test_support::check_common;
+    use std::collections::HashMap;
+
+    #[test]
+    fn deterministic_exact_and_ordered() {
+        let p = BerlinModParams::default();
+        let a = berlinmod(50_000, 7, &p).unwrap();
+        assert_eq!(a, berlinmod(50_000, 7, &p).unwrap());
+        assert_ne!(a.records, berlinmod(50_000, 8, &p).unwrap().records);
+        check_common(&a, 50_000);
+        assert_eq!(p.vehicles_for(50_000), 50);
+        assert_eq!(p.vehicles_for(56_129_943), 2000);
+        assert_eq!(p.vehicles_for(500), 1);
+        assert_eq!(a.objects(), 50);
+        for n in [1, 2, 999, 1001, 2500] {
+            check_common(&berlinmod(n, 1, &p).unwrap(), n);
+        }
+    }
+
+    #[test]
+    fn consecutive_positions_are_metres_apart() {
+        let p = BerlinModParams::default();
+        let t = berlinmod(100_000, 3, &p).unwrap();
+        let mut last = HashMap::new();
+        let (mut n, mut total, mut max) = (0usize, 0.0, 0.0f64);
+        for r in &t.records {
+            if let Some(prev) = last.insert(r.oid, r.point) {
+                let d = metres_between(prev, r.point);
+                n += 1;
+                total += d;
+                max = max.max(d);
+            }
+        }
+        assert!(n > 90_000);
+        assert!(max <= p.spacing_m * 1.01, "largest step {max} m");
+        let mean = total / n as f64;
+        assert!(mean > 0.5 * p.spacing_m, "mean step {mean} m");
+    }
+
+    #[test]
+    fn vehicles_commute_and_come_home() {
+        // One vehicle over several days: it leaves home, reaches work, returns home.
+        let p = BerlinModParams {
+            vehicles: Some(1),
+            ..BerlinModParams::default()
+        };
+        let t = berlinmod(20_000, 9, &p).unwrap();
+        let first = t.records[0];
+        let days = (t.records.last().unwrap().time - first.time) / 86_400;
+        assert!(days >= 2, "{days} days simulated");
+        // Positions cluster around two places (home and work): the vehicle is near its start again.
+        let near_start = t
+            .records
+            .iter()
+            .filter(|r| metres_between(r.point, first.point) < 100.0)
+            .count();
+        assert!(near_start >= 4, "{near_start} positions near home");
+    }
+
+    #[test]
+    fn routes_are_fastest_paths() {
+        let p = BerlinModParams::default();
+        let net = RoadNetwork::build(1, &p);
+        let mut router = Router::new(net.junctions.len());
+        let from = net.junction_near(1000.0, 1000.0);
+        let to = net.junction_near(30_000.0, 25_000.0);
+        let route = router.route(&net, from, to);
+        // Connected, and no faster than the straight line at top speed.
+        let mut at = from;
+        let mut secs = 0.0;
+        for &s in &route {
+            assert!(net
+                .out(at)
+                .iter()
+                .any(|seg| std::ptr::eq(seg, &net.segments[s as usize])));
+            secs += net.segments[s as usize].length_m / net.segments[s as usize].speed_mps;
+            at = net.segments[s as usize].to;
+        }
+        assert_eq!(at, to);
+        let (fx, fy) = net.junctions[from as usize];
+        let (tx, ty) = net.junctions[to as usize];
+        assert!(secs >= ((fx - tx).powi(2) + (fy - ty).powi(2)).sqrt() / net.max_speed_mps);
+        // Dijkstra (A* with a zero heuristic) agrees on the travel time.
+        let mut best = vec![f64::INFINITY; net.junctions.len()];
+        let mut heap = BinaryHeap::new();
+        best[from as usize] = 0.0;
+        heap.push(Frontier {
+            estimate: 0.0,
+            junction: from,
+        });
+        while let Some(Frontier { estimate, junction }) = heap.pop() {
+            if estimate > best[junction as usize] {
+                continue;
+            }
+            for seg in net.out(junction) {
+                let c = estimate + seg.length_m / seg.speed_mps;
+                if c < best[seg.to as usize] {
+                    best[seg.to as usize] = c;
+                    heap.push(Frontier {
+                        estimate: c,
+                        junction: seg.to,
+                    });
+                }
+            }
+        }
+        assert!(
+            (best[to as usize] - secs).abs() < 1e-6,
+            "dijkstra {} vs a* {secs}",
+            best[to as usize]
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Reading a data file line by line, plain or gzip-compressed (recognised by its magic bytes, so
+//! a misnamed file still reads), and splitting lines into fields.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+
+use crate::WorkloadError;
+
+/// A line's 1-based number and its text, or `Err(())` if it is not UTF-8.
+pub(crate) type Line<'a> = (usize, Result<&'a str, ()>);
+
+pub(crate) struct LineReader {
+    inner: Box<dyn BufRead>,
+    buf: Vec<u8>,
+    /// 1-based number of the line last returned.
+    line: usize,
+    path: PathBuf,
+}
+
+impl LineReader {
+    pub(crate) fn open(path: &Path) -> Result<LineReader, WorkloadError> {
+        let io = |source| WorkloadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = BufReader::with_capacity(1 << 16, File::open(path).map_err(io)?);
+        let gz = file.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+        let inner: Box<dyn BufRead> = if gz {
+            Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(file)))
+        } else {
+            Box::new(file)
+        };
+        Ok(LineReader {
+            inner,
+            buf: Vec::with_capacity(256),
+            line: 0,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The next line (without its line ending) and its 1-based number; `Err(line)` inside the
+    /// option for a line that is not UTF-8, `None` at the end of the file.
+    pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>, WorkloadError> {
+        self.buf.clear();
+        let n = self
+            .inner
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|source| WorkloadError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+            self.buf.pop();
+        }
+        Ok(Some((self.line, std::str::from_utf8(&self.buf).map_err(|_| ()))))
+    }
+}
+
+/// The first line of a file (decompressed), for format guessing; `None` if unreadable.
+pub(crate) fn first_line(path: &Path) -> Option<String> {
+    let mut r = LineReader::open(path).ok()?;
+    while let Some((_, line)) = r.next_line().ok()? {
+        let line = line.ok()?;
+        if !line.trim().is_empty() {
+            return Some(line.to_string());
+        }
+    }
+    None
+}
+
+/// Splits delimited lines into fields, honouring double quotes as CSV does (`"a, b"` is one field,
+/// `""` inside quotes is a quote). A quoted field cannot span lines.
+#[derive(Default)]
+pub(crate) struct Fields {
+    buf: String,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl Fields {
+    pub(crate) fn split(&mut self, line: &str, delim: u8) -> Result<(), String> {
+        self.buf.clear();
+        self.ranges.clear();
+        let delim = char::from(delim);
+        let mut chars = line.chars().peekable();
+        loop {
+            let start = self.buf.len();
+            // Skip spaces before a quote so that `a, "b"` works.
+            let lead: String = std::iter::from_fn(|| chars.next_if(|&c| c == ' ' && c != delim)).collect();
+            if chars.peek() == Some(&'"') {
+                chars.next();
+                loop {
+                    match chars.next() {
+                        Some('"') if chars.peek() == Some(&'"') => {
+                            chars.next();
+                            self.buf.push('"');
+                        }
+                        Some('"') => break,
+                        Some(c) => self.buf.push(c),
+                        None => return Err(format!("field {} has an unterminated quote", self.ranges.len())),
+                    }
+                }
+                while chars.next_if(|&c| c == ' ').is_some() {}
+                match chars.peek() {
+                    None => {}
+                    Some(&c) if c == delim => {}
+                    Some(&c) => {
+                        return Err(format!(
+                            "field {}: unexpected {c:?} after a closing quote",
+                            self.ranges.len()
+                        ))
+                    }
+                }
+            } else {
+                self.buf.push_str(&lead);
+                while let Some(c) = chars.next_if(|&c| c != delim) {
+                    self.buf.push(c);
+                }
+            }
+            self.ranges.push((start, self.buf.len()));
+            if chars.next().is_none() {
+                return Ok(());
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Field `i`, trimmed; `None` past the last field.
+    pub(crate) fn get(&self, i: usize) -> Option<&str> {
+        self.ranges.get(i).map(|&(a, b)| self.buf[a..b].trim())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(line: &str, d: u8) -> Result<Vec<String>, String> {
+        let mut f = Fields::default();
+        f.split(line, d)?;
+        Ok((0..f.len()).map(|i| f.get(i).unwrap().to_string()).collect())
+    }
+
+    #[test]
+    fn splits_plain_and_quoted_fields() {
+        assert_eq!(split("a,b,,c", b',').unwrap(), vec!["a", "b", "", "c"]);
+        assert_eq!(split("", b',').unwrap(), vec![""]);
+        assert_eq!(split("x\t y \tz", b'\t').unwrap(), vec!["x", "y", "z"]);
+        assert_eq!(
+            split(r#"1,"a, ""b""",3"#, b',').unwrap(),
+            vec!["1", r#"a, "b""#, "3"]
+        );
+        assert_eq!(split(r#"1, "q" ,3"#, b',').unwrap(), vec!["1", "q", "3"]);
+        assert!(split(r#"1,"open,3"#, b',').unwrap_err().contains("unterminated"));
+        assert!(split(r#"1,"a"b,3"#, b',')
+            .unwrap_err()
+            .contains("after a closing quote"));
+    }
+}
