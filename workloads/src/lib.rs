@@ -4,7 +4,7 @@
 //! - [`Trajectories`]: records of moving objects in time order, and [`Trajectories::to_ops`], the
 //!   insert-then-updates stream the LSM RUM-tree paper ingests (PAPERS.md section 1, "Datasets");
 //! - [`gen`]: Gowalla-, Chicago-taxi- and BerlinMOD-like generators ([`generate`], [`DATASETS`]);
-//! - [`load`]: loaders for SNAP Gowalla, the Chicago taxi CSV and any (object, time, x, y) CSV/TSV,
+//! - [`load`](mod@load): loaders for SNAP Gowalla, the Chicago taxi CSV and any (object, time, x, y) CSV/TSV,
 //!   plain or gzipped;
 //! - [`seeded_rng`]: the per-component random streams everything random here is drawn from.
 //!

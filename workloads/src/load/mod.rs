@@ -39,6 +39,11 @@ impl Format {
     /// The names [`Format::from_str`] accepts, in declaration order.
     pub const NAMES: [&'static str; 3] = ["snap-gowalla", "chicago-csv", "csv"];
 
+    /// [`guess`]: the format a file's first line looks like.
+    pub fn guess(path: &Path) -> Option<Format> {
+        guess(path)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Format::SnapGowalla => Self::NAMES[0],

@@ -1,0 +1,456 @@
+//! The loaders on small inline fixtures written to a temporary directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use lsmlab_engine::geom::Point;
+use lsmlab_workloads::load::{dataset_name, guess, load_with_dialect, CsvDialect};
+use lsmlab_workloads::{load, ColumnRef, CsvColumns, Format, LoadOptions, WorkloadError};
+
+/// A scratch directory removed on drop (std only, to keep the dependency list short).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("lsmlab-workloads-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        if name.ends_with(".gz") {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(text.as_bytes()).unwrap();
+            std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        } else {
+            std::fs::write(&path, text).unwrap();
+        }
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn opts(format: Format) -> LoadOptions {
+    LoadOptions::new(format)
+}
+
+fn times(t: &lsmlab_workloads::Trajectories) -> Vec<i64> {
+    t.records.iter().map(|r| r.time).collect()
+}
+
+const SNAP: &str = "\
+0\t2010-10-12T00:21:28Z\t40.64\t-73.78\t23261
+0\t2010-10-11T20:21:20Z\t40.74\t-73.98\t16907
+1\t2010-10-11T22:00:00Z\t40.70\t-74.00\t11
+1\t2010-10-10T10:00:00Z\t40.71\t-74.01\t12
+";
+
+#[test]
+fn snap_gowalla_plain_and_gzipped() {
+    let dir = Scratch::new("snap");
+    for name in ["checkins.txt", "checkins.tsv.gz"] {
+        let path = dir.write(name, SNAP);
+        let (t, report) = load(&path, &opts(Format::SnapGowalla)).unwrap();
+        assert_eq!(t.name, "checkins");
+        assert_eq!(t.records.len(), 4);
+        assert_eq!(t.objects(), 2);
+        assert!(t.records.windows(2).all(|w| w[0].time <= w[1].time));
+        // Earliest check-in: user 1 at 2010-10-10T10:00:00Z, x = lon, y = lat.
+        assert_eq!(t.records[0].oid, 1);
+        assert_eq!(t.records[0].time, 1_286_704_800);
+        assert_eq!(t.records[0].point, Point::new(-74.01, 40.71));
+        assert_eq!((t.extent.min.x, t.extent.max.y), (-74.01, 40.74));
+        assert_eq!(
+            (
+                report.lines,
+                report.records,
+                report.skipped_malformed,
+                report.skipped_missing
+            ),
+            (4, 4, 0, 0)
+        );
+        assert_eq!(guess(&path), Some(Format::SnapGowalla));
+        // The replayed stream: user 1's first record inserts, its second updates from there.
+        let ops = t.to_ops();
+        assert!(matches!(
+            ops[0],
+            lsmlab_workloads::SpatialOp::Insert { oid: 1, .. }
+        ));
+    }
+}
+
+#[test]
+fn malformed_line_reports_file_line_and_column() {
+    let dir = Scratch::new("malformed");
+    let text = format!("{SNAP}2\t2010-10-11T20:21:20Z\tabc\t-73.98\t5\n\n3\t2010-10-11T20:21:20Z\t40.1\n");
+    let path = dir.write("data.txt", &text);
+    let err = load(&path, &opts(Format::SnapGowalla)).unwrap_err();
+    assert!(matches!(err, WorkloadError::Malformed { line: 5, .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.ends_with("data.txt:5: column \"lat\": expected a number, got \"abc\""),
+        "{msg}"
+    );
+
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            skip_malformed: true,
+            ..opts(Format::SnapGowalla)
+        },
+    )
+    .unwrap();
+    assert_eq!(t.records.len(), 4);
+    assert_eq!(report.lines, 6);
+    assert_eq!(report.skipped_malformed, 2);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("data.txt:7: expected 5 tab-separated fields")),
+        "{:?}",
+        report.notes
+    );
+}
+
+const CHICAGO: &str = "\
+pickup_community_area,fare,trip_start_timestamp,pickup_latitude,pickup_longitude,company
+,12.45,1400269500,,,\"Taxi Co, Inc.\"
+8,5.0,1400000300,41.89,-87.63,A
+32,7.0,1400000100,41.88,-87.62,\"B \"\"quoted\"\"\"
+,3.0,1400000200,41.95,,C
+6,9.0,1400000400,41.94,-87.65,D
+";
+
+#[test]
+fn chicago_skips_rows_without_coordinates_and_deals_synthetic_taxis() {
+    let dir = Scratch::new("chicago");
+    let path = dir.write("taxi.csv.gz", CHICAGO);
+    assert_eq!(guess(&path), Some(Format::ChicagoCsv));
+    let (t, report) = load(&path, &opts(Format::ChicagoCsv)).unwrap();
+    assert_eq!(t.name, "taxi");
+    assert_eq!(times(&t), vec![1_400_000_100, 1_400_000_300, 1_400_000_400]);
+    assert_eq!(t.records[0].point, Point::new(-87.62, 41.88));
+    assert_eq!(
+        (
+            report.lines,
+            report.records,
+            report.skipped_missing,
+            report.skipped_malformed
+        ),
+        (5, 3, 2, 0)
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains("synthetic taxis")),
+        "{:?}",
+        report.notes
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("2 trips without pickup coordinates")),
+        "{:?}",
+        report.notes
+    );
+
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            taxis: Some(2),
+            ..opts(Format::ChicagoCsv)
+        },
+    )
+    .unwrap();
+    let oids: Vec<u64> = t.records.iter().map(|r| r.oid).collect();
+    assert_eq!(oids, vec![0, 1, 0], "round-robin in time order");
+    assert!(
+        report.notes.iter().any(|n| n.contains("to 2 synthetic taxis")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn chicago_with_taxi_ids_and_portal_names() {
+    let dir = Scratch::new("chicago-ids");
+    let text = "\
+Trip ID,Taxi ID,Trip Start Timestamp,Pickup Centroid Latitude,Pickup Centroid Longitude
+a,f00d,01/01/2019 12:15:00 AM,41.9,-87.6
+b,beef,01/01/2019 12:00:00 AM,41.8,-87.7
+c,f00d,01/01/2019 01:00:00 PM,41.7,-87.8
+";
+    let path = dir.write("portal.csv", text);
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            taxis: Some(9),
+            ..opts(Format::ChicagoCsv)
+        },
+    )
+    .unwrap();
+    // String ids, dense in first-seen (file) order: f00d -> 0, beef -> 1.
+    let oids: Vec<u64> = t.records.iter().map(|r| r.oid).collect();
+    assert_eq!(oids, vec![1, 0, 0]);
+    assert_eq!(t.records[0].time, 1_546_300_800);
+    assert_eq!(t.records[2].time, 1_546_300_800 + 13 * 3600);
+    assert!(
+        report.notes.iter().any(|n| n.contains("taxis option ignored")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn chicago_without_required_column_names_it() {
+    let dir = Scratch::new("chicago-missing");
+    let path = dir.write("bad.csv", "trip_start_timestamp,pickup_longitude\n1,2\n");
+    let msg = load(&path, &opts(Format::ChicagoCsv)).unwrap_err().to_string();
+    assert!(
+        msg.contains("bad.csv") && msg.contains("\"pickup_latitude\"") && msg.contains("pickup_longitude"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn csv_by_header_names_with_mixed_timestamp_forms_and_string_ids() {
+    let dir = Scratch::new("csv-names");
+    let text = "\
+vehicle,lat,lon,when
+car-b,52.50,13.40,2007-05-28 08:00:05
+car-a,52.51,13.41,2007-05-28T08:00:00Z
+car-b,52.52,13.42,2007-05-28T10:00:03+02:00
+car-a,52.53,13.43,2007-05-28T08:00:04.500
+car-c,52.54,13.44,1180339210
+car-c,52.55,13.45,1180339211.75
+";
+    let path = dir.write("fleet.csv", text);
+    let columns: CsvColumns = "oid=vehicle,time=when,x=lon,y=lat".parse().unwrap();
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap();
+    let base = 1_180_339_200; // 2007-05-28T08:00:00Z
+    assert_eq!(
+        times(&t),
+        vec![base, base + 3, base + 4, base + 5, base + 10, base + 11]
+    );
+    // car-b -> 0, car-a -> 1, car-c -> 2 (first-seen order in the file).
+    let oids: Vec<u64> = t.records.iter().map(|r| r.oid).collect();
+    assert_eq!(oids, vec![1, 0, 1, 0, 2, 2]);
+    assert_eq!(t.records[0].point, Point::new(13.41, 52.51));
+    assert_eq!(report.records, 6);
+    assert!(
+        report.notes.iter().any(|n| n.contains("3 string object ids")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn csv_by_index_without_header_tab_separated_and_gzipped() {
+    let dir = Scratch::new("csv-index");
+    let text = "7\t100\t2.0\t1.0\n7\t50\t4.0\t3.0\n9\t75\t6.0\t5.0\n";
+    let path = dir.write("points.tsv.gz", text);
+    assert_eq!(guess(&path), Some(Format::Csv));
+    // Columns oid, time, y, x: x is column 3, y column 2.
+    let columns: CsvColumns = "0,1,3,2".parse().unwrap();
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap();
+    assert_eq!(t.name, "points");
+    assert_eq!(times(&t), vec![50, 75, 100]);
+    assert_eq!(t.records[0].point, Point::new(3.0, 4.0));
+    assert_eq!(report.lines, 3, "no header detected");
+    // No columns given and no header: positions 0, 1, 2, 3.
+    let (t, _) = load(&path, &opts(Format::Csv)).unwrap();
+    assert_eq!(t.records[0].point, Point::new(4.0, 3.0));
+}
+
+#[test]
+fn csv_header_detection_dialect_and_guessed_names() {
+    let dir = Scratch::new("csv-dialect");
+    let path = dir.write("semi.csv", "id;t;x;y\n1;10;0.5;0.25\n2;5;1.5;1.25\n");
+    // Header recognised by its names, delimiter detected as ';'.
+    let (t, report) = load(&path, &opts(Format::Csv)).unwrap();
+    assert_eq!(times(&t), vec![5, 10]);
+    assert!(
+        report.notes.iter().any(|n| n.contains("oid=id,time=t,x=x,y=y")),
+        "{:?}",
+        report.notes
+    );
+    // Indices with a header line: detected because its x/y are not numbers.
+    let idx = LoadOptions {
+        columns: Some(CsvColumns::positional()),
+        ..opts(Format::Csv)
+    };
+    let (t, report) = load(&path, &idx).unwrap();
+    assert_eq!((t.records.len(), report.lines), (2, 2));
+    // An explicit dialect: header off makes the header line a malformed data line.
+    let err = load_with_dialect(
+        &path,
+        &idx,
+        CsvDialect {
+            delimiter: Some(b';'),
+            header: Some(false),
+        },
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("semi.csv:1: column 1: expected a timestamp"),
+        "{err}"
+    );
+}
+
+#[test]
+fn csv_missing_named_column_lists_the_header() {
+    let dir = Scratch::new("csv-missing");
+    let path = dir.write("a.csv", "user,ts,lon,lat\n1,2,3,4\n");
+    let columns = CsvColumns {
+        oid: ColumnRef::Name("user".into()),
+        time: ColumnRef::Name("time".into()),
+        x: ColumnRef::Name("lon".into()),
+        y: ColumnRef::Name("lat".into()),
+    };
+    let msg = load(
+        &path,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        msg.contains("a.csv: no column \"time\" in the header (columns: user, ts, lon, lat)"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn csv_malformed_lines_and_skip_counts() {
+    let dir = Scratch::new("csv-bad");
+    let path = dir.write("data.csv", "oid,time,x,y\n1,5,0,0\n2,6,1\n3,7,abc,1\n4,8,1,1\n");
+    let named = LoadOptions {
+        columns: Some("oid=oid,time=time,x=x,y=y".parse().unwrap()),
+        ..opts(Format::Csv)
+    };
+    let msg = load(&path, &named).unwrap_err().to_string();
+    assert!(
+        msg.ends_with("data.csv:3: expected at least 4 delimiter-separated fields, got 3"),
+        "{msg}"
+    );
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            skip_malformed: true,
+            ..named
+        },
+    )
+    .unwrap();
+    assert_eq!(t.records.len(), 2);
+    assert_eq!((report.lines, report.skipped_malformed), (4, 2));
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.ends_with("data.csv:4: column \"x\": expected a number, got \"abc\"")));
+}
+
+#[test]
+fn empty_missing_and_all_skipped_files_are_clear_errors() {
+    let dir = Scratch::new("empty");
+    let empty = dir.write("empty.csv", "");
+    for format in [Format::SnapGowalla, Format::ChicagoCsv, Format::Csv] {
+        let err = load(&empty, &opts(format)).unwrap_err();
+        assert!(matches!(err, WorkloadError::Empty { .. }), "{format}: {err:?}");
+        assert!(
+            err.to_string().contains("empty.csv: empty file: expected"),
+            "{err}"
+        );
+    }
+    let header_only = dir.write(
+        "header.csv",
+        "pickup_latitude,pickup_longitude,trip_start_timestamp\n",
+    );
+    let msg = load(&header_only, &opts(Format::ChicagoCsv))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("expected trips after the CSV header"), "{msg}");
+
+    let missing = dir.0.join("nope.tsv");
+    let err = load(&missing, &opts(Format::SnapGowalla)).unwrap_err();
+    assert!(
+        matches!(err, WorkloadError::Io { .. }) && err.to_string().contains("nope.tsv"),
+        "{err}"
+    );
+    assert_eq!(guess(&missing), None);
+
+    let bad = dir.write("bad.txt", "x\n\ny\n");
+    let skip = LoadOptions {
+        skip_malformed: true,
+        ..opts(Format::SnapGowalla)
+    };
+    let msg = load(&bad, &skip).unwrap_err().to_string();
+    assert!(
+        msg.contains("no usable records (2 data lines: 2 malformed"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn limit_keeps_a_time_prefix() {
+    let dir = Scratch::new("limit");
+    let path = dir.write("c.txt", SNAP);
+    let (t, report) = load(
+        &path,
+        &LoadOptions {
+            limit: Some(2),
+            ..opts(Format::SnapGowalla)
+        },
+    )
+    .unwrap();
+    assert_eq!(times(&t), vec![1_286_704_800, 1_286_828_480]);
+    assert_eq!(report.records, 2);
+    assert!(report.notes.iter().any(|n| n.contains("first 2 of 4")));
+    // The extent covers the kept records only.
+    assert_eq!(t.extent.max.y, 40.74);
+    assert_eq!(t.extent.min.x, -74.01);
+}
+
+#[test]
+fn formats_parse_and_names_strip_extensions() {
+    assert_eq!("snap-gowalla".parse::<Format>().unwrap(), Format::SnapGowalla);
+    assert_eq!("chicago-csv".parse::<Format>().unwrap(), Format::ChicagoCsv);
+    assert_eq!("csv".parse::<Format>().unwrap(), Format::Csv);
+    let msg = "json".parse::<Format>().unwrap_err().to_string();
+    assert!(
+        msg.contains("\"json\"") && msg.contains("snap-gowalla, chicago-csv, csv"),
+        "{msg}"
+    );
+    for (p, n) in [
+        ("a/b/gowalla.tsv.gz", "gowalla"),
+        ("x.csv", "x"),
+        ("y.TXT", "y"),
+        ("z.dat.gz", "z.dat"),
+        ("w", "w"),
+    ] {
+        assert_eq!(dataset_name(Path::new(p)), n);
+    }
+}
