@@ -5,16 +5,18 @@
 //! below were fitted to the NYC subset in `shared/data` (138,957 check-ins, 7,115 users, 21,509
 //! venues) where the paper gives none:
 //! - activity per user is lognormal with sigma = sqrt(2 ln(mean/median)) = sqrt(2 ln 3.9) = 1.65
-//!   (NYC: median 5, mean 19.5). With 7,115 users this also predicts the NYC maximum (~1,800, real
-//!   1,794). The scale is set by `records_per_user` = 6,442,757 / 107,092 = 60.2, so the number of
-//!   users grows with the record count as at paper scale;
+//!   (NYC: median 5, mean 19.5). At NYC size (7,115 users, mean 19.5) it gives median 5 and a maximum
+//!   of 1,500-3,000 depending on the seed (NYC: 1,794). The scale is set by `records_per_user` =
+//!   6,442,757 / 107,092 = 60.2, so the number of users grows with the record count as at paper
+//!   scale;
 //! - venue popularity inside a city is Zipf with exponent 0.75 (NYC: the top venue has 1.2% of the
-//!   check-ins, the top 100 18%, the top 1,000 41%; Zipf 0.75 gives 1.2%, 19%, 42%), and there is
-//!   one venue per 6.46 check-ins (NYC: 138,957 / 21,509);
-//! - venues sit in Gaussian "districts" (hot spots) of ~700 m inside cities of ~5 km (NYC: standard
-//!   deviation 0.044 deg of latitude, 0.066 of longitude); a user's next venue is in the same
-//!   district with probability 0.6, elsewhere in the same city otherwise, which reproduces NYC's
-//!   short consecutive moves (median 0.0075 deg, ~800 m);
+//!   check-ins, the top 100 18%, the top 1,000 41%; Zipf 0.75 over NYC's 21,509 venues gives 2.2%,
+//!   20%, 42%), and there is one venue per 6.46 check-ins (NYC: 138,957 / 21,509);
+//! - venues sit in Gaussian "districts" (hot spots, sigma 0.003 deg, ~330 m) inside cities of ~5 km
+//!   (NYC: standard deviation 0.044 deg of latitude, 0.066 of longitude); a user's next venue is in
+//!   the same district with probability 0.6, elsewhere in the same city otherwise. At NYC size this
+//!   gives consecutive moves with quartiles 0.004 / 0.008 / 0.04 deg and 90th percentile 0.10
+//!   (NYC: 0.002 / 0.0075 / 0.034, 0.089);
 //! - a long jump to another city (chosen by city size) happens with probability 0.015 (the brief's
 //!   "1-2%"; the paper says only "rare");
 //! - 40 cities with Zipf(1) sizes (Zipf's law for cities), centres uniform over populated latitudes
@@ -72,7 +74,7 @@ impl Default for GowallaParams {
             venue_zipf: 0.75,
             venues_per_district: 150,
             city_sigma_deg: 0.05,
-            district_sigma_deg: 0.006,
+            district_sigma_deg: 0.003,
             stay_in_district: 0.6,
             long_jump: 0.015,
             start: unix_seconds(2009, 2, 4, 0, 0, 0),
