@@ -182,7 +182,7 @@ pub struct LsmRTree {
     disk: DiskComponents<SpatialComponent>,
     /// The global timestamp counter (incremented by every insert, update and delete).
     clock: u64,
-    um: Option<UpdateMemo>,
+    um: Option<Arc<UpdateMemo>>,
     switches: CleaningSwitches,
     /// Validation: oid -> latest ts. Eager with `eager_primary_lookup`: oid -> location.
     primary_key_index: Option<LsmBTree<u64>>,
@@ -220,7 +220,10 @@ impl LsmRTree {
             deleted_leaf_capacity: BTreeComponent::<()>::leaf_capacity(page_size),
             disk: DiskComponents::new(cfg.merge_policy.build()),
             clock: 0,
-            um: cfg.strategy.uses_update_memo().then(UpdateMemo::new),
+            um: cfg
+                .strategy
+                .uses_update_memo()
+                .then(|| Arc::new(UpdateMemo::new())),
             switches: cfg.strategy.switches().unwrap_or_default(),
             primary_key_index,
             primary_index,
@@ -241,7 +244,12 @@ impl LsmRTree {
     }
 
     pub fn update_memo(&self) -> Option<&UpdateMemo> {
-        self.um.as_ref()
+        self.um.as_deref()
+    }
+
+    /// The Update Memo, shared (for concurrent ingestion outside the tree's lock).
+    pub fn shared_update_memo(&self) -> Option<Arc<UpdateMemo>> {
+        self.um.clone()
     }
 
     /// The last timestamp handed out.
@@ -409,7 +417,12 @@ impl LsmRTree {
     /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf`.
     fn after_memory_insert(&mut self, leaf: NodeId) {
         let um = self.um.as_ref().expect("UM strategy has a memo");
-        if self.switches.buffered && self.memory.bump_update_counter(leaf) >= self.cfg.buffered_threshold {
+        // Under concurrent ingestion the leaf may have been split away or unlinked meanwhile.
+        let live = self.memory.is_live_leaf(leaf);
+        if self.switches.buffered
+            && live
+            && self.memory.bump_update_counter(leaf) >= self.cfg.buffered_threshold
+        {
             // Algorithm 4 on the leaf whose counter hit the threshold.
             let n = self
                 .memory
@@ -429,6 +442,63 @@ impl LsmRTree {
                 }
             }
         }
+    }
+
+    /// UM strategies only, for concurrent ingestion ([`super::ConcurrentRumTree`]): puts an entry
+    /// stamped by the caller into the memory R-tree and returns its leaf. The caller updates the UM
+    /// (outside any lock) and then calls [`Self::finish_external_insert`].
+    pub(crate) fn insert_external(&mut self, e: SpatialEntry) -> NodeId {
+        debug_assert!(self.um.is_some());
+        self.clock = self.clock.max(e.ts);
+        self.memory.insert(e)
+    }
+
+    /// Buffered/Vacuum Cleaning and the flush check after [`Self::insert_external`].
+    pub(crate) fn finish_external_insert(&mut self, leaf: NodeId) -> Result<()> {
+        self.after_memory_insert(leaf);
+        self.maybe_flush()
+    }
+
+    /// Checks the Update Memo against the index's contents (UM strategies): every UM entry's count
+    /// equals the number of its object's entries older than its timestamp (its obsolete entries),
+    /// no entry is newer than the UM's timestamp, and an object without a UM entry has at most one
+    /// entry. Reads every disk component. Returns a description of the first violation.
+    pub fn audit_update_memo(&self) -> Result<std::result::Result<(), String>> {
+        let Some(um) = &self.um else { return Ok(Ok(())) };
+        let mut per_object: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        self.memory
+            .for_each(|e| per_object.entry(e.oid).or_default().push(e.ts));
+        let device = self.cache.device().clone();
+        for c in self.disk.components() {
+            for e in c.rtree.scan(device.as_ref())? {
+                per_object.entry(e.oid).or_default().push(e.ts);
+            }
+        }
+        for (oid, state) in um.snapshot() {
+            let stamps = per_object.get(&oid).map(Vec::as_slice).unwrap_or(&[]);
+            let obsolete = stamps.iter().filter(|&&t| t < state.ts).count() as u64;
+            if obsolete != state.cnt {
+                return Ok(Err(format!(
+                    "object {oid}: UM says ts {} cnt {}, but the index holds {obsolete} older entries ({stamps:?})",
+                    state.ts, state.cnt
+                )));
+            }
+            if let Some(t) = stamps.iter().find(|&&t| t > state.ts) {
+                return Ok(Err(format!(
+                    "object {oid}: entry stamped {t} is newer than the UM's ts {}",
+                    state.ts
+                )));
+            }
+        }
+        for (oid, stamps) in &per_object {
+            if stamps.len() > 1 && um.get(*oid).is_none() {
+                return Ok(Err(format!(
+                    "object {oid} has {} entries but no UM entry",
+                    stamps.len()
+                )));
+            }
+        }
+        Ok(Ok(()))
     }
 
     fn maybe_flush(&mut self) -> Result<()> {
