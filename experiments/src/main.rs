@@ -1,1 +1,205 @@
-fn main() {}
+//! `lsmlab`: list, run, plot and report storage-engine paper experiments.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use lsmlab::experiment::{DataSpec, Experiment, Scale};
+use lsmlab::progress::Progress;
+use lsmlab::{registry, report, runner};
+
+/// Reproduce storage-engine papers (LSM RUM-tree, Leaper, DIOL, OrientDB OEP 7): run experiments,
+/// write JSON results, render figures and a Markdown report.
+#[derive(Parser, Debug)]
+#[command(name = "lsmlab", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the experiments.
+    List {
+        /// Print only the names, one per line (for scripts and the Makefile).
+        #[arg(long)]
+        names: bool,
+    },
+    /// Print an experiment's parameters, their defaults at a scale, and what they mean.
+    Params {
+        /// The experiment (see `lsmlab list`).
+        experiment: String,
+        /// The scale whose defaults to show.
+        #[arg(long, value_enum, default_value_t = Scale::Small)]
+        scale: Scale,
+    },
+    /// Run one experiment and write DIR/<scale>/<EXPERIMENT>.json.
+    Run(RunArgs),
+    /// Render the figures of every result file found, into OUT/<scale>/.
+    Plot {
+        /// Where the result files are (DIR/<scale>/<experiment>.json).
+        #[arg(long, value_name = "DIR", default_value = "results")]
+        results: PathBuf,
+        /// Where to write the figures (OUT/<scale>/<figure>.svg and .png).
+        #[arg(long, value_name = "DIR", default_value = "plots")]
+        out: PathBuf,
+        /// Only this scale (default: every scale found).
+        #[arg(long, value_enum)]
+        scale: Option<Scale>,
+    },
+    /// Write a Markdown report: one section per result file, with links to its figures.
+    Report {
+        /// Where the result files are.
+        #[arg(long, value_name = "DIR", default_value = "results")]
+        results: PathBuf,
+        /// Where `lsmlab plot` wrote the figures.
+        #[arg(long, value_name = "DIR", default_value = "plots")]
+        plots: PathBuf,
+        /// The report file.
+        #[arg(long, value_name = "FILE", default_value = "REPORT.md")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The experiment (see `lsmlab list`).
+    experiment: String,
+    /// Size of the run: tiny (CI, seconds), small (laptop, minutes), paper (the papers' sizes).
+    #[arg(long, value_enum, default_value_t = Scale::Small)]
+    scale: Scale,
+    /// Seed of every random choice; the same seed and parameters give the same counted results.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Override a parameter, e.g. `--set records=100000 --set strategies=Eager,UM+F`
+    /// (see `lsmlab params EXPERIMENT`). Repeatable; later ones win.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// The results directory; the file goes to DIR/<scale>/<EXPERIMENT>.json.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    out: PathBuf,
+    /// Use your own data file instead of the experiment's default data. Repeatable.
+    #[arg(long, value_name = "PATH")]
+    data: Vec<PathBuf>,
+    /// Format of the --data files (e.g. csv); by default guessed by the experiment from the name.
+    #[arg(long, value_name = "F", requires = "data")]
+    format: Option<String>,
+    /// Column mapping of the --data files, e.g. `id=0,ts=1,lat=2,lon=3`.
+    #[arg(long, value_name = "SPEC", requires = "data")]
+    columns: Option<String>,
+    /// Skip malformed lines of the --data files (counted in a note) instead of failing.
+    #[arg(long, requires = "data")]
+    skip_malformed: bool,
+    /// Print no progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match execute(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn execute(command: Command) -> anyhow::Result<()> {
+    let experiments = registry::all();
+    match command {
+        Command::List { names } => list(&experiments, names),
+        Command::Params { experiment, scale } => params(&experiments, &experiment, scale),
+        Command::Run(args) => run(&experiments, args),
+        Command::Plot { results, out, scale } => {
+            let scales: Vec<Scale> = scale.into_iter().collect();
+            let paths = runner::plot(&experiments, &results, &out, &scales)?;
+            for path in paths {
+                println!("{}", path.display());
+            }
+            Ok(())
+        }
+        Command::Report { results, plots, out } => {
+            let n = report::write_report(&experiments, &results, &plots, &out)?;
+            println!("{}", out.display());
+            eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
+            Ok(())
+        }
+    }
+}
+
+fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()> {
+    if names_only {
+        for e in experiments {
+            println!("{}", e.name());
+        }
+        return Ok(());
+    }
+    if experiments.is_empty() {
+        println!("no experiments are registered in this build");
+        return Ok(());
+    }
+    let name_width = experiments.iter().map(|e| e.name().len()).max().unwrap_or(0);
+    let paper_width = experiments.iter().map(|e| e.paper().len()).max().unwrap_or(0);
+    for e in experiments {
+        println!(
+            "{:name_width$}  {:paper_width$}  {}",
+            e.name(),
+            e.paper(),
+            e.about()
+        );
+    }
+    Ok(())
+}
+
+fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::Result<()> {
+    let experiment = registry::find_in(experiments, name)?;
+    let specs = experiment.params(scale);
+    println!(
+        "{} ({}) parameters at scale {scale}; change with --set KEY=VALUE:",
+        experiment.name(),
+        experiment.paper()
+    );
+    let key_width = specs.iter().map(|s| s.key.len()).max().unwrap_or(0);
+    let defaults: Vec<String> = specs
+        .iter()
+        .map(|s| format!("{} = {}", s.default.type_name(), s.default))
+        .collect();
+    let default_width = defaults.iter().map(String::len).max().unwrap_or(0);
+    for (spec, default) in specs.iter().zip(&defaults) {
+        println!(
+            "  {:key_width$}  {:default_width$}  {}",
+            spec.key, default, spec.help
+        );
+    }
+    Ok(())
+}
+
+fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
+    let experiment = registry::find_in(experiments, &args.experiment)?;
+    let data = args
+        .data
+        .iter()
+        .map(|path| DataSpec {
+            path: path.clone(),
+            format: args.format.clone(),
+            columns: args.columns.clone(),
+            skip_malformed: args.skip_malformed,
+        })
+        .collect();
+    let request = runner::RunRequest {
+        scale: args.scale,
+        seed: args.seed,
+        sets: args.sets,
+        out_dir: args.out,
+        data,
+    };
+    let progress = Progress::new(args.quiet);
+    let path = runner::run(experiment, &request, &progress)
+        .with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
+    println!("{}", path.display());
+    Ok(())
+}

@@ -1,0 +1,76 @@
+# lsmlab: reproduce storage-engine papers.
+#
+#   make                    every experiment at SCALE=small, then figures and REPORT.md
+#   make test               unit/integration tests, then a SCALE=tiny smoke run of every experiment
+#   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment
+#   make SCALE=tiny|small|paper SEED=N SET="key=value key2=value2" <target>
+#
+# `lsmlab list` shows the experiments, `lsmlab params EXPERIMENT` their parameters.
+
+SCALE   ?= small
+SEED    ?= 42
+SET     ?=
+RESULTS ?= results
+PLOTS   ?= plots
+REPORT  ?= REPORT.md
+CARGO   ?= cargo
+LSMLAB  = target/release/lsmlab
+SMOKE   = target/smoke
+
+SET_ARGS = $(foreach kv,$(SET),--set $(kv))
+RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_ARGS)
+PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
+
+# Experiments with their own target (run + figures). Add new experiments here.
+EXPERIMENT_TARGETS = rum-update rum-query
+
+.PHONY: all build test bench plot report clean-results rum leaper diol oep7 $(EXPERIMENT_TARGETS)
+
+all: build
+	@set -e; names="$$($(LSMLAB) list --names)"; \
+	if [ -z "$$names" ]; then echo "no experiments are registered" >&2; exit 1; fi; \
+	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done
+	$(PLOT)
+	$(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --out $(REPORT)
+
+build:
+	$(CARGO) build --release -p lsmlab
+
+test:
+	$(CARGO) test --workspace
+	$(CARGO) build --release -p lsmlab
+	rm -rf $(SMOKE)
+	@set -e; names="$$($(LSMLAB) list --names)"; \
+	for e in $$names; do \
+		echo "== smoke: $$e (tiny)"; \
+		$(LSMLAB) run $$e --scale tiny --seed $(SEED) --out $(SMOKE)/results --quiet; \
+	done; \
+	if [ -n "$$names" ]; then \
+		$(LSMLAB) plot --results $(SMOKE)/results --out $(SMOKE)/plots; \
+		$(LSMLAB) report --results $(SMOKE)/results --plots $(SMOKE)/plots --out $(SMOKE)/REPORT.md; \
+	else echo "no experiments registered: smoke run skipped"; fi
+
+bench:
+	$(CARGO) bench --workspace
+
+plot: build
+	$(PLOT)
+
+report: build
+	$(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --out $(REPORT)
+
+# One experiment: run it at $(SCALE), then render the figures of that scale.
+$(EXPERIMENT_TARGETS): build
+	$(RUN) $@
+	$(PLOT)
+
+# One paper: every experiment whose name starts with the paper's prefix.
+rum leaper diol oep7: build
+	@set -e; names="$$($(LSMLAB) list --names | grep '^$@-' || true)"; \
+	if [ -z "$$names" ]; then echo "no $@ experiments exist yet (see: $(LSMLAB) list)" >&2; exit 1; fi; \
+	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done
+	$(PLOT)
+
+# Removes the results and figures of $(SCALE) only (reference runs of other scales stay).
+clean-results:
+	rm -rf $(RESULTS)/$(SCALE) $(PLOTS)/$(SCALE)

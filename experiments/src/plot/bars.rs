@@ -1,0 +1,319 @@
+//! Bar charts: stacked (the RUM-tree paper's Figure 5, update/flush/merge time per strategy) and
+//! grouped (one bar per series inside each category, optionally on a log axis).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::palette::colors_for;
+use super::{
+    axis_desc_font, draw_legend, draw_no_data, fmt_num, label_font, plot_err, render, title_and_legend, Draw,
+};
+
+/// One bar per category, one segment per series stacked bottom-up in series order, a legend.
+/// `series[j].1[i]` is series j's value in category i; values must be finite and non-negative.
+pub fn stacked_bars(
+    out_stem: &Path,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> anyhow::Result<Vec<PathBuf>> {
+    check_shape(categories, series)?;
+    for (name, values) in series {
+        for (i, v) in values.iter().enumerate() {
+            if !v.is_finite() || *v < 0.0 {
+                bail!("stacked bars: series `{name}`, category `{}` has value {v}; expected a finite value >= 0", categories[i]);
+            }
+        }
+    }
+    render(
+        out_stem,
+        &Bars {
+            title,
+            y_label,
+            categories,
+            series,
+            stacked: true,
+            log_y: false,
+        },
+    )
+}
+
+/// One bar per series inside each category, side by side, a legend. Non-finite values are left
+/// out; on a log axis (`log_y`) non-positive values are left out too.
+pub fn grouped_bars(
+    out_stem: &Path,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    log_y: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
+    check_shape(categories, series)?;
+    render(
+        out_stem,
+        &Bars {
+            title,
+            y_label,
+            categories,
+            series,
+            stacked: false,
+            log_y,
+        },
+    )
+}
+
+fn check_shape(categories: &[String], series: &[(String, Vec<f64>)]) -> anyhow::Result<()> {
+    for (name, values) in series {
+        if values.len() != categories.len() {
+            bail!(
+                "bar chart: series `{name}` has {} values for {} categories",
+                values.len(),
+                categories.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+struct Bars<'a> {
+    title: &'a str,
+    y_label: &'a str,
+    categories: &'a [String],
+    series: &'a [(String, Vec<f64>)],
+    stacked: bool,
+    log_y: bool,
+}
+
+impl Bars<'_> {
+    fn usable(&self, v: f64) -> bool {
+        v.is_finite() && (!self.log_y || v > 0.0)
+    }
+}
+
+impl Draw for Bars<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
+        let colors = colors_for(&names);
+        let (plot, legend) = title_and_legend(root, self.title, &names)?;
+        if let Some(legend) = legend {
+            draw_legend(
+                &legend,
+                &names
+                    .iter()
+                    .cloned()
+                    .zip(colors.iter().copied())
+                    .collect::<Vec<_>>(),
+            )?;
+        }
+        let values = || {
+            self.series
+                .iter()
+                .flat_map(|(_, v)| v.iter().copied())
+                .filter(|v| self.usable(*v))
+        };
+        if self.categories.is_empty() || values().next().is_none() {
+            return draw_no_data(&plot);
+        }
+        if self.stacked {
+            let top = (0..self.categories.len())
+                .map(|i| self.series.iter().map(|(_, v)| v[i]).sum::<f64>())
+                .fold(0.0, f64::max);
+            let top = if top > 0.0 { top * 1.08 } else { 1.0 };
+            self.draw_chart(&plot, 0.0..top, 0.0, &colors)
+        } else if self.log_y {
+            let lo = values().fold(f64::INFINITY, f64::min);
+            let hi = values().fold(0.0, f64::max);
+            // The baseline sits a decade below the smallest value when that value is a whole
+            // decade, so that every bar has a visible height.
+            let floor = lo.log10().floor();
+            let lo = 10f64.powf(if 10f64.powf(floor) >= lo {
+                floor - 1.0
+            } else {
+                floor
+            });
+            let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
+            self.draw_chart(&plot, (lo..hi).log_scale(), lo, &colors)
+        } else {
+            let lo = values().fold(0.0, f64::min);
+            let hi = values().fold(0.0, f64::max);
+            let (lo, hi) = (
+                lo * 1.08,
+                if hi > 0.0 {
+                    hi * 1.08
+                } else if lo < 0.0 {
+                    0.0
+                } else {
+                    1.0
+                },
+            );
+            self.draw_chart(&plot, lo..hi, 0.0, &colors)
+        }
+    }
+}
+
+impl Bars<'_> {
+    fn draw_chart<DB: DrawingBackend, Y>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        y_spec: Y,
+        baseline: f64,
+        colors: &[RGBColor],
+    ) -> anyhow::Result<()>
+    where
+        Y: AsRangedCoord<Value = f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let n = self.categories.len();
+        let mut chart = ChartBuilder::on(area)
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(90)
+            // Integer ranges are inclusive in plotters: 0..n-1 gives exactly n segments.
+            .build_cartesian_2d((0..n - 1).into_segmented(), y_spec)
+            .map_err(plot_err)?;
+        let categories = self.categories;
+        let x_format = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) => categories.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        };
+        let y_format = |v: &f64| fmt_num(*v);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&x_format)
+            .y_label_formatter(&y_format)
+            .y_desc(self.y_label)
+            .label_style(label_font())
+            .axis_desc_style(axis_desc_font())
+            .draw()
+            .map_err(plot_err)?;
+
+        let (plot_width, _) = chart.plotting_area().dim_in_pixel();
+        let segment = plot_width as f64 / n as f64;
+        let bar_rect = |i: usize, bottom: f64, top: f64, left: u32, right: u32, color: RGBColor| {
+            let mut rect = Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), bottom),
+                    (SegmentValue::Exact(i + 1), top),
+                ],
+                color.filled(),
+            );
+            rect.set_margin(0, 0, left, right);
+            rect
+        };
+        if self.stacked {
+            let side = (segment * 0.15).round() as u32;
+            let mut bottoms = vec![baseline; n];
+            for ((_, values), color) in self.series.iter().zip(colors) {
+                let bars: Vec<_> = (0..n)
+                    .map(|i| {
+                        let bar = bar_rect(i, bottoms[i], bottoms[i] + values[i], side, side, *color);
+                        bottoms[i] += values[i];
+                        bar
+                    })
+                    .collect();
+                chart.draw_series(bars).map_err(plot_err)?;
+            }
+        } else {
+            let k = self.series.len().max(1);
+            let inner = segment * 0.8;
+            let width = inner / k as f64;
+            for (j, ((_, values), color)) in self.series.iter().zip(colors).enumerate() {
+                let left = segment * 0.1 + j as f64 * width;
+                let right = (segment - left - width).max(0.0);
+                let bars: Vec<_> = (0..n)
+                    .filter(|i| self.usable(values[*i]))
+                    .map(|i| {
+                        let (lo, hi) = if values[i] >= baseline {
+                            (baseline, values[i])
+                        } else {
+                            (values[i], baseline)
+                        };
+                        bar_rect(i, lo, hi, left.round() as u32, right.round() as u32, *color)
+                    })
+                    .collect();
+                chart.draw_series(bars).map_err(plot_err)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::tests::assert_rendered;
+
+    fn categories() -> Vec<String> {
+        ["Eager", "Validation", "UM", "UM+F"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn stacked_bars_render_svg_and_png() {
+        let dir = tempfile::tempdir().unwrap();
+        let series = vec![
+            ("update".to_string(), vec![10.0, 6.0, 3.0, 3.0]),
+            ("flush".to_string(), vec![5.0, 4.0, 4.0, 0.5]),
+            ("merge".to_string(), vec![2.0, 2.0, 1.0, 0.0]),
+        ];
+        let paths = stacked_bars(
+            &dir.path().join("sub/fig5"),
+            "Update time, chicago",
+            "time (s)",
+            &categories(),
+            &series,
+        )
+        .unwrap();
+        assert_rendered(&paths);
+        let svg = std::fs::read_to_string(&paths[0]).unwrap();
+        for text in ["Update time, chicago", "UM+F", "flush"] {
+            assert!(svg.contains(text), "SVG lacks {text}");
+        }
+    }
+
+    #[test]
+    fn stacked_bars_reject_bad_values_and_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = vec![("update".to_string(), vec![1.0, f64::NAN, 1.0, 1.0])];
+        let err = stacked_bars(&dir.path().join("x"), "t", "y", &categories(), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("update") && err.contains("Validation"), "{err}");
+        let short = vec![("update".to_string(), vec![1.0])];
+        assert!(stacked_bars(&dir.path().join("x"), "t", "y", &categories(), &short).is_err());
+    }
+
+    #[test]
+    fn grouped_bars_render_linear_and_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups: Vec<String> = vec!["gowalla".into(), "chicago".into(), "berlinmod".into()];
+        let series = vec![
+            ("Eager".to_string(), vec![100.0, 250.0, 0.0]),
+            ("UM+F".to_string(), vec![1.0, f64::NAN, 0.5]),
+        ];
+        assert_rendered(
+            &grouped_bars(&dir.path().join("lin"), "Query", "ms", &groups, &series, false).unwrap(),
+        );
+        assert_rendered(
+            &grouped_bars(&dir.path().join("log"), "Query", "ms", &groups, &series, true).unwrap(),
+        );
+    }
+
+    #[test]
+    fn empty_bars_still_render() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_rendered(&grouped_bars(&dir.path().join("empty"), "Nothing", "ms", &[], &[], true).unwrap());
+        let one = vec!["only".to_string()];
+        let series = vec![("Eager".to_string(), vec![3.0])];
+        assert_rendered(&stacked_bars(&dir.path().join("one"), "One", "s", &one, &series).unwrap());
+    }
+}

@@ -1,0 +1,213 @@
+//! Line charts (the RUM-tree paper's Figure 6: query time against selectivity, log axes).
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::palette::colors_for;
+use super::{
+    axis_desc_font, draw_legend, draw_no_data, fmt_num, label_font, plot_err, render, title_and_legend, Draw,
+};
+
+/// One line with point markers per series, points in the given order, a legend. Non-finite points
+/// are skipped, and on a log axis so are points whose value on that axis is not positive.
+pub fn line_chart(
+    out_stem: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    log_y: bool,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<Vec<PathBuf>> {
+    render(
+        out_stem,
+        &Lines {
+            title,
+            x_label,
+            y_label,
+            log_x,
+            log_y,
+            series,
+        },
+    )
+}
+
+struct Lines<'a> {
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    log_x: bool,
+    log_y: bool,
+    series: &'a [(String, Vec<(f64, f64)>)],
+}
+
+impl Lines<'_> {
+    fn usable(&self, (x, y): (f64, f64)) -> bool {
+        x.is_finite() && y.is_finite() && (!self.log_x || x > 0.0) && (!self.log_y || y > 0.0)
+    }
+
+    fn points(&self, values: &[(f64, f64)]) -> Vec<(f64, f64)> {
+        values.iter().copied().filter(|p| self.usable(*p)).collect()
+    }
+}
+
+/// The axis range for `values` (non-empty): whole decades on a log axis; on a linear axis the data
+/// range, from 0 when all values are non-negative and `from_zero`, padded a little.
+fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if log {
+        let (lo, hi) = (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()));
+        return if hi <= lo { lo..lo * 10.0 } else { lo..hi };
+    }
+    let lo = if from_zero && lo >= 0.0 { 0.0 } else { lo };
+    if hi <= lo {
+        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        return lo - pad..hi + pad;
+    }
+    let pad = (hi - lo) * 0.05;
+    (if lo == 0.0 { 0.0 } else { lo - pad })..hi + pad
+}
+
+impl Draw for Lines<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
+        let colors = colors_for(&names);
+        let (plot, legend) = title_and_legend(root, self.title, &names)?;
+        if let Some(legend) = legend {
+            draw_legend(
+                &legend,
+                &names
+                    .iter()
+                    .cloned()
+                    .zip(colors.iter().copied())
+                    .collect::<Vec<_>>(),
+            )?;
+        }
+        let all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
+        if all.is_empty() {
+            return draw_no_data(&plot);
+        }
+        let xs = axis_range(&all.iter().map(|p| p.0).collect::<Vec<_>>(), self.log_x, false);
+        let ys = axis_range(&all.iter().map(|p| p.1).collect::<Vec<_>>(), self.log_y, true);
+        match (self.log_x, self.log_y) {
+            (false, false) => self.draw_chart(&plot, xs, ys, &colors),
+            (true, false) => self.draw_chart(&plot, xs.log_scale(), ys, &colors),
+            (false, true) => self.draw_chart(&plot, xs, ys.log_scale(), &colors),
+            (true, true) => self.draw_chart(&plot, xs.log_scale(), ys.log_scale(), &colors),
+        }
+    }
+}
+
+impl Lines<'_> {
+    fn draw_chart<DB: DrawingBackend, X, Y>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        x_spec: X,
+        y_spec: Y,
+        colors: &[RGBColor],
+    ) -> anyhow::Result<()>
+    where
+        X: AsRangedCoord<Value = f64>,
+        X::CoordDescType: ValueFormatter<f64>,
+        Y: AsRangedCoord<Value = f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let mut chart = ChartBuilder::on(area)
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(90)
+            .build_cartesian_2d(x_spec, y_spec)
+            .map_err(plot_err)?;
+        let format = |v: &f64| fmt_num(*v);
+        chart
+            .configure_mesh()
+            .x_label_formatter(&format)
+            .y_label_formatter(&format)
+            .x_desc(self.x_label)
+            .y_desc(self.y_label)
+            .label_style(label_font())
+            .axis_desc_style(axis_desc_font())
+            .draw()
+            .map_err(plot_err)?;
+        for ((_, values), color) in self.series.iter().zip(colors) {
+            let points = self.points(values);
+            if points.is_empty() {
+                continue;
+            }
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+                .map_err(plot_err)?;
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .map_err(plot_err)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::tests::assert_rendered;
+
+    fn series() -> Vec<(String, Vec<(f64, f64)>)> {
+        let sel = [0.0001, 0.0064, 0.0729, 0.4096, 1.5625, 4.6656, 11.7649];
+        vec![
+            (
+                "Eager".into(),
+                sel.iter().map(|s| (*s, 10.0 + 100.0 * s)).collect(),
+            ),
+            ("UM+F".into(), sel.iter().map(|s| (*s, 0.1 + s)).collect()),
+            ("broken".into(), vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, -1.0)]),
+        ]
+    }
+
+    #[test]
+    fn line_charts_render_on_every_axis_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        for (log_x, log_y) in [(false, false), (true, false), (false, true), (true, true)] {
+            let stem = dir.path().join(format!("fig6-{log_x}-{log_y}"));
+            let paths = line_chart(
+                &stem,
+                "Query time, berlinmod",
+                "selectivity (%)",
+                "ms",
+                log_x,
+                log_y,
+                &series(),
+            )
+            .unwrap();
+            assert_rendered(&paths);
+        }
+    }
+
+    #[test]
+    fn a_chart_with_no_usable_point_still_renders() {
+        let dir = tempfile::tempdir().unwrap();
+        let only_bad = vec![("x".to_string(), vec![(0.0, -1.0)])];
+        assert_rendered(
+            &line_chart(
+                &dir.path().join("none"),
+                "Nothing",
+                "x",
+                "y",
+                true,
+                true,
+                &only_bad,
+            )
+            .unwrap(),
+        );
+    }
+
+    #[test]
+    fn log_ranges_cover_whole_decades() {
+        assert_eq!(axis_range(&[0.002, 35.0], true, false), 0.001..100.0);
+        assert_eq!(axis_range(&[5.0], true, false), 1.0..10.0);
+        assert_eq!(axis_range(&[2.0, 4.0], false, true).start, 0.0);
+    }
+}

@@ -1,0 +1,243 @@
+//! Paper-style figures with plotters, written as both SVG and PNG.
+//!
+//! Text is drawn with DejaVu Sans embedded through the `dejavu` crate and registered with plotters'
+//! `ab_glyph` backend ([`ensure_fonts`]), so PNG text renders on a machine with no system fonts and
+//! no font libraries (DESIGN.md section 8). Every helper writes `<stem>.svg` and `<stem>.png` and
+//! returns both paths, SVG first.
+
+mod bars;
+mod line;
+mod palette;
+mod table;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use anyhow::{anyhow, Context};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+pub use bars::{grouped_bars, stacked_bars};
+pub use line::line_chart;
+pub use palette::{color_for, PALETTE};
+pub use table::{markdown_table, table_figure};
+
+/// Default canvas size of a chart, in pixels.
+pub const CHART_SIZE: (u32, u32) = (1024, 640);
+
+/// Registers the embedded DejaVu fonts with plotters, once per process. Every helper calls it;
+/// call it yourself before drawing with plotters directly.
+pub fn ensure_fonts() {
+    static FONTS: Once = Once::new();
+    FONTS.call_once(|| {
+        let sans = dejavu::sans::regular();
+        let faces: [(&str, FontStyle, &'static [u8]); 7] = [
+            ("sans-serif", FontStyle::Normal, sans),
+            ("sans-serif", FontStyle::Bold, dejavu::sans::bold()),
+            ("sans-serif", FontStyle::Italic, dejavu::sans::oblique()),
+            ("sans-serif", FontStyle::Oblique, dejavu::sans::oblique()),
+            // Text that asks for another family still renders, in DejaVu.
+            ("serif", FontStyle::Normal, sans),
+            ("monospace", FontStyle::Normal, dejavu::sans_mono::regular()),
+            ("DejaVu Sans", FontStyle::Normal, sans),
+        ];
+        for (family, style, bytes) in faces {
+            if plotters::style::register_font(family, style, bytes).is_err() {
+                // The bytes are compiled in; failing to parse them is a build problem, not input.
+                panic!(
+                    "embedded DejaVu font for {family} ({}) does not parse",
+                    style.as_str()
+                );
+            }
+        }
+    });
+}
+
+/// `stem` + `.ext`, keeping any dots already in the stem (`fig5.chicago` -> `fig5.chicago.svg`).
+pub fn with_suffix(stem: &Path, ext: &str) -> PathBuf {
+    let mut name = OsString::from(stem.as_os_str());
+    name.push(".");
+    name.push(ext);
+    PathBuf::from(name)
+}
+
+/// A number for an axis, a table cell or a report: at most about four significant digits,
+/// thousands grouped, no trailing zeros, scientific notation only for very large or small values.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let a = v.abs();
+    let text = if a == 0.0 {
+        return "0".to_string();
+    } else if !(1e-3..1e12).contains(&a) {
+        return format!("{v:.2e}");
+    } else if a >= 1000.0 {
+        let grouped = crate::progress::thousands(a.round() as u64);
+        return if v < 0.0 { format!("-{grouped}") } else { grouped };
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    };
+    let trimmed = text.trim_end_matches('0').trim_end_matches('.');
+    if trimmed == "-0" {
+        "0".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// Something drawable onto any plotters backend, so one description renders to SVG and PNG alike.
+pub(crate) trait Draw {
+    fn size(&self) -> (u32, u32) {
+        CHART_SIZE
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>;
+}
+
+/// Turns a plotters error (whose type depends on the backend) into an anyhow error.
+pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("plotters: {e}")
+}
+
+/// Writes `figure` to `<stem>.svg` and `<stem>.png`, creating the directory.
+pub(crate) fn render(out_stem: &Path, figure: &impl Draw) -> anyhow::Result<Vec<PathBuf>> {
+    ensure_fonts();
+    if let Some(dir) = out_stem.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
+    }
+    let size = figure.size();
+    let svg = with_suffix(out_stem, "svg");
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        figure
+            .draw(&root)
+            .with_context(|| format!("drawing {}", svg.display()))?;
+        root.present()
+            .map_err(plot_err)
+            .with_context(|| format!("writing {}", svg.display()))?;
+    }
+    let png = with_suffix(out_stem, "png");
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        figure
+            .draw(&root)
+            .with_context(|| format!("drawing {}", png.display()))?;
+        root.present()
+            .map_err(plot_err)
+            .with_context(|| format!("writing {}", png.display()))?;
+    }
+    Ok(vec![svg, png])
+}
+
+pub(crate) fn title_font() -> FontDesc<'static> {
+    FontDesc::new(FontFamily::SansSerif, 26.0, FontStyle::Bold)
+}
+
+pub(crate) fn label_font() -> FontDesc<'static> {
+    FontDesc::new(FontFamily::SansSerif, 16.0, FontStyle::Normal)
+}
+
+pub(crate) fn axis_desc_font() -> FontDesc<'static> {
+    FontDesc::new(FontFamily::SansSerif, 18.0, FontStyle::Normal)
+}
+
+/// The plot area and, when there are series, the legend column beside it.
+pub(crate) type PlotAndLegend<DB> = (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>);
+
+/// Draws the title and splits the rest into the plot area and, when there are series names, a
+/// legend column on the right sized to the longest name.
+pub(crate) fn title_and_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    names: &[String],
+) -> anyhow::Result<PlotAndLegend<DB>> {
+    let body = root.titled(title, title_font()).map_err(plot_err)?;
+    if names.is_empty() {
+        return Ok((body, None));
+    }
+    let font = label_font();
+    let widest = names
+        .iter()
+        .map(|n| font.box_size(n).map(|(w, _)| w).unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let legend_width = (widest + 56).clamp(120, 360);
+    let (width, _) = body.dim_in_pixel();
+    let (plot, legend) = body.split_horizontally(width.saturating_sub(legend_width));
+    Ok((plot, Some(legend)))
+}
+
+/// A legend: a colour swatch and the name, one per line, from the top of `area`.
+pub(crate) fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, RGBColor)],
+) -> anyhow::Result<()> {
+    let font = label_font();
+    for (i, (name, color)) in entries.iter().enumerate() {
+        let y = 30 + 26 * i as i32;
+        area.draw(&Rectangle::new([(8, y), (26, y + 16)], color.filled()))
+            .map_err(plot_err)?;
+        area.draw_text(name, &font.color(&BLACK), (34, y))
+            .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+/// Writes "no data" where a chart would be (a figure with nothing to plot still renders).
+pub(crate) fn draw_no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+    let (w, h) = area.dim_in_pixel();
+    area.draw_text(
+        "no data",
+        &axis_desc_font().color(&BLACK),
+        (w as i32 / 2 - 30, h as i32 / 2),
+    )
+    .map_err(plot_err)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The checks every helper's output must pass: both files exist and are non-empty, the PNG is a
+    /// PNG, the SVG has text.
+    pub(crate) fn assert_rendered(paths: &[PathBuf]) {
+        assert_eq!(paths.len(), 2, "{paths:?}");
+        let svg = std::fs::read_to_string(&paths[0]).unwrap();
+        assert!(paths[0].extension().unwrap() == "svg");
+        assert!(svg.contains("<text"), "SVG has no text: {}", paths[0].display());
+        let png = std::fs::read(&paths[1]).unwrap();
+        assert!(paths[1].extension().unwrap() == "png");
+        assert!(png.len() > 1000, "PNG too small: {}", png.len());
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+
+    #[test]
+    fn numbers_are_short_and_readable() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(1.0), "1");
+        assert_eq!(fmt_num(1.5), "1.5");
+        assert_eq!(fmt_num(12.345), "12.35");
+        assert_eq!(fmt_num(123.45), "123.5");
+        assert_eq!(fmt_num(1_500_000.0), "1,500,000");
+        assert_eq!(fmt_num(-2500.0), "-2,500");
+        assert_eq!(fmt_num(0.25), "0.25");
+        assert_eq!(fmt_num(0.0001), "1.00e-4");
+    }
+
+    #[test]
+    fn suffix_keeps_dots_in_the_stem() {
+        assert_eq!(
+            with_suffix(Path::new("a/fig5.chicago"), "svg"),
+            PathBuf::from("a/fig5.chicago.svg")
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! Every experiment the binary knows, by name.
+
+use anyhow::bail;
+
+use crate::experiment::Experiment;
+
+/// All registered experiments, in the order `lsmlab list` prints them (and `make` runs them).
+pub fn all() -> Vec<&'static dyn Experiment> {
+    vec![
+        // ---- Register experiments here (one line each; keep paper order). ----------------------
+        // LSM RUM-tree (src/rum/, declared with `mod rum;` in lib.rs):
+        // &crate::rum::update::RumUpdate,
+        // ------------------------------------------------------------------------------------------
+    ]
+}
+
+/// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
+pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
+    if let Some(found) = experiments.iter().find(|e| e.name() == name) {
+        return Ok(*found);
+    }
+    let names: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
+    if names.is_empty() {
+        bail!("unknown experiment `{name}`: no experiments are registered in this build");
+    }
+    bail!("unknown experiment `{name}`; experiments: {}", names.join(", "))
+}
+
+/// The registered experiment called `name`.
+pub fn find(name: &str) -> anyhow::Result<&'static dyn Experiment> {
+    find_in(&all(), name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{FAKE, OTHER};
+
+    #[test]
+    fn names_are_unique_and_well_formed() {
+        let all = all();
+        for (i, e) in all.iter().enumerate() {
+            assert!(
+                !all[..i].iter().any(|o| o.name() == e.name()),
+                "duplicate {}",
+                e.name()
+            );
+            assert!(e
+                .name()
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+        }
+    }
+
+    #[test]
+    fn find_returns_the_experiment_or_lists_the_names() {
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE, &OTHER];
+        assert_eq!(find_in(&experiments, "fake").unwrap().name(), "fake");
+        let err = find_in(&experiments, "nope").unwrap_err().to_string();
+        assert!(
+            err.contains("`nope`") && err.contains("fake") && err.contains("other"),
+            "{err}"
+        );
+        let none: Vec<&dyn Experiment> = vec![];
+        assert!(find_in(&none, "fake")
+            .unwrap_err()
+            .to_string()
+            .contains("no experiments"));
+    }
+}

@@ -1,0 +1,346 @@
+//! `lsmlab report`: REPORT.md, one section per result file, each with its figures.
+//!
+//! The runner writes each section's level-2 heading and a line of run metadata; an experiment's
+//! [`Experiment::report`] supplies the body (use level-3 headings inside it). If the body starts
+//! with its own heading, that heading is kept instead of the runner's.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use crate::experiment::{Experiment, Row, Scale};
+use crate::plot::{fmt_num, markdown_table};
+use crate::result::{find_result_files, now_rfc3339, ResultFile};
+use crate::runner::FigureManifest;
+
+/// A cell's text: strings as they are, numbers through [`fmt_num`], booleans as words.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => fmt_num(i as f64),
+            (_, Some(u)) => fmt_num(u as f64),
+            _ => fmt_num(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::Bool(b) => b.to_string(),
+        Value::Null => String::new(),
+        Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(","),
+        Value::Object(_) => value.to_string(),
+    }
+}
+
+/// A Markdown table of `rows` with the given columns (all columns, in first-seen order, when
+/// `columns` is empty); a field a row lacks is left blank.
+pub fn rows_table(rows: &[Row], columns: &[&str]) -> String {
+    let columns: Vec<String> = if columns.is_empty() {
+        let mut seen: Vec<String> = Vec::new();
+        for key in rows.iter().flat_map(|r| r.keys()) {
+            if !seen.contains(key) {
+                seen.push(key.clone());
+            }
+        }
+        seen
+    } else {
+        columns.iter().map(|c| c.to_string()).collect()
+    };
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            columns
+                .iter()
+                .map(|c| row.get(c).map(value_text).unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    markdown_table(&columns, &cells)
+}
+
+/// The section for a result whose experiment this build does not know: its config and rows.
+fn generic_section(result: &ResultFile) -> String {
+    let mut out = String::from("_This build has no experiment of this name; showing the raw result._\n\n");
+    let config: Vec<Vec<String>> = result
+        .config
+        .iter()
+        .map(|(k, v)| vec![k.clone(), value_text(v)])
+        .collect();
+    out += &markdown_table(&["parameter".to_string(), "value".to_string()], &config);
+    out += "\n";
+    out += &rows_table(&result.rows, &[]);
+    out
+}
+
+/// `target` relative to the directory `base`, for links in the report; absolute when no relative
+/// path can be found.
+fn relative_link(target: &Path, base: &Path) -> String {
+    let (Ok(target_abs), Ok(base_abs)) = (target.canonicalize(), base.canonicalize()) else {
+        return target.display().to_string();
+    };
+    let t: Vec<Component> = target_abs.components().collect();
+    let b: Vec<Component> = base_abs.components().collect();
+    let common = t.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut rel = PathBuf::new();
+    for _ in common..b.len() {
+        rel.push("..");
+    }
+    for c in &t[common..] {
+        rel.push(c);
+    }
+    rel.to_string_lossy().replace('\\', "/")
+}
+
+/// Writes the report for every result under `results_dir` to `out_file`, linking figures found
+/// under `plots_dir`; returns how many results it covers.
+pub fn write_report(
+    experiments: &[&dyn Experiment],
+    results_dir: &Path,
+    plots_dir: &Path,
+    out_file: &Path,
+) -> anyhow::Result<usize> {
+    let files = find_result_files(results_dir, &[])?;
+    if files.is_empty() {
+        bail!(
+            "no result files under {}; run `lsmlab run EXPERIMENT` or `make` first",
+            results_dir.display()
+        );
+    }
+    let results = files
+        .iter()
+        .map(|f| ResultFile::read(f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let report_dir = match out_file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
+
+    let mut md = String::new();
+    writeln!(md, "# lsmlab report\n").unwrap();
+    writeln!(
+        md,
+        "Generated {} by `lsmlab report` from the result files under `{}`, with figures from `{}`. \
+         Counted figures (pages, hits, flushes) are deterministic for a seed; times depend on the \
+         machine named in each section.\n",
+        now_rfc3339(),
+        results_dir.display(),
+        plots_dir.display()
+    )
+    .unwrap();
+    let summary: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                format!("[{}](#{})", r.experiment, anchor(&heading(r))),
+                r.paper.clone(),
+                r.scale.to_string(),
+                r.seed.to_string(),
+                r.rows.len().to_string(),
+                format!("{:.1}", r.duration_s),
+                r.started_at.clone(),
+            ]
+        })
+        .collect();
+    let headers = [
+        "experiment",
+        "paper",
+        "scale",
+        "seed",
+        "rows",
+        "duration (s)",
+        "started",
+    ];
+    md += &markdown_table(&headers.map(String::from), &summary);
+
+    for result in &results {
+        md += "\n";
+        md += &section(experiments, result, plots_dir, &report_dir)?;
+    }
+    fs::write(out_file, md).with_context(|| format!("writing {}", out_file.display()))?;
+    Ok(results.len())
+}
+
+fn heading(result: &ResultFile) -> String {
+    format!("{} ({}, {})", result.experiment, result.paper, result.scale)
+}
+
+/// GitHub's heading anchor: lower case, spaces to dashes, punctuation other than `-` and `_` dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn section(
+    experiments: &[&dyn Experiment],
+    result: &ResultFile,
+    plots_dir: &Path,
+    report_dir: &Path,
+) -> anyhow::Result<String> {
+    let body = match experiments.iter().find(|e| e.name() == result.experiment) {
+        Some(experiment) => experiment.report(result),
+        None => generic_section(result),
+    };
+    let (head, body) = match body.trim_start().strip_prefix('#') {
+        Some(_) => {
+            let body = body.trim_start();
+            let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
+            (first.to_string(), rest.to_string())
+        }
+        None => (format!("## {}", heading(result)), body),
+    };
+    let mut out = format!("{head}\n\n");
+    let git = if result.git.dirty {
+        format!("{} (dirty)", result.git.commit)
+    } else {
+        result.git.commit.clone()
+    };
+    writeln!(
+        out,
+        "_Scale {}, seed {}, {} rows in {:.1} s, started {}; commit {}; {} ({} cores, {:.1} GiB) on {}._\n",
+        result.scale,
+        result.seed,
+        result.rows.len(),
+        result.duration_s,
+        result.started_at,
+        git,
+        result.machine.cpu,
+        result.machine.cores,
+        result.machine.memory_bytes as f64 / (1u64 << 30) as f64,
+        result.machine.os
+    )
+    .unwrap();
+    out += body.trim();
+    out += "\n";
+    if !result.notes.is_empty() {
+        out += "\nNotes:\n\n";
+        for note in &result.notes {
+            writeln!(out, "- {note}").unwrap();
+        }
+    }
+    out += &figures_markdown(result.scale, &result.experiment, plots_dir, report_dir)?;
+    Ok(out)
+}
+
+fn figures_markdown(
+    scale: Scale,
+    experiment: &str,
+    plots_dir: &Path,
+    report_dir: &Path,
+) -> anyhow::Result<String> {
+    let dir = plots_dir.join(scale.as_str());
+    let Some(manifest) = FigureManifest::read(&dir, experiment)? else {
+        return Ok(format!(
+            "\n_No figures yet: run `lsmlab plot --scale {scale}`._\n"
+        ));
+    };
+    let mut out = String::from("\nFigures:\n\n");
+    for png in manifest.figures.iter().filter(|f| f.ends_with(".png")) {
+        let path = dir.join(png);
+        let stem = png.trim_end_matches(".png");
+        let svg = dir.join(format!("{stem}.svg"));
+        write!(out, "![{stem}]({})", relative_link(&path, report_dir)).unwrap();
+        if svg.is_file() {
+            write!(out, " ([SVG]({}))", relative_link(&svg, report_dir)).unwrap();
+        }
+        out += "\n\n";
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::RowBuilder;
+    use crate::progress::Progress;
+    use crate::runner::{plot, run, RunRequest};
+    use crate::testing::{FAKE, OTHER};
+
+    #[test]
+    fn rows_table_uses_all_columns_in_first_seen_order() {
+        let rows = vec![
+            RowBuilder::new()
+                .str("strategy", "Eager")
+                .num("ms", 1500.0)
+                .build(),
+            RowBuilder::new()
+                .str("strategy", "UM")
+                .int("flushes", 3u64)
+                .build(),
+        ];
+        let table = rows_table(&rows, &[]);
+        let header = table.lines().next().unwrap();
+        assert!(
+            header.contains("ms") && header.contains("strategy") && header.contains("flushes"),
+            "{table}"
+        );
+        assert!(table.contains("1,500"), "{table}");
+        assert!(rows_table(&rows, &["strategy"])
+            .lines()
+            .all(|l| !l.contains("ms")));
+    }
+
+    #[test]
+    fn report_has_a_section_per_result_with_figure_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let plots = dir.path().join("plots");
+        let request = RunRequest {
+            scale: Scale::Tiny,
+            seed: 42,
+            sets: vec![],
+            out_dir: results.clone(),
+            data: vec![],
+        };
+        run(&FAKE, &request, &Progress::silent()).unwrap();
+        run(&OTHER, &request, &Progress::silent()).unwrap();
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE, &OTHER];
+        plot(&experiments, &results, &plots, &[]).unwrap();
+
+        let out = dir.path().join("REPORT.md");
+        assert_eq!(write_report(&experiments, &results, &plots, &out).unwrap(), 2);
+        let md = fs::read_to_string(&out).unwrap();
+        assert!(md.starts_with("# lsmlab report"));
+        assert!(
+            md.contains("## fake (Fake paper, tiny)") && md.contains("## other (Fake paper, tiny)"),
+            "{md}"
+        );
+        assert!(md.contains("](#fake-fake-paper-tiny)"), "{md}");
+        assert!(md.contains("Fake rows:") && md.contains("UM+F"), "{md}");
+        assert!(md.contains("![fake-time](plots/tiny/fake-time.png)"), "{md}");
+        assert!(md.contains("([SVG](plots/tiny/fake-time.svg))"), "{md}");
+        assert!(md.contains("- 0 data files"), "{md}");
+
+        // Only the registered experiment known: the other gets the generic section.
+        let only_fake: Vec<&dyn Experiment> = vec![&FAKE];
+        let nested = dir.path().join("docs/REPORT.md");
+        write_report(&only_fake, &results, &plots, &nested).unwrap();
+        let md = fs::read_to_string(&nested).unwrap();
+        assert!(md.contains("no experiment of this name"), "{md}");
+        assert!(md.contains("(../plots/tiny/fake-time.png)"), "{md}");
+    }
+
+    #[test]
+    fn report_without_results_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_report(&[], dir.path(), dir.path(), &dir.path().join("R.md"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no result files"), "{err}");
+    }
+
+    #[test]
+    fn anchors_follow_github() {
+        assert_eq!(
+            anchor("rum-update (LSM RUM-tree, small)"),
+            "rum-update-lsm-rum-tree-small"
+        );
+    }
+}

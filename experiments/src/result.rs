@@ -1,0 +1,538 @@
+//! Result files, `results/<scale>/<experiment>.json` (schema `lsmlab.result/1`, DESIGN.md section 6).
+//!
+//! The only thing the runner, the plotter and the report share. Written atomically (temp file in
+//! the same directory, fsync, rename) so an interrupted run never leaves a half-written file that
+//! looks whole, and never with a non-finite number: serde_json would write NaN as `null`, which
+//! reads back as something else.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::experiment::{Row, Scale};
+
+/// The `schema` field of every result file this version writes and reads.
+pub const SCHEMA: &str = "lsmlab.result/1";
+
+/// One run's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub schema: String,
+    pub experiment: String,
+    pub paper: String,
+    pub scale: Scale,
+    pub seed: u64,
+    /// Every parameter that shaped the run: the resolved params plus the run's extra config.
+    pub config: serde_json::Map<String, Value>,
+    pub machine: Machine,
+    pub git: GitInfo,
+    /// RFC 3339, UTC, e.g. `2025-11-30T13:15:02Z`.
+    pub started_at: String,
+    pub duration_s: f64,
+    pub rows: Vec<Row>,
+    pub notes: Vec<String>,
+}
+
+/// The machine a run ran on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    pub os: String,
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cores: usize,
+    pub memory_bytes: u64,
+}
+
+/// The code a run ran. `commit` is `unknown` (and `dirty` false) outside a git work tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitInfo {
+    pub commit: String,
+    /// Tracked files differ from the commit (untracked files, such as new results, do not count).
+    pub dirty: bool,
+}
+
+impl Machine {
+    /// Asks the operating system (through sysinfo); fields it cannot tell are `unknown` / 0.
+    pub fn detect() -> Machine {
+        let os = sysinfo::System::long_os_version()
+            .or_else(|_| sysinfo::System::name())
+            .unwrap_or_else(|_| std::env::consts::OS.to_string());
+        let fallback_cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+        match sysinfo::System::new() {
+            Ok(mut system) => {
+                system.refresh_memory();
+                system.refresh_cpu_all();
+                let cpus = system.cpus();
+                let cpu = cpus
+                    .first()
+                    .map(|c| c.brand().trim().to_string())
+                    .filter(|b| !b.is_empty())
+                    .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+                let cores = if cpus.is_empty() {
+                    fallback_cores
+                } else {
+                    cpus.len()
+                };
+                Machine {
+                    os,
+                    cpu,
+                    cores,
+                    memory_bytes: system.total_memory(),
+                }
+            }
+            Err(_) => Machine {
+                os,
+                cpu: std::env::consts::ARCH.to_string(),
+                cores: fallback_cores,
+                memory_bytes: 0,
+            },
+        }
+    }
+}
+
+impl GitInfo {
+    /// The commit checked out in `dir` and whether tracked files were modified.
+    pub fn detect(dir: &Path) -> GitInfo {
+        let git = |args: &[&str]| -> Option<String> {
+            let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        match git(&["rev-parse", "HEAD"]) {
+            Some(commit) if !commit.trim().is_empty() => GitInfo {
+                commit: commit.trim().to_string(),
+                dirty: git(&["status", "--porcelain", "--untracked-files=no"])
+                    .is_some_and(|s| !s.trim().is_empty()),
+            },
+            _ => GitInfo::unknown(),
+        }
+    }
+
+    pub fn unknown() -> GitInfo {
+        GitInfo {
+            commit: "unknown".to_string(),
+            dirty: false,
+        }
+    }
+}
+
+/// Now, as RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339_utc(secs as i64)
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339_utc(unix_secs: i64) -> String {
+    let days = unix_secs.div_euclid(86_400);
+    let secs_of_day = unix_secs.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs_of_day / 3600,
+        secs_of_day % 3600 / 60,
+        secs_of_day % 60
+    )
+}
+
+/// Howard Hinnant's `civil_from_days`: days since 1970-01-01 -> (year, month, day), proleptic
+/// Gregorian calendar.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+impl ResultFile {
+    /// Where `lsmlab run` writes a result: `DIR/<scale>/<experiment>.json`.
+    pub fn path_in(results_dir: &Path, scale: Scale, experiment: &str) -> PathBuf {
+        results_dir
+            .join(scale.as_str())
+            .join(format!("{experiment}.json"))
+    }
+
+    /// Checks what serde_json cannot: a finite duration, and rows and config free of `null` (how
+    /// serde_json writes NaN and infinities) with rows flat (tidy data: scalars only).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.schema != SCHEMA {
+            bail!("schema is `{}`, expected `{SCHEMA}`", self.schema);
+        }
+        if !self.duration_s.is_finite() || self.duration_s < 0.0 {
+            bail!(
+                "duration_s is {}, not a finite number of seconds",
+                self.duration_s
+            );
+        }
+        for (key, value) in &self.config {
+            check_no_null(value).with_context(|| format!("config field `{key}`"))?;
+        }
+        for (i, row) in self.rows.iter().enumerate() {
+            for (key, value) in row {
+                match value {
+                    Value::Null => bail!(
+                        "row {i}, field `{key}` is null (a NaN or infinity turned into null?): leave the \
+                         field out and add a note instead"
+                    ),
+                    Value::Array(_) | Value::Object(_) => bail!(
+                        "row {i}, field `{key}` is not a scalar: rows are flat (one record per measured cell)"
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the file atomically: a temp file in the same directory, fsync, rename (then fsync the
+    /// directory). Creates the directory if needed. Refuses to write an invalid result.
+    pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+        self.validate()
+            .with_context(|| format!("refusing to write result file {}", path.display()))?;
+        let mut json = serde_json::to_string_pretty(self)
+            .with_context(|| format!("serialising result for {}", path.display()))?;
+        json.push('\n');
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&dir).with_context(|| format!("creating directory {}", dir.display()))?;
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+        let written = (|| -> std::io::Result<()> {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(json.as_bytes())?;
+            file.sync_all()?;
+            drop(file);
+            fs::rename(&tmp, path)?;
+            // Make the rename itself durable; not every platform can open a directory, so best effort.
+            if let Ok(d) = fs::File::open(&dir) {
+                let _ = d.sync_all();
+            }
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("writing result file {}", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Reads and checks a result file; errors name the file.
+    pub fn read(path: &Path) -> anyhow::Result<ResultFile> {
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading result file {}", path.display()))?;
+        let probe: Value = serde_json::from_str(&text)
+            .with_context(|| format!("result file {} is not valid JSON", path.display()))?;
+        match probe.get("schema").and_then(Value::as_str) {
+            Some(SCHEMA) => {}
+            Some(other) => {
+                bail!(
+                    "result file {} has schema `{other}`; this lsmlab reads `{SCHEMA}`",
+                    path.display()
+                )
+            }
+            None => bail!(
+                "result file {} has no `schema` field; is it an lsmlab result?",
+                path.display()
+            ),
+        }
+        let result: ResultFile = serde_json::from_value(probe)
+            .with_context(|| format!("result file {} does not match schema {SCHEMA}", path.display()))?;
+        result
+            .validate()
+            .with_context(|| format!("result file {}", path.display()))?;
+        Ok(result)
+    }
+
+    /// The string values of `key` across rows, in first-seen order (for categories and series).
+    pub fn distinct(&self, key: &str) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for row in &self.rows {
+            if let Some(v) = row.get(key) {
+                let s = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if !seen.contains(&s) {
+                    seen.push(s);
+                }
+            }
+        }
+        seen
+    }
+}
+
+fn check_no_null(value: &Value) -> anyhow::Result<()> {
+    match value {
+        Value::Null => bail!("is null (a NaN or infinity turned into null?)"),
+        Value::Array(items) => items.iter().try_for_each(check_no_null),
+        Value::Object(map) => map.values().try_for_each(check_no_null),
+        _ => Ok(()),
+    }
+}
+
+/// Every result file under `results_dir/<scale>/*.json`, for the given scales (all when empty),
+/// sorted by scale then experiment name.
+pub fn find_result_files(results_dir: &Path, scales: &[Scale]) -> anyhow::Result<Vec<PathBuf>> {
+    let scales: Vec<Scale> = if scales.is_empty() {
+        Scale::ALL.to_vec()
+    } else {
+        scales.to_vec()
+    };
+    let mut found = Vec::new();
+    for scale in scales {
+        let dir = results_dir.join(scale.as_str());
+        if !dir.is_dir() {
+            continue;
+        }
+        let mut here: Vec<PathBuf> = fs::read_dir(&dir)
+            .with_context(|| format!("listing {}", dir.display()))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == "json")
+                    && !p
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
+            .collect();
+        here.sort();
+        found.extend(here);
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::experiment::RowBuilder;
+
+    pub(crate) fn sample() -> ResultFile {
+        ResultFile {
+            schema: SCHEMA.to_string(),
+            experiment: "fake".to_string(),
+            paper: "Fake paper".to_string(),
+            scale: Scale::Tiny,
+            seed: 42,
+            config: serde_json::json!({"records": 10, "strategies": ["Eager"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+            machine: Machine {
+                os: "Linux".into(),
+                cpu: "cpu".into(),
+                cores: 2,
+                memory_bytes: 1 << 30,
+            },
+            git: GitInfo::unknown(),
+            started_at: rfc3339_utc(0),
+            duration_s: 1.5,
+            rows: vec![RowBuilder::new()
+                .str("strategy", "Eager")
+                .num("update_ms", 2.5)
+                .int("flushes", 3u64)
+                .build()],
+            notes: vec!["a note".to_string()],
+        }
+    }
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_764_508_502), "2025-11-30T13:15:02Z");
+        assert_eq!(rfc3339_utc(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(rfc3339_utc(-1), "1969-12-31T23:59:59Z");
+        let now = now_rfc3339();
+        assert_eq!(now.len(), 20, "{now}");
+        assert!(now.ends_with('Z'));
+    }
+
+    #[test]
+    fn civil_from_days_agrees_with_a_day_by_day_walk() {
+        let (mut y, mut m, mut d) = (1970i64, 1u32, 1u32);
+        for days in 0..(366 * 450) {
+            assert_eq!(civil_from_days(days), (y, m, d), "day {days}");
+            let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+            let len = [
+                31,
+                if leap { 29 } else { 28 },
+                31,
+                30,
+                31,
+                30,
+                31,
+                31,
+                30,
+                31,
+                30,
+                31,
+            ][m as usize - 1];
+            d += 1;
+            if d > len {
+                d = 1;
+                m += 1;
+                if m > 12 {
+                    m = 1;
+                    y += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn write_then_read_round_trips_with_the_documented_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ResultFile::path_in(dir.path(), Scale::Tiny, "fake");
+        let result = sample();
+        result.write_atomic(&path).unwrap();
+        assert_eq!(ResultFile::read(&path).unwrap(), result);
+        let json: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        for key in [
+            "schema",
+            "experiment",
+            "paper",
+            "scale",
+            "seed",
+            "config",
+            "machine",
+            "git",
+            "started_at",
+            "duration_s",
+            "rows",
+            "notes",
+        ] {
+            assert!(json.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(json["schema"], SCHEMA);
+        assert_eq!(json["scale"], "tiny");
+        for key in ["os", "cpu", "cores", "memory_bytes"] {
+            assert!(json["machine"].get(key).is_some(), "missing machine.{key}");
+        }
+        assert_eq!(json["git"]["commit"], "unknown");
+        // No temp file left behind.
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("fake.json")]);
+    }
+
+    #[test]
+    fn refuses_non_finite_and_null_and_nested_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+
+        let mut r = sample();
+        r.duration_s = f64::NAN;
+        let err = format!("{:#}", r.write_atomic(&path).unwrap_err());
+        assert!(err.contains("duration_s"), "{err}");
+
+        let mut r = sample();
+        r.rows[0].insert("ratio".into(), Value::from(f64::NAN));
+        let err = format!("{:#}", r.write_atomic(&path).unwrap_err());
+        assert!(err.contains("ratio") && err.contains("null"), "{err}");
+
+        let mut r = sample();
+        r.rows[0].insert("series".into(), serde_json::json!([1, 2]));
+        let err = format!("{:#}", r.write_atomic(&path).unwrap_err());
+        assert!(err.contains("series"), "{err}");
+
+        let mut r = sample();
+        r.config.insert("ratio".into(), Value::from(f64::INFINITY));
+        let err = format!("{:#}", r.write_atomic(&path).unwrap_err());
+        assert!(err.contains("ratio"), "{err}");
+
+        assert!(!path.exists());
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no temp file left behind"
+        );
+    }
+
+    #[test]
+    fn read_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.json");
+        let err = format!("{:#}", ResultFile::read(&missing).unwrap_err());
+        assert!(err.contains("missing.json"), "{err}");
+
+        let bad = dir.path().join("bad.json");
+        fs::write(&bad, "{ not json").unwrap();
+        let err = format!("{:#}", ResultFile::read(&bad).unwrap_err());
+        assert!(err.contains("bad.json"), "{err}");
+
+        let other = dir.path().join("other.json");
+        fs::write(&other, r#"{"schema": "something/2"}"#).unwrap();
+        let err = format!("{:#}", ResultFile::read(&other).unwrap_err());
+        assert!(err.contains("other.json") && err.contains("something/2"), "{err}");
+
+        let partial = dir.path().join("partial.json");
+        fs::write(&partial, r#"{"schema": "lsmlab.result/1", "experiment": "x"}"#).unwrap();
+        let err = format!("{:#}", ResultFile::read(&partial).unwrap_err());
+        assert!(err.contains("partial.json") && err.contains("paper"), "{err}");
+    }
+
+    #[test]
+    fn git_is_unknown_outside_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(GitInfo::detect(dir.path()), GitInfo::unknown());
+    }
+
+    #[test]
+    fn machine_detection_fills_the_fields() {
+        let m = Machine::detect();
+        assert!(!m.os.is_empty() && !m.cpu.is_empty());
+        assert!(m.cores >= 1);
+    }
+
+    #[test]
+    fn finds_result_files_per_scale() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sample();
+        r.write_atomic(&ResultFile::path_in(dir.path(), Scale::Tiny, "b"))
+            .unwrap();
+        r.write_atomic(&ResultFile::path_in(dir.path(), Scale::Tiny, "a"))
+            .unwrap();
+        r.write_atomic(&ResultFile::path_in(dir.path(), Scale::Small, "a"))
+            .unwrap();
+        fs::write(dir.path().join("tiny/notes.txt"), "x").unwrap();
+        let all = find_result_files(dir.path(), &[]).unwrap();
+        let rel: Vec<_> = all
+            .iter()
+            .map(|p| p.strip_prefix(dir.path()).unwrap().to_path_buf())
+            .collect();
+        assert_eq!(
+            rel,
+            vec![
+                PathBuf::from("tiny/a.json"),
+                "tiny/b.json".into(),
+                "small/a.json".into()
+            ]
+        );
+        assert_eq!(find_result_files(dir.path(), &[Scale::Small]).unwrap().len(), 1);
+        assert!(find_result_files(&dir.path().join("nope"), &[])
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -1,0 +1,396 @@
+//! What `lsmlab run` and `lsmlab plot` do, as functions over a list of experiments (so tests can
+//! pass fakes). Runner, plotter and report meet only through result files.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::{parse_assignment, DataSpec, Experiment, Params, RunContext, Scale};
+use crate::progress::Progress;
+use crate::registry::find_in;
+use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, ResultFile, SCHEMA};
+
+/// The parameters of `experiment` at `scale` with the `--set key=value` arguments applied, checked
+/// for type (by [`Params::resolve`]) and range (by [`Experiment::validate`]).
+pub fn resolve_params(experiment: &dyn Experiment, scale: Scale, sets: &[String]) -> anyhow::Result<Params> {
+    let assignments = sets
+        .iter()
+        .map(|s| parse_assignment(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let params = Params::resolve(&experiment.params(scale), &assignments)
+        .with_context(|| format!("experiment `{}` at scale {scale}", experiment.name()))?;
+    experiment
+        .validate(&params)
+        .with_context(|| format!("experiment `{}` at scale {scale}", experiment.name()))?;
+    Ok(params)
+}
+
+/// One `lsmlab run`.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub scale: Scale,
+    pub seed: u64,
+    /// Raw `key=value` arguments of `--set`.
+    pub sets: Vec<String>,
+    /// The results directory; the file goes to `<out_dir>/<scale>/<experiment>.json`.
+    pub out_dir: PathBuf,
+    pub data: Vec<DataSpec>,
+}
+
+/// Resolves and validates the parameters, checks the data files, runs the experiment and writes
+/// its result file atomically, returning its path. Nothing is written when any step fails.
+pub fn run(
+    experiment: &dyn Experiment,
+    request: &RunRequest,
+    progress: &Progress,
+) -> anyhow::Result<PathBuf> {
+    let name = experiment.name();
+    let params = resolve_params(experiment, request.scale, &request.sets)?;
+    for data in &request.data {
+        if !data.path.is_file() {
+            bail!(
+                "data file {} does not exist or is not a file",
+                data.path.display()
+            );
+        }
+    }
+
+    let started_at = now_rfc3339();
+    let clock = Instant::now();
+    let ctx = RunContext {
+        scale: request.scale,
+        seed: request.seed,
+        params: &params,
+        data: &request.data,
+        progress,
+    };
+    let output = experiment.run(&ctx).with_context(|| {
+        format!(
+            "running `{name}` at scale {} with seed {}",
+            request.scale, request.seed
+        )
+    })?;
+    let duration_s = clock.elapsed().as_secs_f64();
+
+    let mut config = params.to_json()?;
+    for (key, value) in output.extra_config {
+        if config.contains_key(&key) {
+            bail!("experiment `{name}` reports extra config `{key}`, which is also a parameter (a bug)");
+        }
+        config.insert(key, value);
+    }
+    if !request.data.is_empty() {
+        if config.contains_key("data") {
+            bail!("experiment `{name}` uses the config key `data`, which records --data files (a bug)");
+        }
+        config.insert("data".to_string(), serde_json::to_value(&request.data)?);
+    }
+
+    let result = ResultFile {
+        schema: SCHEMA.to_string(),
+        experiment: name.to_string(),
+        paper: experiment.paper().to_string(),
+        scale: request.scale,
+        seed: request.seed,
+        config,
+        machine: Machine::detect(),
+        git: source_git_info(),
+        started_at,
+        duration_s,
+        rows: output.rows,
+        notes: output.notes,
+    };
+    let path = ResultFile::path_in(&request.out_dir, request.scale, name);
+    result.write_atomic(&path)?;
+    Ok(path)
+}
+
+/// The git state of the source tree this binary was built from (or of the working directory when
+/// that tree is gone).
+fn source_git_info() -> GitInfo {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = if source.is_dir() {
+        source.to_path_buf()
+    } else {
+        PathBuf::from(".")
+    };
+    GitInfo::detect(&dir)
+}
+
+/// Which figures `lsmlab plot` rendered from which result, kept beside the figures as
+/// `<experiment>.figures.json` so `lsmlab report` can link them without rendering anything.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FigureManifest {
+    pub experiment: String,
+    pub result: PathBuf,
+    /// File names inside the manifest's directory, SVG and PNG.
+    pub figures: Vec<String>,
+}
+
+impl FigureManifest {
+    pub fn path(plot_dir: &Path, experiment: &str) -> PathBuf {
+        plot_dir.join(format!("{experiment}.figures.json"))
+    }
+
+    /// The manifest for `experiment` in `plot_dir`, if `lsmlab plot` wrote one.
+    pub fn read(plot_dir: &Path, experiment: &str) -> anyhow::Result<Option<FigureManifest>> {
+        let path = FigureManifest::path(plot_dir, experiment);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let manifest = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        Ok(Some(manifest))
+    }
+}
+
+/// Renders every result file under `results_dir` (for `scales`, all when empty) into
+/// `out_dir/<scale>/`, returning the figure paths. A file that fails does not stop the others; the
+/// failures are reported together at the end.
+pub fn plot(
+    experiments: &[&dyn Experiment],
+    results_dir: &Path,
+    out_dir: &Path,
+    scales: &[Scale],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let files = find_result_files(results_dir, scales)?;
+    if files.is_empty() {
+        bail!(
+            "no result files under {} (looked in {}); run `lsmlab run EXPERIMENT` or `make` first",
+            results_dir.display(),
+            scale_dirs(scales)
+        );
+    }
+    let mut rendered = Vec::new();
+    let mut failures = Vec::new();
+    for file in &files {
+        match plot_one(experiments, file, out_dir) {
+            Ok(paths) => rendered.extend(paths),
+            Err(e) => failures.push(format!("{}: {e:#}", file.display())),
+        }
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} of {} result files could not be plotted:\n  {}",
+            failures.len(),
+            files.len(),
+            failures.join("\n  ")
+        );
+    }
+    Ok(rendered)
+}
+
+fn plot_one(experiments: &[&dyn Experiment], file: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let result = ResultFile::read(file)?;
+    let experiment = find_in(experiments, &result.experiment)?;
+    let dir = out_dir.join(result.scale.as_str());
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let paths = experiment
+        .figures(&result, &dir)
+        .with_context(|| format!("rendering `{}`", result.experiment))?;
+    let mut names = Vec::with_capacity(paths.len());
+    for path in &paths {
+        if !path.is_file() {
+            bail!(
+                "`{}` reported figure {}, which does not exist",
+                result.experiment,
+                path.display()
+            );
+        }
+        let in_dir = path.parent().and_then(|p| p.canonicalize().ok()) == dir.canonicalize().ok();
+        names.push(match (in_dir, path.file_name()) {
+            (true, Some(n)) => n.to_string_lossy().into_owned(),
+            _ => path.to_string_lossy().into_owned(),
+        });
+    }
+    let manifest = FigureManifest {
+        experiment: result.experiment.clone(),
+        result: file.to_path_buf(),
+        figures: names,
+    };
+    let manifest_path = FigureManifest::path(&dir, &result.experiment);
+    fs::write(&manifest_path, serde_json::to_string_pretty(&manifest)? + "\n")
+        .with_context(|| format!("writing {}", manifest_path.display()))?;
+    Ok(paths)
+}
+
+fn scale_dirs(scales: &[Scale]) -> String {
+    let scales = if scales.is_empty() {
+        &Scale::ALL[..]
+    } else {
+        scales
+    };
+    scales
+        .iter()
+        .map(|s| format!("{s}/"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{FAKE, OTHER};
+
+    fn request(out: &Path, sets: &[&str]) -> RunRequest {
+        RunRequest {
+            scale: Scale::Tiny,
+            seed: 7,
+            sets: sets.iter().map(|s| s.to_string()).collect(),
+            out_dir: out.to_path_buf(),
+            data: vec![],
+        }
+    }
+
+    #[test]
+    fn run_writes_the_result_file_with_resolved_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = run(
+            &FAKE,
+            &request(dir.path(), &["records=5", "strategies=Eager,Validation,UM+F"]),
+            &Progress::silent(),
+        )
+        .unwrap();
+        assert_eq!(path, dir.path().join("tiny/fake.json"));
+        let result = ResultFile::read(&path).unwrap();
+        assert_eq!(
+            (result.experiment.as_str(), result.paper.as_str()),
+            ("fake", "Fake paper")
+        );
+        assert_eq!((result.scale, result.seed), (Scale::Tiny, 7));
+        assert_eq!(result.config["records"], 5);
+        assert_eq!(
+            result.config["strategies"],
+            serde_json::json!(["Eager", "Validation", "UM+F"])
+        );
+        assert_eq!(result.config["derived"], 10);
+        assert_eq!(result.config["fail"], false);
+        assert_eq!(result.rows.len(), 3);
+        assert_eq!(result.rows[1]["strategy"], "Validation");
+        assert_eq!(result.notes, vec!["0 data files".to_string()]);
+        assert!(result.duration_s >= 0.0);
+        assert!(result.started_at.ends_with('Z'));
+    }
+
+    #[test]
+    fn same_seed_gives_the_same_rows() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let pa = run(&FAKE, &request(a.path(), &[]), &Progress::silent()).unwrap();
+        let pb = run(&FAKE, &request(b.path(), &[]), &Progress::silent()).unwrap();
+        assert_eq!(
+            ResultFile::read(&pa).unwrap().rows,
+            ResultFile::read(&pb).unwrap().rows
+        );
+    }
+
+    #[test]
+    fn bad_params_fail_before_running_and_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&[&str], &[&str]); 5] = [
+            (&["recods=5"], &["recods", "records, strategies, ratio, fail"]),
+            (&["records=lots"], &["records", "lots", "integer"]),
+            (&["records=0"], &["records", "0", ">= 1"]),
+            (&["strategies=Eager,Bogus"], &["Bogus", "strategies"]),
+            (&["records"], &["key=value"]),
+        ];
+        for (sets, needles) in cases {
+            let err = format!(
+                "{:#}",
+                run(&FAKE, &request(dir.path(), sets), &Progress::silent()).unwrap_err()
+            );
+            for needle in needles {
+                assert!(err.contains(needle), "{sets:?}: `{err}` lacks `{needle}`");
+            }
+        }
+        assert!(!dir.path().join("tiny").exists());
+    }
+
+    #[test]
+    fn a_failed_run_writes_no_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = format!(
+            "{:#}",
+            run(&FAKE, &request(dir.path(), &["fail=true"]), &Progress::silent()).unwrap_err()
+        );
+        assert!(
+            err.contains("running `fake`") && err.contains("on purpose"),
+            "{err}"
+        );
+        assert!(!dir.path().join("tiny/fake.json").exists());
+    }
+
+    #[test]
+    fn data_files_must_exist_and_are_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut req = request(dir.path(), &[]);
+        let data = DataSpec {
+            path: dir.path().join("trips.csv"),
+            format: Some("csv".into()),
+            columns: Some("id=0,ts=1".into()),
+            skip_malformed: true,
+        };
+        req.data = vec![data.clone()];
+        let err = run(&FAKE, &req, &Progress::silent()).unwrap_err().to_string();
+        assert!(err.contains("trips.csv"), "{err}");
+        fs::write(&data.path, "1,2\n").unwrap();
+        let result = ResultFile::read(&run(&FAKE, &req, &Progress::silent()).unwrap()).unwrap();
+        assert_eq!(result.config["data"][0]["format"], "csv");
+        assert_eq!(result.config["data"][0]["skip_malformed"], true);
+        assert_eq!(result.notes, vec!["1 data files".to_string()]);
+    }
+
+    #[test]
+    fn plot_renders_every_result_and_writes_a_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let plots = dir.path().join("plots");
+        for (exp, scale) in [(&FAKE, Scale::Tiny), (&OTHER, Scale::Tiny), (&FAKE, Scale::Small)] {
+            let mut req = request(&results, &[]);
+            req.scale = scale;
+            run(exp, &req, &Progress::silent()).unwrap();
+        }
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE, &OTHER];
+        let paths = plot(&experiments, &results, &plots, &[Scale::Tiny]).unwrap();
+        assert_eq!(paths.len(), 4);
+        assert!(plots.join("tiny/fake-time.png").is_file() && plots.join("tiny/other-time.svg").is_file());
+        assert!(!plots.join("small").exists());
+        let manifest = FigureManifest::read(&plots.join("tiny"), "fake")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            manifest.figures,
+            vec!["fake-time.svg".to_string(), "fake-time.png".to_string()]
+        );
+
+        assert_eq!(plot(&experiments, &results, &plots, &[]).unwrap().len(), 6);
+    }
+
+    #[test]
+    fn plot_reports_unknown_experiments_and_missing_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE];
+        let err = plot(&experiments, dir.path(), &dir.path().join("plots"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no result files"), "{err}");
+
+        run(&OTHER, &request(dir.path(), &[]), &Progress::silent()).unwrap();
+        run(&FAKE, &request(dir.path(), &[]), &Progress::silent()).unwrap();
+        let err = format!(
+            "{:#}",
+            plot(&experiments, dir.path(), &dir.path().join("plots"), &[]).unwrap_err()
+        );
+        assert!(
+            err.contains("other.json") && err.contains("unknown experiment `other`"),
+            "{err}"
+        );
+        assert!(
+            dir.path().join("plots/tiny/fake-time.png").is_file(),
+            "the good file was still plotted"
+        );
+    }
+}
