@@ -22,7 +22,7 @@ RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_
 PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
 
 # Experiments with their own target (run + figures). Add new experiments here.
-EXPERIMENT_TARGETS = rum-update rum-query
+EXPERIMENT_TARGETS = rum-update rum-query rum-mixed rum-tuning rum-concurrency
 
 .PHONY: all build test bench plot report clean-results rum leaper diol oep7 $(EXPERIMENT_TARGETS)
 

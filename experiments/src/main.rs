@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use lsmlab::experiment::{DataSpec, Experiment, Scale};
+use lsmlab::experiment::{DataSpec, Experiment, ParamValue, Scale};
 use lsmlab::progress::Progress;
 use lsmlab::{registry, report, runner};
 
@@ -166,7 +166,11 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
     let key_width = specs.iter().map(|s| s.key.len()).max().unwrap_or(0);
     let defaults: Vec<String> = specs
         .iter()
-        .map(|s| format!("{} = {}", s.default.type_name(), s.default))
+        .map(|s| match &s.default {
+            ParamValue::Str(v) if v.is_empty() => format!("{} = \"\"", s.default.type_name()),
+            ParamValue::List(v) if v.is_empty() => format!("{} = (empty)", s.default.type_name()),
+            default => format!("{} = {default}", default.type_name()),
+        })
         .collect();
     let default_width = defaults.iter().map(String::len).max().unwrap_or(0);
     for (spec, default) in specs.iter().zip(&defaults) {
