@@ -15,7 +15,8 @@ pub mod result;
 pub mod runner;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
-// pub mod rum;
+pub mod data;
+pub mod rum;
 // -----------------------------------------------------------------------------------------------------
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use lsmlab::{registry, report, runner};
 /// Reproduce storage-engine papers (LSM RUM-tree, Leaper, DIOL, OrientDB OEP 7): run experiments,
 /// write JSON results, render figures and a Markdown report.
 #[derive(Parser, Debug)]
-#[command(name = "lsmlab", version, about, long_about = None, propagate_version = true)]
+#[command(name = "lsmlab", version, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -83,10 +83,11 @@ struct RunArgs {
     /// Use your own data file instead of the experiment's default data. Repeatable.
     #[arg(long, value_name = "PATH")]
     data: Vec<PathBuf>,
-    /// Format of the --data files (e.g. csv); by default guessed by the experiment from the name.
+    /// Format of the --data files (e.g. csv); by default the experiment guesses it from the file.
     #[arg(long, value_name = "F", requires = "data")]
     format: Option<String>,
-    /// Column mapping of the --data files, e.g. `id=0,ts=1,lat=2,lon=3`.
+    /// Column mapping of the --data files (the experiment defines the names), e.g.
+    /// `oid=user,time=ts,x=lon,y=lat` for the RUM-tree experiments.
     #[arg(long, value_name = "SPEC", requires = "data")]
     columns: Option<String>,
     /// Skip malformed lines of the --data files (counted in a note) instead of failing.

@@ -9,7 +9,11 @@ pub fn all() -> Vec<&'static dyn Experiment> {
     vec![
         // ---- Register experiments here (one line each; keep paper order). ----------------------
         // LSM RUM-tree (src/rum/, declared with `mod rum;` in lib.rs):
-        // &crate::rum::update::RumUpdate,
+        &crate::rum::update::RumUpdate,
+        &crate::rum::query::RumQuery,
+        &crate::rum::mixed::RumMixed,
+        &crate::rum::concurrency::RumConcurrency,
+        &crate::rum::tuning::RumTuning,
         // ------------------------------------------------------------------------------------------
     ]
 }

@@ -176,8 +176,9 @@ pub struct LsmRTree {
     cache: Arc<BufferCache>,
     hilbert: HilbertCurve,
     memory: MemRTree,
-    /// Eager: oids deleted in the memory component whose live entry is on disk.
-    memory_deleted: BTreeSet<u64>,
+    /// Eager: the in-memory deleted-key B+-tree, keyed like AsterixDB's by the whole deleted tuple
+    /// (oid, x bits, y bits): every update and delete adds one key, so it grows with the stream.
+    memory_deleted: BTreeSet<(u64, u64, u64)>,
     deleted_leaf_capacity: usize,
     disk: DiskComponents<SpatialComponent>,
     /// The global timestamp counter (incremented by every insert, update and delete).
@@ -217,7 +218,8 @@ impl LsmRTree {
             hilbert: HilbertCurve::new(cfg.extent),
             memory: MemRTree::new(page_size),
             memory_deleted: BTreeSet::new(),
-            deleted_leaf_capacity: BTreeComponent::<()>::leaf_capacity(page_size),
+            // a deleted tuple is an oid plus a point, 24 bytes, as a B+-tree entry keyed by oid with a Point
+            deleted_leaf_capacity: BTreeComponent::<Point>::leaf_capacity(page_size),
             disk: DiskComponents::new(cfg.merge_policy.build()),
             clock: 0,
             um: cfg
@@ -405,13 +407,15 @@ impl LsmRTree {
         self.maybe_flush()
     }
 
-    /// Eager: remove the old entry physically if it is in memory, else record a deleted key.
+    /// Eager, as AsterixDB's LSM R-tree deletes: remove the old entry from the memory R-tree if it
+    /// is there, and insert the deleted tuple into the memory component's deleted-key B+-tree in
+    /// any case (it shadows the tuple in older components).
     fn eager_delete_old(&mut self, oid: u64, old: Point) {
         if self.memory.remove(old, oid).is_some() {
             self.cleaned.memory_deletes += 1;
-        } else {
-            self.memory_deleted.insert(oid);
         }
+        self.memory_deleted
+            .insert((oid, old.x.to_bits(), old.y.to_bits()));
     }
 
     /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf`.
@@ -542,7 +546,12 @@ impl LsmRTree {
         let deleted = if self.memory_deleted.is_empty() {
             None
         } else {
-            let keys = std::mem::take(&mut self.memory_deleted);
+            // On disk one key per object suffices: an Eager update or delete kills every older version
+            // of the object, whatever its location (a deviation from AsterixDB's per-tuple keys that
+            // only makes the disk deleted-key trees smaller).
+            let tuples = std::mem::take(&mut self.memory_deleted);
+            let mut keys: Vec<u64> = tuples.into_iter().map(|(oid, _, _)| oid).collect();
+            keys.dedup();
             Some(BTreeComponent::bulk_load(
                 device.as_ref(),
                 keys.into_iter().map(|k| (k, ())),
@@ -676,7 +685,12 @@ impl LsmRTree {
                 for i in 0..comps.len() {
                     'cand: for e in &candidates[bounds[i]..bounds[i + 1]] {
                         out.validation_lookups += 1;
-                        if self.memory_deleted.contains(&e.oid) {
+                        if self
+                            .memory_deleted
+                            .range((e.oid, 0, 0)..=(e.oid, u64::MAX, u64::MAX))
+                            .next()
+                            .is_some()
+                        {
                             continue;
                         }
                         for newer in &comps[..i] {
