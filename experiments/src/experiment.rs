@@ -403,8 +403,10 @@ impl Serialize for Params {
 pub struct DataSpec {
     pub path: PathBuf,
     /// The file's format, when the user named it; otherwise the experiment guesses from the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
     /// A column mapping such as `id=0,ts=1,lat=2,lon=3`; the experiment's loader defines the names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub columns: Option<String>,
     /// Skip malformed lines (counting them in a note) instead of failing on the first one.
     pub skip_malformed: bool,

@@ -107,7 +107,7 @@ impl Experiment for RumConcurrency {
     }
 
     fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        let mut p: Vec<ParamSpec> = index_params_with(scale, 300_000)
+        let mut p: Vec<ParamSpec> = index_params_with(scale, 1_000_000)
             .into_iter()
             .filter(|s| s.key != "strategies")
             .collect();

@@ -82,7 +82,7 @@ impl Experiment for RumMixed {
     }
 
     fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        let mut p = index_params_with(scale, 300_000);
+        let mut p = index_params_with(scale, 1_000_000);
         p.push(ParamSpec::list(
             "query_fractions",
             &["0.001", "0.01"],

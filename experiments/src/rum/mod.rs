@@ -37,7 +37,7 @@ pub fn paper_records(dataset: &str) -> Option<usize> {
 /// scales keep the ratios (cache = 4 x memory, max mergeable = 8 x memory) with a memory budget
 /// small enough that the stream crosses several flushes and merges.
 pub fn index_params(scale: Scale) -> Vec<ParamSpec> {
-    index_params_with(scale, 1_000_000)
+    index_params_with(scale, 2_000_000)
 }
 
 /// [`index_params`] with another record count at the small scale (experiments that ingest many
