@@ -341,6 +341,16 @@ mod tests {
         assert_eq!(result.config["data"][0]["format"], "csv");
         assert_eq!(result.config["data"][0]["skip_malformed"], true);
         assert_eq!(result.notes, vec!["1 data files".to_string()]);
+
+        // Without --format and --columns the spec records no nulls (which results refuse).
+        req.data = vec![DataSpec {
+            format: None,
+            columns: None,
+            skip_malformed: false,
+            ..data
+        }];
+        let result = ResultFile::read(&run(&FAKE, &req, &Progress::silent()).unwrap()).unwrap();
+        assert!(result.config["data"][0].get("format").is_none());
     }
 
     #[test]
