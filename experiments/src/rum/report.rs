@@ -38,8 +38,14 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn fmt_ratio(r: Option<f64>) -> String {
-    r.map_or_else(|| "n/a".to_string(), |r| format!("{r:.2}x"))
+/// A ratio `r` = baseline / candidate as words: "2.50x faster" when r >= 1, else "1.60x slower"
+/// (with the caller's words for better and worse).
+fn relative(r: Option<f64>, better: &str, worse: &str) -> String {
+    match r {
+        Some(r) if r >= 1.0 => format!("{r:.2}x {better}"),
+        Some(r) if r > 0.0 => format!("{:.2}x {worse}", 1.0 / r),
+        _ => "n/a".to_string(),
+    }
 }
 
 fn fmt_ms(v: f64) -> String {
@@ -65,36 +71,44 @@ pub fn update_observations(rows: &[Row]) -> Vec<String> {
             .min_by(|a, b| a.1.total_cmp(&b.1))
         {
             out.push(format!(
-                "{d}: fastest UM variant {best} ({}) is {} faster than Eager and {} faster than Validation in \
-                 total ingest time (paper: 3x-9.6x and 1.4x-4x).",
+                "{d}: the fastest UM variant, {best} ({}), is {} than Eager and {} than Validation in \
+                 total ingest time (paper: 3x-9.6x and 1.4x-4x faster).",
                 fmt_ms(best_ms) + " ms",
-                fmt_ratio(ratio(total("Eager"), Some(best_ms))),
-                fmt_ratio(ratio(total("Validation"), Some(best_ms))),
+                relative(ratio(total("Eager"), Some(best_ms)), "faster", "slower"),
+                relative(ratio(total("Validation"), Some(best_ms)), "faster", "slower"),
             ));
         }
         let f = |s: &str, k: &str| field(rows, &d, s, k);
         if f("UM+F", "flush_ms").is_some() && f("UM", "flush_ms").is_some() {
             out.push(format!(
-                "{d}: UM+F flush time is {} lower than UM's ({} vs {} flushes) (paper: up to 60x lower, same \
+                "{d}: UM+F flush time is {} than UM's ({} vs {} flushes) (paper: up to 60x lower, same \
                  number of flushes).",
-                fmt_ratio(ratio(f("UM", "flush_ms"), f("UM+F", "flush_ms"))),
+                relative(
+                    ratio(f("UM", "flush_ms"), f("UM+F", "flush_ms")),
+                    "lower",
+                    "higher"
+                ),
                 f("UM+F", "flushes").unwrap_or(0.0),
                 f("UM", "flushes").unwrap_or(0.0),
             ));
         }
         if f("UM+M", "merge_ms").is_some() && f("UM", "merge_ms").is_some() {
             out.push(format!(
-                "{d}: UM+M merge time is {} lower than UM's (paper: ~3x lower).",
-                fmt_ratio(ratio(f("UM", "merge_ms"), f("UM+M", "merge_ms"))),
+                "{d}: UM+M merge time is {} than UM's (paper: ~3x lower).",
+                relative(
+                    ratio(f("UM", "merge_ms"), f("UM+M", "merge_ms")),
+                    "lower",
+                    "higher"
+                ),
             ));
         }
         if let (Some(bv), Some(um)) = (f("UM+BV", "flushes"), f("UM", "flushes")) {
             out.push(format!(
                 "{d}: UM+BV flushed {bv} times and merged {} times vs UM's {um} and {}; its update time is {} \
-                 lower (paper: no flush at all on Gowalla and BerlinMOD, ~2x faster updates on BerlinMOD).",
+                 (paper: no flush at all on Gowalla and BerlinMOD, ~2x faster updates on BerlinMOD).",
                 f("UM+BV", "merges").unwrap_or(0.0),
                 f("UM", "merges").unwrap_or(0.0),
-                fmt_ratio(ratio(f("UM", "update_ms"), f("UM+BV", "update_ms"))),
+                relative(ratio(f("UM", "update_ms"), f("UM+BV", "update_ms")), "lower", "higher"),
             ));
         }
         if let (Some(bv), Some(um)) = (f("UM+BV", "um_max_entries"), f("UM", "um_max_entries")) {
@@ -303,7 +317,8 @@ pub fn query_observations(rows: &[Row]) -> Vec<String> {
         };
         if let Some((r, sel)) = best("Validation", "UM") {
             out.push(format!(
-                "{d}: UM is at most {r:.2}x faster than Validation (at s={sel}) (paper: up to 3x)."
+                "{d}: UM's best showing against Validation: {} (at s={sel}) (paper: up to 3x faster).",
+                relative(Some(r), "faster", "slower")
             ));
         }
         for (v, vs, claim) in [
@@ -317,7 +332,8 @@ pub fn query_observations(rows: &[Row]) -> Vec<String> {
         ] {
             if let Some(r) = ratio(t(vs, largest), t(v, largest)) {
                 out.push(format!(
-                    "{d}: at s={largest}, {v} is {r:.2}x faster than {vs} ({} vs {} candidates per query) ({claim}).",
+                    "{d}: at s={largest}, {v} is {} than {vs} ({} vs {} candidates per query) ({claim}).",
+                    relative(Some(r), "faster", "slower"),
                     qfield(rows, &d, v, largest, "avg_candidates").map_or("-".into(), |c| format!("{c:.0}")),
                     qfield(rows, &d, vs, largest, "avg_candidates").map_or("-".into(), |c| format!("{c:.0}")),
                 ));
