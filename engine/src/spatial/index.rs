@@ -418,7 +418,10 @@ impl LsmRTree {
             .insert((oid, old.x.to_bits(), old.y.to_bits()));
     }
 
-    /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf`.
+    /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf` (Sections 4.1-4.2).
+    /// The paper counts updates; here every entry put into the memory R-tree counts, inserts of new
+    /// objects included, since in the LSM RUM-tree an update is an insert of the new version and a
+    /// stream's inserts are only each object's first record.
     fn after_memory_insert(&mut self, leaf: NodeId) {
         let um = self.um.as_ref().expect("UM strategy has a memo");
         // Under concurrent ingestion the leaf may have been split away or unlinked meanwhile.

@@ -61,6 +61,7 @@ pub fn index_params_with(scale: Scale, small_records: i64) -> Vec<ParamSpec> {
         ParamSpec::int("cache_pages", memory_pages * 4, "buffer cache capacity in pages"),
         ParamSpec::int("max_mergeable_pages", memory_pages * 8, "prefix policy: components larger than this are never merged"),
         ParamSpec::int("tolerance", 5, "prefix policy: merge once this many mergeable components exist"),
+        ParamSpec::str("merge_policy", "prefix", "prefix (AsterixDB's, as the authors ran) or none (components accumulate)"),
         ParamSpec::int("buffered_threshold", 4, "Buffered Cleaning: clean a memory leaf after this many updates into it"),
         ParamSpec::int("vacuum_threshold", 8, "Vacuum Cleaning: clean the next leaf every this many updates"),
         ParamSpec::bool("eager_primary_lookup", false, "Eager looks the old location up in an LSM primary index (timed)"),
@@ -114,6 +115,11 @@ pub fn validate_index_params(p: &Params) -> anyhow::Result<()> {
     )?;
     p.check("device", matches!(p.str("device"), "mem" | "file"), "mem or file")?;
     p.check(
+        "merge_policy",
+        matches!(p.str("merge_policy"), "prefix" | "none"),
+        "prefix or none",
+    )?;
+    p.check(
         "profile",
         p.str("profile").parse::<DeviceProfile>().is_ok(),
         "nvme, sata-ssd or hdd",
@@ -150,9 +156,12 @@ pub fn load_datasets(ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec
 /// The index configuration `p` describes for `strategy` on `data`.
 pub fn spatial_config(p: &Params, strategy: Strategy, data: &Trajectories) -> SpatialConfig {
     let mut cfg = SpatialConfig::new(strategy, data.extent, p.u64("memory_pages"));
-    cfg.merge_policy = MergePolicyConfig::Prefix {
-        max_mergeable_pages: p.u64("max_mergeable_pages"),
-        max_tolerance_components: p.usize("tolerance"),
+    cfg.merge_policy = match p.str("merge_policy") {
+        "none" => MergePolicyConfig::None,
+        _ => MergePolicyConfig::Prefix {
+            max_mergeable_pages: p.u64("max_mergeable_pages"),
+            max_tolerance_components: p.usize("tolerance"),
+        },
     };
     cfg.buffered_threshold = p.int("buffered_threshold") as u32;
     cfg.vacuum_threshold = p.int("vacuum_threshold") as u32;

@@ -18,12 +18,13 @@ pub fn str_of<'a>(row: &'a Row, key: &str) -> Option<&'a str> {
     row.get(key).and_then(|v| v.as_str())
 }
 
+/// The values of `key` across rows, as text, in first-seen order (numbers in JSON form).
 fn distinct(rows: &[Row], key: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in rows {
-        if let Some(s) = str_of(r, key) {
-            if !out.iter().any(|o| o == s) {
-                out.push(s.to_string());
+        if let Some(s) = value_str(r, key) {
+            if !out.contains(&s) {
+                out.push(s);
             }
         }
     }
@@ -764,4 +765,73 @@ pub fn tuning_report(result: &ResultFile) -> String {
         md.push_str(&format!("- {o}\n"));
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::RowBuilder;
+
+    fn mixed_row(strategy: &str, q: f64, skew: &str, tput: f64) -> Row {
+        RowBuilder::new()
+            .str("dataset", "d")
+            .str("strategy", strategy)
+            .num("query_fraction", q)
+            .str("query_skew", skew)
+            .num("throughput_ops_s", tput)
+            .build()
+    }
+
+    #[test]
+    fn numeric_dimensions_are_grouped_like_string_ones() {
+        let rows = vec![
+            mixed_row("UM", 0.001, "hot", 10.0),
+            mixed_row("UM+F", 0.001, "hot", 30.0),
+            mixed_row("UM", 0.01, "hot", 5.0),
+            mixed_row("UM+F", 0.01, "hot", 2.0),
+        ];
+        assert_eq!(distinct(&rows, "query_fraction"), vec!["0.001", "0.01"]);
+        let obs = mixed_observations(&rows);
+        assert_eq!(obs.len(), 2);
+        assert!(
+            obs[0].contains("highest throughput UM+F") && obs[1].contains("highest throughput UM "),
+            "{obs:?}"
+        );
+    }
+
+    #[test]
+    fn relative_speed_words_follow_the_ratio() {
+        assert_eq!(relative(Some(2.5), "faster", "slower"), "2.50x faster");
+        assert_eq!(relative(Some(0.5), "faster", "slower"), "2.00x slower");
+        assert_eq!(relative(None, "faster", "slower"), "n/a");
+    }
+
+    #[test]
+    fn update_observations_compare_against_the_paper_strategies() {
+        let row = |s: &str, total: f64, flush: f64| {
+            RowBuilder::new()
+                .str("dataset", "berlinmod")
+                .str("strategy", s)
+                .num("total_ms", total)
+                .num("update_ms", total - flush)
+                .num("flush_ms", flush)
+                .num("merge_ms", 0.0)
+                .int("flushes", 3u64)
+                .int("merges", 0u64)
+                .int("um_max_entries", 100u64)
+                .build()
+        };
+        let rows = vec![
+            row("Eager", 900.0, 10.0),
+            row("Validation", 400.0, 10.0),
+            row("UM", 300.0, 60.0),
+            row("UM+F", 200.0, 2.0),
+        ];
+        let obs = update_observations(&rows);
+        assert!(
+            obs[0].contains("UM+F") && obs[0].contains("4.50x faster than Eager"),
+            "{obs:?}"
+        );
+        assert!(obs[1].contains("30.00x lower"), "{obs:?}");
+    }
 }
