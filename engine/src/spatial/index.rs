@@ -336,19 +336,7 @@ impl LsmRTree {
         let ts = self.tick();
         match self.cfg.strategy {
             Strategy::Eager => {
-                let old = match &mut self.primary_index {
-                    Some(p) => {
-                        let old = p.get(oid)?;
-                        p.upsert(oid, to)?;
-                        old
-                    }
-                    None => Some(from.ok_or_else(|| {
-                        Error::Config(format!("Eager update of object {oid} needs its old location"))
-                    })?),
-                };
-                if let Some(old) = old {
-                    self.eager_delete_old(oid, old);
-                }
+                self.eager_retire_old(oid, from, Some(to))?;
                 self.memory.insert(SpatialEntry::new(to, oid, ts));
             }
             Strategy::Validation => {
@@ -375,21 +363,7 @@ impl LsmRTree {
     pub fn delete(&mut self, oid: u64, from: Option<Point>) -> Result<()> {
         let ts = self.tick();
         match self.cfg.strategy {
-            Strategy::Eager => {
-                let old = match &mut self.primary_index {
-                    Some(p) => {
-                        let old = p.get(oid)?;
-                        p.delete(oid)?;
-                        old
-                    }
-                    None => Some(from.ok_or_else(|| {
-                        Error::Config(format!("Eager delete of object {oid} needs its old location"))
-                    })?),
-                };
-                if let Some(old) = old {
-                    self.eager_delete_old(oid, old);
-                }
-            }
+            Strategy::Eager => self.eager_retire_old(oid, from, None)?,
             Strategy::Validation => {
                 self.primary_key_index
                     .as_mut()
@@ -407,15 +381,35 @@ impl LsmRTree {
         self.maybe_flush()
     }
 
-    /// Eager, as AsterixDB's LSM R-tree deletes: remove the old entry from the memory R-tree if it
-    /// is there, and insert the deleted tuple into the memory component's deleted-key B+-tree in
-    /// any case (it shadows the tuple in older components).
-    fn eager_delete_old(&mut self, oid: u64, old: Point) {
-        if self.memory.remove(old, oid).is_some() {
-            self.cleaned.memory_deletes += 1;
+    /// Eager's first half of an update (`new` = the new location) or delete (`new` = None): find
+    /// the old location (from the stream, or from the primary index, which then records `new`) and
+    /// delete the old entry as AsterixDB's LSM R-tree does: remove it from the memory R-tree if it is
+    /// there, and insert the deleted tuple into the memory component's deleted-key B+-tree in any
+    /// case (it shadows the tuple in older components).
+    fn eager_retire_old(&mut self, oid: u64, from: Option<Point>, new: Option<Point>) -> Result<()> {
+        let old = match &mut self.primary_index {
+            Some(p) => {
+                let old = p.get(oid)?;
+                match new {
+                    Some(to) => p.upsert(oid, to)?,
+                    None => p.delete(oid)?,
+                }
+                old
+            }
+            None => Some(from.ok_or_else(|| {
+                Error::Config(format!(
+                    "Eager needs the old location of object {oid} to update or delete it"
+                ))
+            })?),
+        };
+        if let Some(old) = old {
+            if self.memory.remove(old, oid).is_some() {
+                self.cleaned.memory_deletes += 1;
+            }
+            self.memory_deleted
+                .insert((oid, old.x.to_bits(), old.y.to_bits()));
         }
-        self.memory_deleted
-            .insert((oid, old.x.to_bits(), old.y.to_bits()));
+        Ok(())
     }
 
     /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf` (Sections 4.1-4.2).
@@ -533,15 +527,7 @@ impl LsmRTree {
         if self.switches.flush {
             // Section 4.3: drop obsolete entries while ordering them for the flush.
             let um = self.um.as_ref().expect("UM strategy has a memo");
-            let before = entries.len();
-            entries.retain(|e| {
-                let obsolete = um.is_obsolete(e.oid, e.ts);
-                if obsolete {
-                    um.release(e.oid);
-                }
-                !obsolete
-            });
-            self.cleaned.flush += (before - entries.len()) as u64;
+            self.cleaned.flush += drop_obsolete(um, &mut entries);
         }
         self.hilbert_sort(&mut entries);
         let device = self.cache.device().clone();
@@ -638,15 +624,7 @@ impl LsmRTree {
                 if sw.merge {
                     // Section 4.4: validate every entry on the fly while bulk-loading the merge.
                     let um = self.um.as_ref().expect("UM strategy has a memo");
-                    let before = entries.len();
-                    entries.retain(|e| {
-                        let obsolete = um.is_obsolete(e.oid, e.ts);
-                        if obsolete {
-                            um.release(e.oid);
-                        }
-                        !obsolete
-                    });
-                    self.cleaned.merge += (before - entries.len()) as u64;
+                    self.cleaned.merge += drop_obsolete(um, &mut entries);
                 }
             }
         }
@@ -732,6 +710,20 @@ impl LsmRTree {
         }
         Ok(out)
     }
+}
+
+/// Algorithm 4's test applied to a batch (Clean Upon Flush and Clean Upon Merge): drops every
+/// obsolete entry and releases it in the UM; returns how many were dropped.
+fn drop_obsolete(um: &UpdateMemo, entries: &mut Vec<SpatialEntry>) -> u64 {
+    let before = entries.len();
+    entries.retain(|e| {
+        let obsolete = um.is_obsolete(e.oid, e.ts);
+        if obsolete {
+            um.release(e.oid);
+        }
+        !obsolete
+    });
+    (before - entries.len()) as u64
 }
 
 impl Drop for LsmRTree {

@@ -3,7 +3,7 @@
 //! threads, as the authors did. After every run the fresh set and the UM are checked against a
 //! single-threaded replay of the same stream, and the run fails if they differ.
 
-use super::{index_params_with, load_datasets, validate_index_params, Testbed, PAPER};
+use super::{index_params_with, load_datasets, parse_list, validate_index_params, Testbed, PAPER};
 use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -142,16 +142,8 @@ impl Experiment for RumConcurrency {
 
     fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = ctx.params;
-        let strategies: Vec<Strategy> = p
-            .list("strategies")
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?;
-        let threads: Vec<usize> = p
-            .list("threads")
-            .iter()
-            .map(|s| s.parse().expect("validated"))
-            .collect();
+        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
+        let threads: Vec<usize> = parse_list(p, "threads")?;
         let (datasets, mut notes) = load_datasets(ctx)?;
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();

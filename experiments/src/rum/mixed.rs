@@ -2,7 +2,7 @@
 //! 99.9% updates / 0.1% queries, plus a query-heavier mix and a skewed-query variant). Reports
 //! throughput and latency percentiles of both kinds of operation.
 
-use super::{apply, index_params_with, load_datasets, ms, validate_index_params, Testbed, PAPER};
+use super::{apply, index_params_with, load_datasets, ms, parse_list, validate_index_params, Testbed, PAPER};
 use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -114,16 +114,8 @@ impl Experiment for RumMixed {
 
     fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = ctx.params;
-        let strategies: Vec<Strategy> = p
-            .list("strategies")
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?;
-        let fractions: Vec<f64> = p
-            .list("query_fractions")
-            .iter()
-            .map(|s| s.parse().expect("validated"))
-            .collect();
+        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
+        let fractions: Vec<f64> = parse_list(p, "query_fractions")?;
         let skews: Vec<QuerySkew> = p
             .list("query_skews")
             .iter()

@@ -73,6 +73,21 @@ pub fn index_params_with(scale: Scale, small_records: i64) -> Vec<ParamSpec> {
     ]
 }
 
+/// The items of list parameter `key` parsed as `T`; a bad item is an error naming the key and item.
+pub fn parse_list<T>(p: &Params, key: &str) -> anyhow::Result<Vec<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    p.list(key)
+        .iter()
+        .map(|s| {
+            s.parse::<T>()
+                .map_err(|e| anyhow::anyhow!("parameter `{key}`: item `{s}`: {e}"))
+        })
+        .collect()
+}
+
 /// Range and choice checks on [`index_params`].
 pub fn validate_index_params(p: &Params) -> anyhow::Result<()> {
     p.check_list_choices("datasets", &lsmlab_workloads::DATASETS)?;

@@ -2,7 +2,7 @@
 //! paper's Figure 6). Every strategy answers the same queries, and the run fails if any two
 //! strategies return different result sets.
 
-use super::{index_params, ingest, load_datasets, validate_index_params, Testbed, PAPER};
+use super::{index_params, ingest, load_datasets, parse_list, validate_index_params, Testbed, PAPER};
 use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -88,16 +88,8 @@ impl Experiment for RumQuery {
 
     fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = ctx.params;
-        let strategies: Vec<Strategy> = p
-            .list("strategies")
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?;
-        let sels: Vec<f64> = p
-            .list("selectivities")
-            .iter()
-            .map(|s| s.parse().expect("validated"))
-            .collect();
+        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
+        let sels: Vec<f64> = parse_list(p, "selectivities")?;
         let nq = p.usize("queries");
         let page_size = p.usize("page_size");
         let (datasets, mut notes) = load_datasets(ctx)?;

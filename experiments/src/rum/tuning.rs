@@ -6,7 +6,8 @@
 
 use super::query::query_boxes;
 use super::{
-    index_params_with, ingest, load_datasets, ms, spatial_config, validate_index_params, Testbed, PAPER,
+    index_params_with, ingest, load_datasets, ms, parse_list, spatial_config, validate_index_params, Testbed,
+    PAPER,
 };
 use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
 use crate::result::ResultFile;
@@ -76,16 +77,8 @@ impl Experiment for RumTuning {
 
     fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = ctx.params;
-        let vac: Vec<u32> = p
-            .list("vacuum_thresholds")
-            .iter()
-            .map(|s| s.parse().expect("validated"))
-            .collect();
-        let buf: Vec<u32> = p
-            .list("buffered_thresholds")
-            .iter()
-            .map(|s| s.parse().expect("validated"))
-            .collect();
+        let vac: Vec<u32> = parse_list(p, "vacuum_thresholds")?;
+        let buf: Vec<u32> = parse_list(p, "buffered_thresholds")?;
         // (knob, threshold, strategy): the knob is swept, the other switch at its configured threshold
         let mut cells: Vec<(&str, u32, Strategy)> = Vec::new();
         for &t in &vac {

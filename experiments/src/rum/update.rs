@@ -2,7 +2,7 @@
 //! Figure 5 breakdown into update / flush / merge time, Table 1's flush and merge counts, Table 2's
 //! maximum Update Memo size).
 
-use super::{index_params, ingest, load_datasets, ms, validate_index_params, Testbed, PAPER};
+use super::{index_params, ingest, load_datasets, ms, parse_list, validate_index_params, Testbed, PAPER};
 use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -35,11 +35,7 @@ impl Experiment for RumUpdate {
 
     fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = ctx.params;
-        let strategies: Vec<Strategy> = p
-            .list("strategies")
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?;
+        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
         let (datasets, mut notes) = load_datasets(ctx)?;
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
