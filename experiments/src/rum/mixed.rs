@@ -8,7 +8,7 @@ use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
 use hdrhistogram::Histogram;
-use lsmlab_engine::geom::Rect;
+use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_workloads::Trajectories;
 use rand::Rng;
@@ -20,18 +20,36 @@ pub struct RumMixed;
 /// Where query boxes are centred.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuerySkew {
-    /// Uniformly over the data extent.
+    /// Anywhere in the data extent, uniformly (many queries fall where there is no data).
     Uniform,
-    /// On the location of a record already ingested (dense, recently updated regions).
+    /// On an already ingested record drawn uniformly: queries follow the data's density.
+    Data,
+    /// Concentrated on a few hot spots: one of [`HOT_SPOTS`] ingested locations, chosen with
+    /// Zipf(1) popularity, so most queries hit the same regions again and again.
     Hot,
 }
+
+/// How many hot spots the skewed-query variant uses.
+pub const HOT_SPOTS: usize = 8;
+
+/// The accepted `query_skews` values.
+pub const SKEWS: [&str; 3] = ["uniform", "data", "hot"];
 
 impl QuerySkew {
     fn parse(s: &str) -> Option<QuerySkew> {
         match s {
             "uniform" => Some(QuerySkew::Uniform),
+            "data" => Some(QuerySkew::Data),
             "hot" => Some(QuerySkew::Hot),
             _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            QuerySkew::Uniform => "uniform",
+            QuerySkew::Data => "data",
+            QuerySkew::Hot => "hot",
         }
     }
 }
@@ -47,15 +65,30 @@ enum Step {
 fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64) -> Vec<Step> {
     let mut rng = lsmlab_workloads::seeded_rng(seed, &format!("rum-mixed/{}/{q}/{skew:?}", data.name));
     let ext = data.extent;
-    let mut steps = Vec::with_capacity(data.records.len() + (data.records.len() as f64 * q * 1.2) as usize);
-    for i in 0..data.records.len() {
+    // hot spots: records spread over the stream, so every spot exists from early on
+    let n = data.records.len();
+    let spots: Vec<Point> = (0..HOT_SPOTS)
+        .map(|k| data.records[(k * n / HOT_SPOTS).min(n - 1) / 4].point)
+        .collect();
+    let zipf_total: f64 = (1..=HOT_SPOTS).map(|r| 1.0 / r as f64).sum();
+    let mut steps = Vec::with_capacity(n + (n as f64 * q * 1.2) as usize);
+    for i in 0..n {
         if i > 0 && rng.random_bool(q) {
             let centre = match skew {
-                QuerySkew::Uniform => lsmlab_engine::geom::Point::new(
+                QuerySkew::Uniform => Point::new(
                     ext.min.x + rng.random::<f64>() * ext.width(),
                     ext.min.y + rng.random::<f64>() * ext.height(),
                 ),
-                QuerySkew::Hot => data.records[rng.random_range(0..i)].point,
+                QuerySkew::Data => data.records[rng.random_range(0..i)].point,
+                QuerySkew::Hot => {
+                    let mut u = rng.random::<f64>() * zipf_total;
+                    let mut rank = 0;
+                    while rank + 1 < HOT_SPOTS && u > 1.0 / (rank + 1) as f64 {
+                        u -= 1.0 / (rank + 1) as f64;
+                        rank += 1;
+                    }
+                    spots[rank]
+                }
             };
             steps.push(Step::Query(ext.box_around(centre, s)));
         }
@@ -90,8 +123,8 @@ impl Experiment for RumMixed {
         ));
         p.push(ParamSpec::list(
             "query_skews",
-            &["uniform", "hot"],
-            "query centres: uniform over the extent, or hot (on ingested records)",
+            &["data", "hot"],
+            "query centres: uniform (anywhere in the extent), data (on ingested records) or hot (8 Zipf-popular spots)",
         ));
         p.push(ParamSpec::float(
             "selectivity",
@@ -107,7 +140,7 @@ impl Experiment for RumMixed {
             let ok = q.parse::<f64>().is_ok_and(|v| (0.0..1.0).contains(&v));
             params.check("query_fractions", ok, "fractions in [0, 1), e.g. 0.001,0.01")?;
         }
-        params.check_list_choices("query_skews", &["uniform", "hot"])?;
+        params.check_list_choices("query_skews", &SKEWS)?;
         let s = params.float("selectivity");
         params.check("selectivity", s > 0.0 && s <= 1.0, "a side fraction in (0, 1]")
     }
@@ -176,11 +209,7 @@ impl Experiment for RumMixed {
                             .str("dataset", &data.name)
                             .str("strategy", strategy.to_string())
                             .num("query_fraction", q)
-                            .str(
-                                "query_skew",
-                                p.list("query_skews")[skews.iter().position(|&k| k == skew).unwrap_or(0)]
-                                    .clone(),
-                            )
+                            .str("query_skew", skew.name())
                             .int("ops", steps.len() as u64)
                             .int("queries", queries)
                             .num(
@@ -222,7 +251,8 @@ impl Experiment for RumMixed {
                 .into(),
         );
         notes.push(format!(
-            "Query boxes have side {sel} x the extent; 'hot' centres them on an already ingested record, \
+            "Query boxes have side {sel} x the extent; 'data' centres them on an already ingested record \
+             (the data's density), 'hot' on one of {HOT_SPOTS} ingested locations with Zipf(1) popularity, \
              'uniform' anywhere in the extent."
         ));
         notes.extend(rr::mixed_observations(&rows));
