@@ -106,10 +106,21 @@ pub fn write_report(
             results_dir.display()
         );
     }
-    let results = files
+    let mut results = files
         .iter()
         .map(|f| ResultFile::read(f))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    // Scale, then the registry's (paper) order, so each paper's sections read as its evaluation does;
+    // experiments this build does not know go last, by name.
+    let rank = |name: &str| {
+        experiments
+            .iter()
+            .position(|e| e.name() == name)
+            .unwrap_or(usize::MAX)
+    };
+    results.sort_by(|a, b| {
+        (a.scale, rank(&a.experiment), &a.experiment).cmp(&(b.scale, rank(&b.experiment), &b.experiment))
+    });
     let report_dir = match out_file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -219,9 +230,15 @@ fn section(
     .unwrap();
     out += body.trim();
     out += "\n";
-    if !result.notes.is_empty() {
+    // Notes the experiment's own section already shows (its observations) are not repeated.
+    let notes: Vec<&String> = result
+        .notes
+        .iter()
+        .filter(|n| !body.contains(n.as_str()))
+        .collect();
+    if !notes.is_empty() {
         out += "\nNotes:\n\n";
-        for note in &result.notes {
+        for note in notes {
             writeln!(out, "- {note}").unwrap();
         }
     }
