@@ -75,59 +75,34 @@ pub(super) fn read(path: &Path, sink: &mut Sink) -> Result<(), WorkloadError> {
     if taxi_i.is_none() {
         sink.use_synthetic_taxis();
     }
-    while let Some((no, line)) = lines.next_line()? {
-        let Ok(line) = line else {
-            sink.malformed(no, "not valid UTF-8".to_string())?;
-            continue;
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        sink.data_line();
-        if let Err(reason) = fields.split(line, b',') {
-            sink.malformed(no, reason)?;
-            continue;
-        }
+    lines.for_each_data_line(sink, |line, sink| {
+        fields.split(line, b',')?;
         if fields.len() < needed {
-            sink.malformed(
-                no,
-                format!(
-                    "expected {} fields as in the header, got {}",
-                    header.len(),
-                    fields.len()
-                ),
-            )?;
-            continue;
+            return Err(format!(
+                "expected {} fields as in the header, got {}",
+                header.len(),
+                fields.len()
+            ));
         }
         let field = |i: usize| fields.get(i).unwrap_or_default();
         let (lat, lon) = (field(lat_i), field(lon_i));
         if lat.is_empty() || lon.is_empty() {
             sink.missing();
-            continue;
+            return Ok(());
         }
-        let parsed = (|| {
-            let lat = number(&quoted(&header[lat_i]), lat)?;
-            let lon = number(&quoted(&header[lon_i]), lon)?;
-            check_lon_lat(lon, lat)?;
-            let time = parse_timestamp(field(time_i))
-                .map_err(|e| format!("column {}: {e}", quoted(&header[time_i])))?;
-            Ok::<_, String>((lat, lon, time))
-        })();
-        match parsed {
-            Ok((lat, lon, time)) => {
-                let oid = match taxi_i {
-                    Some(i) if !field(i).is_empty() => sink.object_id(field(i)),
-                    Some(i) => {
-                        sink.malformed(no, format!("column {}: empty taxi id", quoted(&header[i])))?;
-                        continue;
-                    }
-                    None => 0,
-                };
-                sink.push(oid, time, lon, lat);
-            }
-            Err(reason) => sink.malformed(no, reason)?,
-        }
-    }
+        let lat = number(&quoted(&header[lat_i]), lat)?;
+        let lon = number(&quoted(&header[lon_i]), lon)?;
+        check_lon_lat(lon, lat)?;
+        let time =
+            parse_timestamp(field(time_i)).map_err(|e| format!("column {}: {e}", quoted(&header[time_i])))?;
+        let oid = match taxi_i {
+            Some(i) if !field(i).is_empty() => sink.object_id(field(i)),
+            Some(i) => return Err(format!("column {}: empty taxi id", quoted(&header[i]))),
+            None => 0,
+        };
+        sink.push(oid, time, lon, lat);
+        Ok(())
+    })?;
     if sink.skipped_missing() > 0 {
         let n = sink.skipped_missing();
         sink.note(format!(

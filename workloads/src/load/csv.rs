@@ -170,20 +170,7 @@ pub(super) fn read(
             sink.malformed(first_no, reason)?;
         }
     }
-    while let Some((no, line)) = lines.next_line()? {
-        let Ok(line) = line else {
-            sink.malformed(no, "not valid UTF-8".to_string())?;
-            continue;
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        sink.data_line();
-        if let Err(reason) = parse_line(line, sink) {
-            sink.malformed(no, reason)?;
-        }
-    }
-    Ok(())
+    lines.for_each_data_line(sink, parse_line)
 }
 
 /// Columns when none are given: recognisable header names, else positions 0, 1, 2, 3.

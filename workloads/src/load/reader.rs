@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::Sink;
 use crate::WorkloadError;
 
 /// A line's 1-based number and its text, or `Err(())` if it is not UTF-8.
@@ -43,6 +44,30 @@ impl LineReader {
 
     /// The next line (without its line ending) and its 1-based number; `Err(line)` inside the
     /// option for a line that is not UTF-8, `None` at the end of the file.
+    /// Feeds every remaining data line to `parse`: blank lines are skipped, a line that is not
+    /// UTF-8 is malformed, every other line is counted as a data line, and an `Err(reason)` from
+    /// `parse` records the line as malformed (an error, or a skip with `skip_malformed`).
+    pub(crate) fn for_each_data_line(
+        &mut self,
+        sink: &mut Sink,
+        mut parse: impl FnMut(&str, &mut Sink) -> Result<(), String>,
+    ) -> Result<(), WorkloadError> {
+        while let Some((no, line)) = self.next_line()? {
+            let Ok(line) = line else {
+                sink.malformed(no, "not valid UTF-8".to_string())?;
+                continue;
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            sink.data_line();
+            if let Err(reason) = parse(line, sink) {
+                sink.malformed(no, reason)?;
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>, WorkloadError> {
         self.buf.clear();
         let n = self

@@ -13,21 +13,11 @@ use crate::WorkloadError;
 pub(super) fn read(path: &Path, sink: &mut Sink) -> Result<(), WorkloadError> {
     sink.expect("SNAP check-in lines: user<TAB>ISO-8601 time<TAB>lat<TAB>lon<TAB>location id");
     let mut lines = LineReader::open(path)?;
-    while let Some((no, line)) = lines.next_line()? {
-        let Ok(line) = line else {
-            sink.malformed(no, "not valid UTF-8".to_string())?;
-            continue;
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        sink.data_line();
-        match parse(line, sink) {
-            Ok((oid, time, lon, lat)) => sink.push(oid, time, lon, lat),
-            Err(reason) => sink.malformed(no, reason)?,
-        }
-    }
-    Ok(())
+    lines.for_each_data_line(sink, |line, sink| {
+        let (oid, time, lon, lat) = parse(line, sink)?;
+        sink.push(oid, time, lon, lat);
+        Ok(())
+    })
 }
 
 fn parse(line: &str, sink: &mut Sink) -> Result<(u64, i64, f64, f64), String> {
