@@ -8,10 +8,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::palette::colors_for;
-use super::{
-    axis_desc_font, draw_legend, draw_no_data, fmt_num, label_font, plot_err, render, title_and_legend, Draw,
-};
+use super::{axis_desc_font, draw_no_data, fmt_num, label_font, plot_err, render, titled_with_legend, Draw};
 
 /// One bar per category, one segment per series stacked bottom-up in series order, a legend.
 /// `series[j].1[i]` is series j's value in category i; values must be finite and non-negative.
@@ -98,18 +95,7 @@ impl Bars<'_> {
 impl Draw for Bars<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
-        let colors = colors_for(&names);
-        let (plot, legend) = title_and_legend(root, self.title, &names)?;
-        if let Some(legend) = legend {
-            draw_legend(
-                &legend,
-                &names
-                    .iter()
-                    .cloned()
-                    .zip(colors.iter().copied())
-                    .collect::<Vec<_>>(),
-            )?;
-        }
+        let (plot, colors) = titled_with_legend(root, self.title, &names)?;
         let values = || {
             self.series
                 .iter()

@@ -7,10 +7,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::palette::colors_for;
-use super::{
-    axis_desc_font, draw_legend, draw_no_data, fmt_num, label_font, plot_err, render, title_and_legend, Draw,
-};
+use super::{axis_desc_font, draw_no_data, fmt_num, label_font, plot_err, render, titled_with_legend, Draw};
 
 /// One line with point markers per series, points in the given order, a legend. Non-finite points
 /// are skipped, and on a log axis so are points whose value on that axis is not positive.
@@ -76,18 +73,7 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
 impl Draw for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
-        let colors = colors_for(&names);
-        let (plot, legend) = title_and_legend(root, self.title, &names)?;
-        if let Some(legend) = legend {
-            draw_legend(
-                &legend,
-                &names
-                    .iter()
-                    .cloned()
-                    .zip(colors.iter().copied())
-                    .collect::<Vec<_>>(),
-            )?;
-        }
+        let (plot, colors) = titled_with_legend(root, self.title, &names)?;
         let all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
         if all.is_empty() {
             return draw_no_data(&plot);

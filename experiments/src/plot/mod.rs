@@ -151,11 +151,11 @@ pub(crate) fn axis_desc_font() -> FontDesc<'static> {
 }
 
 /// The plot area and, when there are series, the legend column beside it.
-pub(crate) type PlotAndLegend<DB> = (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>);
+type PlotAndLegend<DB> = (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>);
 
 /// Draws the title and splits the rest into the plot area and, when there are series names, a
 /// legend column on the right sized to the longest name.
-pub(crate) fn title_and_legend<DB: DrawingBackend>(
+fn title_and_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     names: &[String],
@@ -177,7 +177,23 @@ pub(crate) fn title_and_legend<DB: DrawingBackend>(
 }
 
 /// A legend: a colour swatch and the name, one per line, from the top of `area`.
-pub(crate) fn draw_legend<DB: DrawingBackend>(
+/// The title, the legend (one entry per series, in [`colors_for`]'s colours) and the area left for
+/// the chart; returns that area and the series' colours.
+pub(crate) fn titled_with_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    names: &[String],
+) -> anyhow::Result<(DrawingArea<DB, Shift>, Vec<RGBColor>)> {
+    let colors = palette::colors_for(names);
+    let (plot, legend) = title_and_legend(root, title, names)?;
+    if let Some(legend) = legend {
+        let entries: Vec<(String, RGBColor)> = names.iter().cloned().zip(colors.iter().copied()).collect();
+        draw_legend(&legend, &entries)?;
+    }
+    Ok((plot, colors))
+}
+
+fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     entries: &[(String, RGBColor)],
 ) -> anyhow::Result<()> {
