@@ -8,7 +8,6 @@
 //! - [`lsm`]: the generic LSM lifecycle (memory component, flush, disk components, merge policy);
 //! - [`spatial`]: the LSM R-tree secondary index with its maintenance strategies
 //!   (Eager, Validation and the Update Memo of the LSM RUM-tree paper);
-//! - [`metrics`]: counters and serialisable snapshots.
 //!
 //! The engine knows nothing about experiments; it counts what it does and lets callers time it.
 
@@ -17,7 +16,6 @@ pub mod cache;
 pub mod error;
 pub mod geom;
 pub mod lsm;
-pub mod metrics;
 pub mod rtree;
 pub mod spatial;
 pub mod storage;
