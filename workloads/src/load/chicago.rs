@@ -32,31 +32,19 @@ pub(super) fn read(path: &Path, sink: &mut Sink) -> Result<(), WorkloadError> {
     let mut lines = LineReader::open(path)?;
     let mut fields = Fields::default();
     // The header: the first non-blank line.
-    let header: Vec<String> = loop {
-        let Some((no, line)) = lines.next_line()? else {
-            return Ok(());
-        };
-        let Ok(line) = line else {
-            return Err(WorkloadError::Malformed {
-                path: path.into(),
-                line: no,
-                reason: "header is not valid UTF-8".into(),
-            });
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        fields
-            .split(line, b',')
-            .map_err(|reason| WorkloadError::Malformed {
-                path: path.into(),
-                line: no,
-                reason: format!("header: {reason}"),
-            })?;
-        break (0..fields.len())
-            .map(|i| fields.get(i).unwrap_or_default().to_string())
-            .collect();
+    let Some((no, line)) = lines.first_data_line()? else {
+        return Ok(());
     };
+    fields
+        .split(&line, b',')
+        .map_err(|reason| WorkloadError::Malformed {
+            path: path.into(),
+            line: no,
+            reason: format!("header: {reason}"),
+        })?;
+    let header: Vec<String> = (0..fields.len())
+        .map(|i| fields.get(i).unwrap_or_default().to_string())
+        .collect();
     sink.expect("trips after the CSV header");
     let normalised: Vec<String> = header.iter().map(|h| normalise(h)).collect();
     let find = |names: &[&str]| normalised.iter().position(|h| names.contains(&h.as_str()));

@@ -51,20 +51,8 @@ pub(super) fn read(
     let mut lines = LineReader::open(path)?;
     let mut fields = Fields::default();
     // Find the first non-blank line: it decides the delimiter and whether there is a header.
-    let (first_no, first) = loop {
-        let Some((no, line)) = lines.next_line()? else {
-            return Ok(());
-        };
-        let Ok(line) = line else {
-            return Err(WorkloadError::Malformed {
-                path: path.into(),
-                line: no,
-                reason: "not valid UTF-8".into(),
-            });
-        };
-        if !line.trim().is_empty() {
-            break (no, line.to_string());
-        }
+    let Some((first_no, first)) = lines.first_data_line()? else {
+        return Ok(());
     };
     let delim = dialect.delimiter.unwrap_or_else(|| detect_delimiter(&first));
     let malformed_first = |reason: String| WorkloadError::Malformed {

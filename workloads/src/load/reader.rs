@@ -44,6 +44,24 @@ impl LineReader {
 
     /// The next line (without its line ending) and its 1-based number; `Err(line)` inside the
     /// option for a line that is not UTF-8, `None` at the end of the file.
+    /// The next non-blank line (a header, or a file's first record), with its number; `None` at the
+    /// end of the file. A line that is not UTF-8 is an error here: nothing after it can be read sensibly.
+    pub(crate) fn first_data_line(&mut self) -> Result<Option<(usize, String)>, WorkloadError> {
+        while let Some((no, line)) = self.next_line()? {
+            let Ok(line) = line else {
+                return Err(WorkloadError::Malformed {
+                    path: self.path.clone(),
+                    line: no,
+                    reason: "not valid UTF-8".into(),
+                });
+            };
+            if !line.trim().is_empty() {
+                return Ok(Some((no, line.to_string())));
+            }
+        }
+        Ok(None)
+    }
+
     /// Feeds every remaining data line to `parse`: blank lines are skipped, a line that is not
     /// UTF-8 is malformed, every other line is counted as a data line, and an `Err(reason)` from
     /// `parse` records the line as malformed (an error, or a skip with `skip_malformed`).
