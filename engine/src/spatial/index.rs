@@ -560,6 +560,8 @@ impl LsmRTree {
     }
 
     fn merge_while_needed(&mut self) -> Result<()> {
+        // The merge needs `&mut self` (UM, key index, counters) while the components are being
+        // merged, so they are moved out for the duration and put back afterwards.
         let mut disk = std::mem::replace(
             &mut self.disk,
             DiskComponents::new(MergePolicyConfig::None.build()),
