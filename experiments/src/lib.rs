@@ -2,17 +2,23 @@
 //! figures and a Markdown report.
 //!
 //! The pieces meet only through result files (DESIGN.md section 1):
-//! [`experiment`] is the plug-in contract, [`registry`] lists the experiments, [`runner`] resolves
-//! parameters, runs and writes [`result`] files, [`plot`] draws figures and [`report`] writes
-//! REPORT.md. The binary (`src/main.rs`) is a thin clap front end over these.
+//! [`experiment`] is the plug-in contract, with [`config`] (typed parameters and the shared
+//! storage testbed), [`scale`], [`rows`] and [`measure`] (latency recorder, interval series) as
+//! its parts; [`registry`] lists the experiments, [`runner`] resolves configs, runs and writes
+//! [`result`] files, [`plot`] draws figures and [`report`] writes REPORT.md. The binary
+//! (`src/main.rs`) is a thin clap front end over these.
 
+pub mod config;
 pub mod experiment;
+pub mod measure;
 pub mod plot;
 pub mod progress;
 pub mod registry;
 pub mod report;
 pub mod result;
+pub mod rows;
 pub mod runner;
+pub mod scale;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
 pub mod data;

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use lsmlab::experiment::{DataSpec, Experiment, ParamValue, Scale};
+use lsmlab::config::{self, ConfigFile};
+use lsmlab::experiment::{DataSpec, Experiment, Scale};
 use lsmlab::progress::Progress;
 use lsmlab::{registry, report, runner};
 
@@ -74,9 +75,17 @@ struct RunArgs {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Override a parameter, e.g. `--set records=100000 --set strategies=Eager,UM+F`
-    /// (see `lsmlab params EXPERIMENT`). Repeatable; later ones win.
+    /// (see `lsmlab params EXPERIMENT`). Repeatable; later ones win; applied over --config.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Read parameters from FILE (JSON, or TOML when it ends in .toml) over the scale's defaults:
+    /// a config printed by --print-config, a result file's `config`, or a whole result file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the effective config (defaults of --scale, then --config, then --set) as JSON and
+    /// exit without running.
+    #[arg(long)]
+    print_config: bool,
     /// The results directory; the file goes to DIR/<scale>/<EXPERIMENT>.json.
     #[arg(long, value_name = "DIR", default_value = "results")]
     out: PathBuf,
@@ -158,26 +167,29 @@ fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()>
 
 fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, name)?;
-    let specs = experiment.params(scale);
+    let keys = experiment.keys(scale)?;
     println!(
-        "{} ({}) parameters at scale {scale}; change with --set KEY=VALUE:",
+        "{} ({}) parameters at scale {scale}; change with --set KEY=VALUE or --config FILE:",
         experiment.name(),
         experiment.paper()
     );
-    let key_width = specs.iter().map(|s| s.key.len()).max().unwrap_or(0);
-    let defaults: Vec<String> = specs
+    let key_width = keys.iter().map(|k| k.key.len()).max().unwrap_or(0);
+    let defaults: Vec<String> = keys
         .iter()
-        .map(|s| match &s.default {
-            ParamValue::Str(v) if v.is_empty() => format!("{} = \"\"", s.default.type_name()),
-            ParamValue::List(v) if v.is_empty() => format!("{} = (empty)", s.default.type_name()),
-            default => format!("{} = {default}", default.type_name()),
+        .map(|k| {
+            let ty = config::type_name(&k.default);
+            match config::display_value(&k.default) {
+                v if v.is_empty() && k.default.is_array() => format!("{ty} = (empty)"),
+                v if v.is_empty() => format!("{ty} = \"\""),
+                v => format!("{ty} = {v}"),
+            }
         })
         .collect();
     let default_width = defaults.iter().map(String::len).max().unwrap_or(0);
-    for (spec, default) in specs.iter().zip(&defaults) {
+    for (key, default) in keys.iter().zip(&defaults) {
         println!(
             "  {:key_width$}  {:default_width$}  {}",
-            spec.key, default, spec.help
+            key.key, default, key.help
         );
     }
     Ok(())
@@ -195,6 +207,7 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
             skip_malformed: args.skip_malformed,
         })
         .collect();
+    let config_file = args.config.as_deref().map(ConfigFile::read).transpose()?;
     let request = runner::RunRequest {
         scale: args.scale,
         seed: args.seed,
@@ -202,8 +215,13 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         out_dir: args.out,
         data,
     };
+    if args.print_config {
+        let config = runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;
+        println!("{}", serde_json::to_string_pretty(&config)?);
+        return Ok(());
+    }
     let progress = Progress::new(args.quiet);
-    let path = runner::run(experiment, &request, &progress)
+    let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress)
         .with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
     println!("{}", path.display());
     Ok(())

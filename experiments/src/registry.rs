@@ -1,4 +1,5 @@
-//! Every experiment the binary knows, by name.
+//! Every experiment the binary knows, by name: the one place an experiment is registered (the
+//! Makefile reads `lsmlab list --names` for its per-experiment targets).
 
 use anyhow::bail;
 
@@ -17,6 +18,9 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         // ------------------------------------------------------------------------------------------
     ]
 }
+
+/// The paper prefixes of experiment names (`rum-update`); `make <name>` has one rule per prefix.
+pub const PAPER_PREFIXES: [&str; 4] = ["rum", "leaper", "diol", "oep7"];
 
 /// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
 pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
@@ -53,6 +57,33 @@ mod tests {
                 .name()
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+        }
+    }
+
+    #[test]
+    fn names_carry_a_paper_prefix_the_makefile_knows() {
+        for e in all() {
+            assert!(
+                PAPER_PREFIXES
+                    .iter()
+                    .any(|p| e.name().strip_prefix(p).is_some_and(|rest| rest.len() > 1 && rest.starts_with('-'))),
+                "{} has no paper prefix",
+                e.name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_experiment_documents_its_keys_and_its_defaults_validate() {
+        for e in all() {
+            for scale in crate::scale::Scale::ALL {
+                let keys = e.keys(scale).unwrap_or_else(|err| panic!("{} at {scale}: {err:#}", e.name()));
+                let config = e
+                    .resolve(scale, &crate::config::Overlay::default())
+                    .unwrap_or_else(|err| panic!("{} at {scale}: {err:#}", e.name()));
+                assert_eq!(keys.len(), config.len(), "{}", e.name());
+                assert!(keys.iter().all(|k| !k.help.is_empty()), "{}", e.name());
+            }
         }
     }
 

@@ -8,24 +8,27 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::{parse_assignment, DataSpec, Experiment, Params, RunContext, Scale};
+use crate::config::{ConfigFile, ConfigMap, Overlay, DATA_KEY, DERIVED_KEY};
+use crate::experiment::{DataSpec, Experiment, RunContext, Scale};
 use crate::progress::Progress;
 use crate::registry::find_in;
 use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, ResultFile, SCHEMA};
 
-/// The parameters of `experiment` at `scale` with the `--set key=value` arguments applied, checked
-/// for type (by [`Params::resolve`]) and range (by [`Experiment::validate`]).
-pub fn resolve_params(experiment: &dyn Experiment, scale: Scale, sets: &[String]) -> anyhow::Result<Params> {
-    let assignments = sets
-        .iter()
-        .map(|s| parse_assignment(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let params = Params::resolve(&experiment.params(scale), &assignments)
+/// The effective config of `experiment` at `scale` under `overlay` (`--config`, then `--set`),
+/// checked for type and range: what `--print-config` prints and a result's `config` records.
+pub fn resolve_config(experiment: &dyn Experiment, scale: Scale, overlay: &Overlay) -> anyhow::Result<ConfigMap> {
+    let config = experiment
+        .resolve(scale, overlay)
         .with_context(|| format!("experiment `{}` at scale {scale}", experiment.name()))?;
-    experiment
-        .validate(&params)
-        .with_context(|| format!("experiment `{}` at scale {scale}", experiment.name()))?;
-    Ok(params)
+    for reserved in [DATA_KEY, DERIVED_KEY] {
+        if config.contains_key(reserved) {
+            bail!(
+                "experiment `{}` has a parameter `{reserved}`, a key result files reserve (a bug)",
+                experiment.name()
+            );
+        }
+    }
+    Ok(config)
 }
 
 /// One `lsmlab run`.
@@ -37,23 +40,62 @@ pub struct RunRequest {
     pub sets: Vec<String>,
     /// The results directory; the file goes to `<out_dir>/<scale>/<experiment>.json`.
     pub out_dir: PathBuf,
+    /// `--data` files (a `--config` file may list them instead).
     pub data: Vec<DataSpec>,
 }
 
-/// Resolves and validates the parameters, checks the data files, runs the experiment and writes
-/// its result file atomically, returning its path. Nothing is written when any step fails.
+impl RunRequest {
+    /// `file` (`--config`), then the `--set` arguments.
+    pub fn overlay(&self, file: Option<&ConfigFile>) -> Overlay {
+        Overlay {
+            file: file.cloned(),
+            sets: self.sets.clone(),
+        }
+    }
+
+    /// The data files of the run: `--data`, or those the `--config` file lists (not both).
+    pub fn data_files(&self, file: Option<&ConfigFile>) -> anyhow::Result<Vec<DataSpec>> {
+        match file {
+            Some(file) if !file.data.is_empty() => {
+                if !self.data.is_empty() {
+                    bail!(
+                        "both --data and config {} (its `{DATA_KEY}`) name data files; remove one",
+                        file.path.display()
+                    );
+                }
+                Ok(file.data.clone())
+            }
+            _ => Ok(self.data.clone()),
+        }
+    }
+}
+
+/// [`run_with`] without a config file.
 pub fn run(
     experiment: &dyn Experiment,
     request: &RunRequest,
     progress: &Progress,
 ) -> anyhow::Result<PathBuf> {
+    run_with(experiment, request, None, progress)
+}
+
+/// Resolves and validates the config (the scale's defaults, then `config_file`, then the request's
+/// `--set`), checks the data files, runs the experiment and writes its result file atomically,
+/// returning its path. Nothing is written when any step fails.
+pub fn run_with(
+    experiment: &dyn Experiment,
+    request: &RunRequest,
+    config_file: Option<&ConfigFile>,
+    progress: &Progress,
+) -> anyhow::Result<PathBuf> {
     let name = experiment.name();
-    let params = resolve_params(experiment, request.scale, &request.sets)?;
-    for data in &request.data {
-        if !data.path.is_file() {
+    let resolved = resolve_config(experiment, request.scale, &request.overlay(config_file))?;
+    let data = request.data_files(config_file)?;
+    for spec in &data {
+        if !spec.path.is_file() {
             bail!(
                 "data file {} does not exist or is not a file",
-                data.path.display()
+                spec.path.display()
             );
         }
     }
@@ -63,11 +105,10 @@ pub fn run(
     let ctx = RunContext {
         scale: request.scale,
         seed: request.seed,
-        params: &params,
-        data: &request.data,
+        data: &data,
         progress,
     };
-    let output = experiment.run(&ctx).with_context(|| {
+    let output = experiment.run(&resolved, &ctx).with_context(|| {
         format!(
             "running `{name}` at scale {} with seed {}",
             request.scale, request.seed
@@ -75,18 +116,12 @@ pub fn run(
     })?;
     let duration_s = clock.elapsed().as_secs_f64();
 
-    let mut config = params.to_json()?;
-    for (key, value) in output.extra_config {
-        if config.contains_key(&key) {
-            bail!("experiment `{name}` reports extra config `{key}`, which is also a parameter (a bug)");
-        }
-        config.insert(key, value);
+    let mut config = resolved;
+    if !output.extra_config.is_empty() {
+        config.insert(DERIVED_KEY.to_string(), serde_json::Value::Object(output.extra_config));
     }
-    if !request.data.is_empty() {
-        if config.contains_key("data") {
-            bail!("experiment `{name}` uses the config key `data`, which records --data files (a bug)");
-        }
-        config.insert("data".to_string(), serde_json::to_value(&request.data)?);
+    if !data.is_empty() {
+        config.insert(DATA_KEY.to_string(), serde_json::to_value(&data)?);
     }
 
     let result = ResultFile {
@@ -266,7 +301,7 @@ mod tests {
             result.config["strategies"],
             serde_json::json!(["Eager", "Validation", "UM+F"])
         );
-        assert_eq!(result.config["derived"], 10);
+        assert_eq!(result.config["derived"]["doubled"], 10);
         assert_eq!(result.config["fail"], false);
         assert_eq!(result.rows.len(), 3);
         assert_eq!(result.rows[1]["strategy"], "Validation");
@@ -402,5 +437,62 @@ mod tests {
             dir.path().join("plots/tiny/fake-time.png").is_file(),
             "the good file was still plotted"
         );
+    }
+
+    #[test]
+    fn a_result_config_fed_back_through_config_repeats_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = run(
+            &FAKE,
+            &request(&dir.path().join("a"), &["records=5", "strategies=UM+F,Eager"]),
+            &Progress::silent(),
+        )
+        .unwrap();
+        let recorded = ResultFile::read(&first).unwrap();
+        let mut expected = recorded.config.clone();
+        expected.remove(DERIVED_KEY);
+
+        // the whole result file as --config (its `derived` is an output, ignored)
+        let req = request(&dir.path().join("b"), &[]);
+        let file = ConfigFile::read(&first).unwrap();
+        assert_eq!(resolve_config(&FAKE, Scale::Tiny, &req.overlay(Some(&file))).unwrap(), expected);
+        let again = ResultFile::read(&run_with(&FAKE, &req, Some(&file), &Progress::silent()).unwrap()).unwrap();
+        assert_eq!(again.config, recorded.config);
+        assert_eq!(again.rows, recorded.rows);
+
+        // the printed config, saved, read back and given at another scale: the same config
+        let printed = dir.path().join("printed.json");
+        fs::write(&printed, serde_json::to_string_pretty(&expected).unwrap()).unwrap();
+        let mut req = request(&dir.path().join("c"), &["ratio=0.25"]);
+        req.scale = Scale::Paper;
+        let file = ConfigFile::read(&printed).unwrap();
+        let config = resolve_config(&FAKE, Scale::Paper, &req.overlay(Some(&file))).unwrap();
+        assert_eq!(config["records"], 5, "the file wins over the scale's defaults");
+        assert_eq!(config["ratio"], 0.25, "--set wins over the file");
+    }
+
+    #[test]
+    fn data_files_come_from_config_or_data_not_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("trips.csv");
+        fs::write(&csv, "1,2\n").unwrap();
+        let mut req = request(dir.path(), &[]);
+        req.data = vec![DataSpec {
+            path: csv.clone(),
+            format: None,
+            columns: None,
+            skip_malformed: false,
+        }];
+        let first = run(&FAKE, &req, &Progress::silent()).unwrap();
+        let file = ConfigFile::read(&first).unwrap();
+        let err = run_with(&FAKE, &req, Some(&file), &Progress::silent())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--data") && err.contains("fake.json"), "{err}");
+        req.data.clear();
+        let again =
+            ResultFile::read(&run_with(&FAKE, &req, Some(&file), &Progress::silent()).unwrap()).unwrap();
+        assert_eq!(again.config["data"][0]["path"], csv.to_str().unwrap());
+        assert_eq!(again.notes, vec!["1 data files".to_string()]);
     }
 }

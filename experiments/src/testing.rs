@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
+use serde::{Deserialize, Serialize};
 
-use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
+use crate::config::{self, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::plot;
 use crate::report::rows_table;
 use crate::result::ResultFile;
@@ -17,7 +19,42 @@ pub(crate) struct Fake {
 pub(crate) const FAKE: Fake = Fake { name: "fake" };
 pub(crate) const OTHER: Fake = Fake { name: "other" };
 
-impl Experiment for Fake {
+/// The fake's strategies: a choice, as typed configs spell them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum FakeStrategy {
+    Eager,
+    Validation,
+    #[serde(rename = "UM+F")]
+    UmF,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FakeConfig {
+    records: u64,
+    strategies: Vec<FakeStrategy>,
+    ratio: f64,
+    fail: bool,
+}
+
+impl Config for FakeConfig {
+    fn help() -> Vec<KeyHelp> {
+        vec![
+            ("records", "records per strategy"),
+            ("strategies", "strategies to run"),
+            ("ratio", "fraction of flush time"),
+            ("fail", "fail the run"),
+        ]
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        config::check("records", self.records, self.records >= 1, "an integer >= 1")
+    }
+}
+
+impl TypedExperiment for Fake {
+    type Config = FakeConfig;
+
     fn name(&self) -> &'static str {
         self.name
     }
@@ -30,48 +67,45 @@ impl Experiment for Fake {
         "a fake experiment for tests"
     }
 
-    fn params(&self, scale: Scale) -> Vec<ParamSpec> {
+    fn defaults(&self, scale: Scale) -> FakeConfig {
         let records = match scale {
             Scale::Tiny => 10,
             Scale::Small => 100,
             Scale::Paper => 1000,
         };
-        vec![
-            ParamSpec::int("records", records, "records per strategy"),
-            ParamSpec::list("strategies", &["Eager", "UM+F"], "strategies to run"),
-            ParamSpec::float("ratio", 0.5, "fraction of flush time"),
-            ParamSpec::bool("fail", false, "fail the run"),
-        ]
+        FakeConfig {
+            records,
+            strategies: vec![FakeStrategy::Eager, FakeStrategy::UmF],
+            ratio: 0.5,
+            fail: false,
+        }
     }
 
-    fn validate(&self, params: &Params) -> anyhow::Result<()> {
-        params.check("records", params.int("records") >= 1, "an integer >= 1")?;
-        params.check_list_choices("strategies", &["Eager", "Validation", "UM+F"])
-    }
-
-    fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let p = ctx.params;
-        if p.bool("fail") {
+    fn run(&self, cfg: &FakeConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        if cfg.fail {
             bail!("the fake run failed on purpose");
         }
-        let records = p.u64("records");
-        ctx.progress.set_total(p.list("strategies").len());
+        ctx.progress.set_total(cfg.strategies.len());
         let mut out = RunOutput::default();
-        for (i, strategy) in p.list("strategies").iter().enumerate() {
-            ctx.progress.begin(strategy);
-            let total = records as f64 * (i + 1) as f64 + ctx.seed as f64 / 1000.0;
+        for (i, strategy) in cfg.strategies.iter().enumerate() {
+            let strategy = serde_json::to_value(strategy)?
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            ctx.progress.begin(&strategy);
+            let total = cfg.records as f64 * (i + 1) as f64 + ctx.seed as f64 / 1000.0;
             out.rows.push(
                 RowBuilder::new()
                     .str("strategy", strategy)
-                    .int("records", records)
-                    .num("update_s", total * (1.0 - p.float("ratio")))
-                    .num("flush_s", total * p.float("ratio"))
+                    .int("records", cfg.records)
+                    .num("update_s", total * (1.0 - cfg.ratio))
+                    .num("flush_s", total * cfg.ratio)
                     .build(),
             );
         }
         out.notes.push(format!("{} data files", ctx.data.len()));
         out.extra_config
-            .insert("derived".into(), serde_json::json!(records * 2));
+            .insert("doubled".into(), serde_json::json!(cfg.records * 2));
         Ok(out)
     }
 

@@ -3,20 +3,66 @@
 //! threads, as the authors did. After every run the fresh set and the UM are checked against a
 //! single-threaded replay of the same stream, and the run fails if they differ.
 
-use super::{index_params_with, load_datasets, parse_list, validate_index_params, Testbed, PAPER};
-use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
+use super::{check_strategies, IndexConfig, Testbed, PAPER};
+use crate::config::{StorageConfig, self, check_items, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::{bail, Context};
 use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::{ConcurrentRumTree, MemoState, Strategy};
 use lsmlab_workloads::SpatialOp;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct RumConcurrency;
 
 const UM_VARIANTS: [&str; 5] = ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
+
+/// `rum-concurrency`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyConfig {
+    /// Update Memo variants only.
+    #[serde(with = "config::text_list")]
+    pub strategies: Vec<Strategy>,
+    #[serde(flatten)]
+    pub index: IndexConfig,
+    #[serde(flatten)]
+    pub storage: StorageConfig,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+}
+
+impl Config for ConcurrencyConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = IndexConfig::help(Some((
+            "strategies",
+            "Update Memo variants (UM or UM+ any of F, M, B, V)",
+        )));
+        help.push(("threads", "thread counts"));
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_strategies(&self.strategies)?;
+        check_items(
+            "strategies",
+            &self.strategies,
+            Strategy::uses_update_memo,
+            "Update Memo variants only (UM, UM+F, UM+BV, ...)",
+        )?;
+        self.index.validate()?;
+        self.storage.validate()?;
+        check_items(
+            "threads",
+            &self.threads,
+            |n| (1..=256).contains(n),
+            "thread counts between 1 and 256",
+        )
+    }
+}
 
 /// What a run leaves behind, for comparing runs.
 struct Outcome {
@@ -30,13 +76,13 @@ struct Outcome {
 }
 
 fn run_threads(
-    p: &Params,
+    cfg: &ConcurrencyConfig,
     strategy: Strategy,
     data: &lsmlab_workloads::Trajectories,
     ops: &[SpatialOp],
     threads: usize,
 ) -> anyhow::Result<Outcome> {
-    let bed = Testbed::new(p, strategy, data)?;
+    let bed = cfg.index.testbed(&cfg.storage, strategy, data)?;
     let Testbed { index, .. } = bed;
     let tree = ConcurrentRumTree::new(index)?;
     let start = Instant::now();
@@ -93,7 +139,9 @@ fn run_threads(
     })
 }
 
-impl Experiment for RumConcurrency {
+impl TypedExperiment for RumConcurrency {
+    type Config = ConcurrencyConfig;
+
     fn name(&self) -> &'static str {
         "rum-concurrency"
     }
@@ -106,56 +154,33 @@ impl Experiment for RumConcurrency {
         "LSM RUM-tree Section 5: Update Memo ingestion under 1-8 threads (CILS), checked against a replay"
     }
 
-    fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        let mut p: Vec<ParamSpec> = index_params_with(scale, 1_000_000)
-            .into_iter()
-            .filter(|s| s.key != "strategies")
-            .collect();
-        p.insert(
-            1,
-            ParamSpec::list(
-                "strategies",
-                &UM_VARIANTS,
-                "Update Memo variants (UM or UM+ any of F, M, B, V)",
-            ),
-        );
-        p.push(ParamSpec::list("threads", &["1", "2", "4", "8"], "thread counts"));
-        p
+    fn defaults(&self, scale: Scale) -> ConcurrencyConfig {
+        let index = IndexConfig::defaults_with(scale, 1_000_000);
+        ConcurrencyConfig {
+            strategies: UM_VARIANTS
+                .iter()
+                .map(|s| s.parse().expect("Update Memo variant names parse"))
+                .collect(),
+            storage: index.storage_defaults(),
+            index,
+            threads: vec![1, 2, 4, 8],
+        }
     }
 
-    fn validate(&self, params: &Params) -> anyhow::Result<()> {
-        validate_index_params(params)?;
-        for s in params.list("strategies") {
-            let um = s.parse::<Strategy>().is_ok_and(|s| s.uses_update_memo());
-            params.check(
-                "strategies",
-                um,
-                "Update Memo variants only (UM, UM+F, UM+BV, ...)",
-            )?;
-        }
-        for t in params.list("threads") {
-            let ok = t.parse::<usize>().is_ok_and(|n| (1..=256).contains(&n));
-            params.check("threads", ok, "thread counts between 1 and 256")?;
-        }
-        Ok(())
-    }
-
-    fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let p = ctx.params;
-        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
-        let threads: Vec<usize> = parse_list(p, "threads")?;
-        let (datasets, mut notes) = load_datasets(ctx)?;
-        ctx.progress.set_total(datasets.len() * strategies.len());
+    fn run(&self, cfg: &ConcurrencyConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let p = &cfg.index;
+        let (datasets, mut notes) = p.load_datasets(ctx)?;
+        ctx.progress.set_total(datasets.len() * cfg.strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
             let ops = data.to_ops();
-            for &strategy in &strategies {
+            for &strategy in &cfg.strategies {
                 ctx.progress.begin(format!("{} {strategy}", data.name));
-                let replay = run_threads(p, strategy, data, &ops, 1)
+                let replay = run_threads(cfg, strategy, data, &ops, 1)
                     .with_context(|| format!("{} under {strategy}, single-threaded replay", data.name))?;
-                for &n in &threads {
+                for &n in &cfg.threads {
                     ctx.progress.message(format!("{n} threads"));
-                    let out = run_threads(p, strategy, data, &ops, n)
+                    let out = run_threads(cfg, strategy, data, &ops, n)
                         .with_context(|| format!("{} under {strategy} with {n} threads", data.name))?;
                     if out.fresh != replay.fresh {
                         bail!(

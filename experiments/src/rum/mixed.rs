@@ -2,23 +2,26 @@
 //! 99.9% updates / 0.1% queries, plus a query-heavier mix and a skewed-query variant). Reports
 //! throughput and latency percentiles of both kinds of operation.
 
-use super::{apply, index_params_with, load_datasets, ms, parse_list, validate_index_params, Testbed, PAPER};
-use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
+use super::{apply, check_strategies, ms, IndexConfig, PAPER, STRATEGIES_HELP};
+use crate::config::{StorageConfig, self, check, check_items, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
-use hdrhistogram::Histogram;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_workloads::Trajectories;
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct RumMixed;
 
 /// Where query boxes are centred.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum QuerySkew {
     /// Anywhere in the data extent, uniformly (many queries fall where there is no data).
     Uniform,
@@ -32,25 +35,62 @@ pub enum QuerySkew {
 /// How many hot spots the skewed-query variant uses.
 pub const HOT_SPOTS: usize = 8;
 
-/// The accepted `query_skews` values.
-pub const SKEWS: [&str; 3] = ["uniform", "data", "hot"];
-
 impl QuerySkew {
-    fn parse(s: &str) -> Option<QuerySkew> {
-        match s {
-            "uniform" => Some(QuerySkew::Uniform),
-            "data" => Some(QuerySkew::Data),
-            "hot" => Some(QuerySkew::Hot),
-            _ => None,
-        }
-    }
-
     fn name(self) -> &'static str {
         match self {
             QuerySkew::Uniform => "uniform",
             QuerySkew::Data => "data",
             QuerySkew::Hot => "hot",
         }
+    }
+}
+
+/// `rum-mixed`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixedConfig {
+    #[serde(with = "config::text_list")]
+    pub strategies: Vec<Strategy>,
+    #[serde(flatten)]
+    pub index: IndexConfig,
+    #[serde(flatten)]
+    pub storage: StorageConfig,
+    /// Fractions of operations that are queries.
+    pub query_fractions: Vec<f64>,
+    pub query_skews: Vec<QuerySkew>,
+    /// Query side fraction of the extent.
+    pub selectivity: f64,
+}
+
+impl Config for MixedConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = IndexConfig::help(Some(STRATEGIES_HELP));
+        help.extend([
+            (
+                "query_fractions",
+                "fractions of operations that are queries (the authors: 0.001, i.e. 99.9% updates)",
+            ),
+            (
+                "query_skews",
+                "query centres: uniform (anywhere in the extent), data (on ingested records) or hot (8 Zipf-popular spots)",
+            ),
+            ("selectivity", "query side fraction of the extent"),
+        ]);
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_strategies(&self.strategies)?;
+        self.index.validate()?;
+        self.storage.validate()?;
+        check_items(
+            "query_fractions",
+            &self.query_fractions,
+            |q| (0.0..1.0).contains(q),
+            "fractions in [0, 1), e.g. 0.001,0.01",
+        )?;
+        let s = self.selectivity;
+        check("selectivity", s, s > 0.0 && s <= 1.0, "a side fraction in (0, 1]")
     }
 }
 
@@ -101,7 +141,9 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-impl Experiment for RumMixed {
+impl TypedExperiment for RumMixed {
+    type Config = MixedConfig;
+
     fn name(&self) -> &'static str {
         "rum-mixed"
     }
@@ -114,64 +156,38 @@ impl Experiment for RumMixed {
         "LSM RUM-tree mixed workload: updates with interleaved range queries, throughput and latency percentiles"
     }
 
-    fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        let mut p = index_params_with(scale, 1_000_000);
-        p.push(ParamSpec::list(
-            "query_fractions",
-            &["0.001", "0.01"],
-            "fractions of operations that are queries (the authors: 0.001, i.e. 99.9% updates)",
-        ));
-        p.push(ParamSpec::list(
-            "query_skews",
-            &["data", "hot"],
-            "query centres: uniform (anywhere in the extent), data (on ingested records) or hot (8 Zipf-popular spots)",
-        ));
-        p.push(ParamSpec::float(
-            "selectivity",
-            0.027,
-            "query side fraction of the extent",
-        ));
-        p
-    }
-
-    fn validate(&self, params: &Params) -> anyhow::Result<()> {
-        validate_index_params(params)?;
-        for q in params.list("query_fractions") {
-            let ok = q.parse::<f64>().is_ok_and(|v| (0.0..1.0).contains(&v));
-            params.check("query_fractions", ok, "fractions in [0, 1), e.g. 0.001,0.01")?;
+    fn defaults(&self, scale: Scale) -> MixedConfig {
+        let index = IndexConfig::defaults_with(scale, 1_000_000);
+        MixedConfig {
+            strategies: Strategy::paper_strategies(),
+            storage: index.storage_defaults(),
+            index,
+            query_fractions: vec![0.001, 0.01],
+            query_skews: vec![QuerySkew::Data, QuerySkew::Hot],
+            selectivity: 0.027,
         }
-        params.check_list_choices("query_skews", &SKEWS)?;
-        let s = params.float("selectivity");
-        params.check("selectivity", s > 0.0 && s <= 1.0, "a side fraction in (0, 1]")
     }
 
-    fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let p = ctx.params;
-        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
-        let fractions: Vec<f64> = parse_list(p, "query_fractions")?;
-        let skews: Vec<QuerySkew> = p
-            .list("query_skews")
-            .iter()
-            .map(|s| QuerySkew::parse(s).expect("validated"))
-            .collect();
-        let sel = p.float("selectivity");
-        let page_size = p.usize("page_size");
-        let (datasets, mut notes) = load_datasets(ctx)?;
+    fn run(&self, cfg: &MixedConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let p = &cfg.index;
+        let strategies = &cfg.strategies;
+        let fractions = &cfg.query_fractions;
+        let skews = &cfg.query_skews;
+        let sel = cfg.selectivity;
+        let (datasets, mut notes) = p.load_datasets(ctx)?;
         ctx.progress
             .set_total(datasets.len() * fractions.len() * skews.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
             let ops = data.to_ops();
-            for &q in &fractions {
-                for &skew in &skews {
+            for &q in fractions {
+                for &skew in skews {
                     let steps = mixed_stream(data, q, skew, sel, ctx.seed);
-                    for &strategy in &strategies {
+                    for &strategy in strategies {
                         ctx.progress
                             .begin(format!("{} {strategy} q={q} {skew:?}", data.name));
-                        let mut bed = Testbed::new(p, strategy, data)?;
-                        let mut upd = Histogram::<u64>::new(3).expect("valid precision");
-                        let mut qry = Histogram::<u64>::new(3).expect("valid precision");
-                        let (mut upd_total, mut qry_total) = (Duration::ZERO, Duration::ZERO);
+                        let mut bed = p.testbed(&cfg.storage, strategy, data)?;
+                        let (mut upd, mut qry) = (LatencyRecorder::new(), LatencyRecorder::new());
                         let (mut queries, mut q_reads, mut q_cands, mut q_lookups) = (0u64, 0u64, 0u64, 0u64);
                         let io_start = bed.io();
                         let start = Instant::now();
@@ -180,17 +196,13 @@ impl Experiment for RumMixed {
                                 Step::Update(i) => {
                                     let t = Instant::now();
                                     apply(&mut bed.index, &ops[*i]).with_context(|| format!("update {i}"))?;
-                                    let d = t.elapsed();
-                                    upd_total += d;
-                                    upd.record(d.as_nanos().max(1) as u64).expect("histogram grows");
+                                    upd.record(t.elapsed());
                                 }
                                 Step::Query(rect) => {
                                     let io = bed.io();
                                     let t = Instant::now();
                                     let out = bed.index.query(rect)?;
-                                    let d = t.elapsed();
-                                    qry_total += d;
-                                    qry.record(d.as_nanos().max(1) as u64).expect("histogram grows");
+                                    qry.record(t.elapsed());
                                     queries += 1;
                                     q_reads += bed.io().since(&io).page_reads;
                                     q_cands += out.candidates;
@@ -216,14 +228,14 @@ impl Experiment for RumMixed {
                                 "throughput_ops_s",
                                 steps.len() as f64 / elapsed.as_secs_f64().max(1e-9),
                             )
-                            .num("avg_update_us", us(upd_total) / per(updates))
-                            .num("p99_update_us", upd.value_at_quantile(0.99) as f64 / 1e3)
-                            .num("p99_9_update_us", upd.value_at_quantile(0.999) as f64 / 1e3)
-                            .num("max_update_us", upd.max() as f64 / 1e3);
+                            .num("avg_update_us", us(upd.total()) / per(updates))
+                            .num("p99_update_us", upd.quantile_us(0.99))
+                            .num("p99_9_update_us", upd.quantile_us(0.999))
+                            .num("max_update_us", upd.max_us());
                         if queries > 0 {
                             row = row
-                                .num("avg_query_us", us(qry_total) / queries as f64)
-                                .num("p99_query_us", qry.value_at_quantile(0.99) as f64 / 1e3)
+                                .num("avg_query_us", qry.mean_us())
+                                .num("p99_query_us", qry.quantile_us(0.99))
                                 .num("avg_query_page_reads", q_reads as f64 / queries as f64)
                                 .num("avg_candidates", q_cands as f64 / queries as f64)
                                 .num("avg_validation_lookups", q_lookups as f64 / queries as f64);
@@ -236,7 +248,7 @@ impl Experiment for RumMixed {
                                 .int("merges", st.rtree.merges)
                                 .num(
                                     "modelled_ms",
-                                    ms(elapsed) + bed.profile.modelled_io_ms(io, page_size),
+                                    ms(elapsed) + bed.storage.modelled_io_ms(io),
                                 )
                                 .build(),
                         );

@@ -1,5 +1,9 @@
 //! The LSM RUM-tree experiments (PAPERS.md §1): the secondary index ingests a moving-object stream
 //! under each maintenance strategy, and we measure what each strategy costs and what it buys.
+//!
+//! This module holds only what is RUM-specific: the index settings every RUM experiment shares
+//! ([`IndexConfig`], flattening the harness's [`StorageConfig`]), the datasets, and the testbed
+//! (storage + LSM R-tree) with the ingestion loop.
 
 pub mod concurrency;
 pub mod mixed;
@@ -8,230 +12,309 @@ pub mod report;
 pub mod tuning;
 pub mod update;
 
-use crate::experiment::{ParamSpec, Params, RunContext, Scale};
+use crate::config::{check, DeviceKind, KeyHelp, Storage, StorageConfig};
+use crate::experiment::{RunContext, Scale};
 use anyhow::Context;
-use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy};
-use lsmlab_engine::storage::{Device, DeviceProfile, FileDevice, IoStats, MemDevice};
+use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::{SpatialOp, Trajectories};
-use std::sync::Arc;
+use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::time::{Duration, Instant};
 
 pub const PAPER: &str = "LSM RUM-tree";
 
-/// Record counts of the paper's datasets (Section 6 of the paper; PAPERS.md §1).
-pub fn paper_records(dataset: &str) -> Option<usize> {
-    match dataset {
-        "gowalla" => Some(6_442_757),
-        "chicago" => Some(15_241_413),
-        "berlinmod" => Some(56_129_943),
-        _ => None,
+/// The paper's datasets, generated synthetically (lsmlab_workloads) with their characteristics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dataset {
+    Gowalla,
+    Chicago,
+    Berlinmod,
+}
+
+impl Dataset {
+    pub const ALL: [Dataset; 3] = [Dataset::Gowalla, Dataset::Chicago, Dataset::Berlinmod];
+
+    /// The name the generators and results use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dataset::Gowalla => "gowalla",
+            Dataset::Chicago => "chicago",
+            Dataset::Berlinmod => "berlinmod",
+        }
+    }
+
+    /// Record counts of the paper's datasets (Section 6 of the paper; PAPERS.md §1).
+    pub fn paper_records(self) -> usize {
+        match self {
+            Dataset::Gowalla => 6_442_757,
+            Dataset::Chicago => 15_241_413,
+            Dataset::Berlinmod => 56_129_943,
+        }
     }
 }
 
-/// Parameters every RUM experiment shares: the data, the strategies and the index's settings.
+impl fmt::Display for Dataset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which merge policy the index's LSM lifecycle runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MergePolicyChoice {
+    /// AsterixDB's prefix policy, as the authors ran.
+    Prefix,
+    /// No merges: components accumulate.
+    None,
+}
+
+/// The settings every RUM experiment shares: the data and the index's settings. Experiment configs
+/// flatten it beside the harness's [`StorageConfig`] (serde cannot deny unknown keys through nested
+/// flattening), so both sets of keys are top-level `--set` keys.
 ///
 /// The authors ran 2 KiB pages, a 128 MiB memory component (65,536 pages), a 512 MiB buffer cache
 /// and the prefix policy with 5 tolerated components and ~1 GB maximum mergeable size. Smaller
 /// scales keep the ratios (cache = 4 x memory, max mergeable = 8 x memory) with a memory budget
 /// small enough that the stream crosses several flushes and merges.
-pub fn index_params(scale: Scale) -> Vec<ParamSpec> {
-    index_params_with(scale, 2_000_000)
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexConfig {
+    pub datasets: Vec<Dataset>,
+    /// Records per dataset; 0 = the paper's count (for `--data`, the whole file).
+    pub records: usize,
+    pub memory_pages: u64,
+    pub max_mergeable_pages: u64,
+    pub tolerance: usize,
+    pub merge_policy: MergePolicyChoice,
+    pub buffered_threshold: u32,
+    pub vacuum_threshold: u32,
+    pub eager_primary_lookup: bool,
+    pub validation_merge_repair: bool,
+    pub bloom_fp: f64,
 }
 
-/// [`index_params`] with another record count at the small scale (experiments that ingest many
-/// times use fewer records so that `make` stays within minutes).
-pub fn index_params_with(scale: Scale, small_records: i64) -> Vec<ParamSpec> {
-    let (records, memory_pages) = match scale {
-        Scale::Tiny => (20_000, 64),
-        Scale::Small => (small_records, 2_048),
-        Scale::Paper => (0, 65_536),
-    };
-    vec![
-        ParamSpec::list("datasets", &lsmlab_workloads::DATASETS, "synthetic datasets to run: gowalla, chicago, berlinmod"),
-        ParamSpec::list("strategies", &Strategy::PAPER, "strategies: Eager, Validation, UM, or UM+ with any of F, M, B, V"),
-        ParamSpec::int(
-            "records",
-            records,
-            "records per dataset (0 = the paper's count: 6,442,757 / 15,241,413 / 56,129,943; for --data, the whole file)",
-        ),
-        ParamSpec::int("page_size", 2048, "page size in bytes (the authors' 2 KiB)"),
-        ParamSpec::int("memory_pages", memory_pages, "memory component budget in pages; a flush starts when it is exceeded"),
-        ParamSpec::int("cache_pages", memory_pages * 4, "buffer cache capacity in pages"),
-        ParamSpec::int("max_mergeable_pages", memory_pages * 8, "prefix policy: components larger than this are never merged"),
-        ParamSpec::int("tolerance", 5, "prefix policy: merge once this many mergeable components exist"),
-        ParamSpec::str("merge_policy", "prefix", "prefix (AsterixDB's, as the authors ran) or none (components accumulate)"),
-        ParamSpec::int("buffered_threshold", 4, "Buffered Cleaning: clean a memory leaf after this many updates into it"),
-        ParamSpec::int("vacuum_threshold", 8, "Vacuum Cleaning: clean the next leaf every this many updates"),
-        ParamSpec::bool("eager_primary_lookup", false, "Eager looks the old location up in an LSM primary index (timed)"),
-        ParamSpec::bool("validation_merge_repair", true, "Validation drops obsolete entries during merges"),
-        ParamSpec::float("bloom_fp", 0.01, "Bloom filter false-positive rate of B+-tree components"),
-        ParamSpec::str("device", "mem", "mem (counted, in memory) or file (real checksummed files)"),
-        ParamSpec::str("file_dir", "", "directory for device=file (default: the system temp dir)"),
-        ParamSpec::str("profile", "nvme", "device profile for modelled time: nvme, sata-ssd, hdd"),
-    ]
-}
+/// The help of `strategies` where the experiment takes any strategy.
+pub const STRATEGIES_HELP: KeyHelp = (
+    "strategies",
+    "strategies: Eager, Validation, UM, or UM+ with any of F, M, B, V",
+);
 
-/// The items of list parameter `key` parsed as `T`; a bad item is an error naming the key and item.
-pub fn parse_list<T>(p: &Params, key: &str) -> anyhow::Result<Vec<T>>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    p.list(key)
-        .iter()
-        .map(|s| {
-            s.parse::<T>()
-                .map_err(|e| anyhow::anyhow!("parameter `{key}`: item `{s}`: {e}"))
-        })
-        .collect()
-}
-
-/// Range and choice checks on [`index_params`].
-pub fn validate_index_params(p: &Params) -> anyhow::Result<()> {
-    p.check_list_choices("datasets", &lsmlab_workloads::DATASETS)?;
-    if p.get("strategies").is_some() {
-        for s in p.list("strategies") {
-            s.parse::<Strategy>()
-                .with_context(|| "bad value in --set strategies=...".to_string())?;
-        }
-        p.check(
-            "strategies",
-            !p.list("strategies").is_empty(),
-            "at least one strategy",
-        )?;
+impl IndexConfig {
+    /// The defaults at `scale`, with 2,000,000 records at the small scale.
+    pub fn defaults(scale: Scale) -> IndexConfig {
+        IndexConfig::defaults_with(scale, 2_000_000)
     }
-    p.check("records", p.int("records") >= 0, "a record count >= 0")?;
-    p.check(
-        "page_size",
-        (256..=65536).contains(&p.int("page_size")),
-        "a page size between 256 and 65536 bytes",
-    )?;
-    p.check("memory_pages", p.int("memory_pages") >= 1, "at least 1 page")?;
-    p.check("cache_pages", p.int("cache_pages") >= 0, "a page count >= 0")?;
-    p.check(
-        "max_mergeable_pages",
-        p.int("max_mergeable_pages") >= 1,
-        "at least 1 page",
-    )?;
-    p.check("tolerance", p.int("tolerance") >= 2, "at least 2 components")?;
-    p.check(
-        "buffered_threshold",
-        p.int("buffered_threshold") >= 1,
-        "at least 1",
-    )?;
-    p.check("vacuum_threshold", p.int("vacuum_threshold") >= 1, "at least 1")?;
-    let fp = p.float("bloom_fp");
-    p.check(
-        "bloom_fp",
-        fp > 0.0 && fp < 1.0,
-        "a rate strictly between 0 and 1",
-    )?;
-    p.check("device", matches!(p.str("device"), "mem" | "file"), "mem or file")?;
-    p.check(
-        "merge_policy",
-        matches!(p.str("merge_policy"), "prefix" | "none"),
-        "prefix or none",
-    )?;
-    p.check(
-        "profile",
-        p.str("profile").parse::<DeviceProfile>().is_ok(),
-        "nvme, sata-ssd or hdd",
-    )?;
-    Ok(())
-}
 
-/// The datasets of a run: the synthetic ones named in `datasets`, then every `--data` file.
-pub fn load_datasets(ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
-    let p = ctx.params;
-    let mut out = Vec::new();
-    let mut notes = Vec::new();
-    let records = p.usize("records");
-    for name in p.list("datasets") {
-        let n = if records == 0 {
-            paper_records(name).expect("validated dataset name")
-        } else {
-            records
+    /// [`IndexConfig::defaults`] with another record count at the small scale (experiments that
+    /// ingest many times use fewer records so that `make` stays within minutes).
+    pub fn defaults_with(scale: Scale, small_records: usize) -> IndexConfig {
+        let (records, memory_pages) = match scale {
+            Scale::Tiny => (20_000, 64),
+            Scale::Small => (small_records, 2_048),
+            Scale::Paper => (0, 65_536),
         };
-        ctx.progress.message(format!("generating {name} ({n} records)"));
-        let t =
-            lsmlab_workloads::generate(name, n, ctx.seed).with_context(|| format!("generating {name}"))?;
-        out.push(t);
+        IndexConfig {
+            datasets: Dataset::ALL.to_vec(),
+            records,
+            memory_pages,
+            max_mergeable_pages: memory_pages * 8,
+            tolerance: 5,
+            merge_policy: MergePolicyChoice::Prefix,
+            buffered_threshold: 4,
+            vacuum_threshold: 8,
+            eager_primary_lookup: false,
+            validation_merge_repair: true,
+            bloom_fp: 0.01,
+        }
     }
-    for spec in ctx.data {
-        let limit = (records > 0).then_some(records);
-        let (t, report) = crate::data::load_trajectories(spec, limit)?;
-        notes.extend(report);
-        out.push(t);
+
+    /// The storage defaults that go with [`IndexConfig::defaults_with`]: the cache holds 4 x the
+    /// memory budget.
+    pub fn storage_defaults(&self) -> StorageConfig {
+        StorageConfig::with_cache_pages(self.memory_pages as usize * 4)
     }
-    Ok((out, notes))
+
+    /// The keys' help (with the storage keys'), with `strategies` (if the experiment has it) second.
+    pub fn help(strategies: Option<KeyHelp>) -> Vec<KeyHelp> {
+        let mut help = vec![(
+            "datasets",
+            "synthetic datasets to run: gowalla, chicago, berlinmod",
+        )];
+        help.extend(strategies);
+        help.extend([
+            (
+                "records",
+                "records per dataset (0 = the paper's count: 6,442,757 / 15,241,413 / 56,129,943; for --data, the whole file)",
+            ),
+            (
+                "memory_pages",
+                "memory component budget in pages; a flush starts when it is exceeded",
+            ),
+            (
+                "max_mergeable_pages",
+                "prefix policy: components larger than this are never merged",
+            ),
+            (
+                "tolerance",
+                "prefix policy: merge once this many mergeable components exist",
+            ),
+            (
+                "merge_policy",
+                "prefix (AsterixDB's, as the authors ran) or none (components accumulate)",
+            ),
+            (
+                "buffered_threshold",
+                "Buffered Cleaning: clean a memory leaf after this many updates into it",
+            ),
+            (
+                "vacuum_threshold",
+                "Vacuum Cleaning: clean the next leaf every this many updates",
+            ),
+            (
+                "eager_primary_lookup",
+                "Eager looks the old location up in an LSM primary index (timed)",
+            ),
+            (
+                "validation_merge_repair",
+                "Validation drops obsolete entries during merges",
+            ),
+            (
+                "bloom_fp",
+                "Bloom filter false-positive rate of B+-tree components",
+            ),
+        ]);
+        help.extend(StorageConfig::HELP);
+        help
+    }
+
+    /// Range checks.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check("memory_pages", self.memory_pages, self.memory_pages >= 1, "at least 1 page")?;
+        check(
+            "max_mergeable_pages",
+            self.max_mergeable_pages,
+            self.max_mergeable_pages >= 1,
+            "at least 1 page",
+        )?;
+        check("tolerance", self.tolerance, self.tolerance >= 2, "at least 2 components")?;
+        check(
+            "buffered_threshold",
+            self.buffered_threshold,
+            self.buffered_threshold >= 1,
+            "at least 1",
+        )?;
+        check(
+            "vacuum_threshold",
+            self.vacuum_threshold,
+            self.vacuum_threshold >= 1,
+            "at least 1",
+        )?;
+        check(
+            "bloom_fp",
+            self.bloom_fp,
+            self.bloom_fp > 0.0 && self.bloom_fp < 1.0,
+            "a rate strictly between 0 and 1",
+        )
+    }
+
+    /// The index configuration for `strategy` on `data`.
+    pub fn spatial_config(&self, strategy: Strategy, data: &Trajectories) -> SpatialConfig {
+        let mut cfg = SpatialConfig::new(strategy, data.extent, self.memory_pages);
+        cfg.merge_policy = match self.merge_policy {
+            MergePolicyChoice::None => MergePolicyConfig::None,
+            MergePolicyChoice::Prefix => MergePolicyConfig::Prefix {
+                max_mergeable_pages: self.max_mergeable_pages,
+                max_tolerance_components: self.tolerance,
+            },
+        };
+        cfg.buffered_threshold = self.buffered_threshold;
+        cfg.vacuum_threshold = self.vacuum_threshold;
+        cfg.eager_primary_lookup = self.eager_primary_lookup;
+        cfg.validation_merge_repair = self.validation_merge_repair;
+        cfg.key_index_budget_pages = self.memory_pages;
+        cfg.bloom_fp = Some(self.bloom_fp);
+        cfg
+    }
+
+    /// A fresh storage + index for one cell of a run.
+    pub fn testbed(
+        &self,
+        storage: &StorageConfig,
+        strategy: Strategy,
+        data: &Trajectories,
+    ) -> anyhow::Result<Testbed> {
+        Testbed::new(storage, self.spatial_config(strategy, data))
+    }
+
+
+    /// The datasets of a run: the synthetic ones named in `datasets`, then every `--data` file.
+    pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
+        let mut out = Vec::new();
+        let mut notes = Vec::new();
+        for &dataset in &self.datasets {
+            let n = if self.records == 0 {
+                dataset.paper_records()
+            } else {
+                self.records
+            };
+            ctx.progress.message(format!("generating {dataset} ({n} records)"));
+            let t = lsmlab_workloads::generate(dataset.as_str(), n, ctx.seed)
+                .with_context(|| format!("generating {dataset}"))?;
+            out.push(t);
+        }
+        for spec in ctx.data {
+            let limit = (self.records > 0).then_some(self.records);
+            let (t, report) = crate::data::load_trajectories(spec, limit)?;
+            notes.extend(report);
+            out.push(t);
+        }
+        Ok((out, notes))
+    }
 }
 
-/// The index configuration `p` describes for `strategy` on `data`.
-pub fn spatial_config(p: &Params, strategy: Strategy, data: &Trajectories) -> SpatialConfig {
-    let mut cfg = SpatialConfig::new(strategy, data.extent, p.u64("memory_pages"));
-    cfg.merge_policy = match p.str("merge_policy") {
-        "none" => MergePolicyConfig::None,
-        _ => MergePolicyConfig::Prefix {
-            max_mergeable_pages: p.u64("max_mergeable_pages"),
-            max_tolerance_components: p.usize("tolerance"),
-        },
-    };
-    cfg.buffered_threshold = p.int("buffered_threshold") as u32;
-    cfg.vacuum_threshold = p.int("vacuum_threshold") as u32;
-    cfg.eager_primary_lookup = p.bool("eager_primary_lookup");
-    cfg.validation_merge_repair = p.bool("validation_merge_repair");
-    cfg.key_index_budget_pages = p.u64("memory_pages");
-    cfg.bloom_fp = Some(p.float("bloom_fp"));
-    cfg
+/// The note on modelled time every experiment with a `modelled_*` field writes.
+pub fn modelled_note(storage: &StorageConfig, field: &str) -> String {
+    format!(
+        "{field} = total_ms + counted page I/O x the {} profile ({}); with device={} total_ms {}.",
+        storage.profile,
+        storage.profile.describe(),
+        storage.device.as_str(),
+        match storage.device {
+            DeviceKind::Mem => "is CPU time only (pages live in memory)",
+            DeviceKind::File => "already includes real file I/O, so modelled_ms counts I/O twice; compare total_ms",
+        }
+    )
 }
 
-/// A fresh device + cache + index for one cell of a run.
+/// Checks that an experiment's strategy list is not empty.
+pub fn check_strategies(strategies: &[Strategy]) -> anyhow::Result<()> {
+    check(
+        "strategies",
+        "(empty)",
+        !strategies.is_empty(),
+        "at least one strategy",
+    )
+}
+
+/// A fresh storage + LSM R-tree for one cell of a run.
 pub struct Testbed {
-    pub device: Arc<dyn Device>,
-    pub cache: Arc<BufferCache>,
+    pub storage: Storage,
     pub index: LsmRTree,
-    pub profile: DeviceProfile,
 }
 
 impl Testbed {
-    pub fn new(p: &Params, strategy: Strategy, data: &Trajectories) -> anyhow::Result<Testbed> {
-        Self::with_config(p, spatial_config(p, strategy, data))
-    }
-
-    /// A testbed for an index configured by the caller (the device and cache still come from `p`).
-    pub fn with_config(p: &Params, cfg: SpatialConfig) -> anyhow::Result<Testbed> {
-        let page_size = p.usize("page_size");
-        let device: Arc<dyn Device> = match p.str("device") {
-            "file" => {
-                let dir = match p.str("file_dir") {
-                    "" => std::env::temp_dir(),
-                    d => d.into(),
-                };
-                Arc::new(
-                    FileDevice::temporary(&dir, page_size)
-                        .with_context(|| format!("creating a file device in {}", dir.display()))?,
-                )
-            }
-            _ => Arc::new(MemDevice::new(page_size)),
-        };
-        let cache = Arc::new(BufferCache::new(device.clone(), p.usize("cache_pages")));
-        let index = LsmRTree::new(cfg, cache.clone())?;
-        let profile = p
-            .str("profile")
-            .parse::<DeviceProfile>()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(Testbed {
-            device,
-            cache,
-            index,
-            profile,
-        })
+    /// Opens `storage` and builds the index `cfg` describes on it.
+    pub fn new(storage: &StorageConfig, cfg: SpatialConfig) -> anyhow::Result<Testbed> {
+        let storage = storage.open()?;
+        let index = LsmRTree::new(cfg, storage.cache.clone())?;
+        Ok(Testbed { storage, index })
     }
 
     pub fn io(&self) -> IoStats {
-        self.device.stats()
+        self.storage.io()
     }
 }
 
@@ -292,4 +375,79 @@ pub fn ingest(bed: &mut Testbed, ops: &[SpatialOp], ctx: &RunContext) -> anyhow:
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{self, Config, Overlay};
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Only {
+        #[serde(flatten)]
+        index: IndexConfig,
+        #[serde(flatten)]
+        storage: StorageConfig,
+    }
+
+    impl Config for Only {
+        fn help() -> Vec<KeyHelp> {
+            IndexConfig::help(None)
+        }
+
+        fn validate(&self) -> anyhow::Result<()> {
+            self.index.validate()?;
+            self.storage.validate()
+        }
+    }
+
+    fn resolve(sets: &[&str]) -> anyhow::Result<Only> {
+        let index = IndexConfig::defaults(Scale::Tiny);
+        let defaults = Only {
+            storage: index.storage_defaults(),
+            index,
+        };
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        config::resolve(&defaults, &Overlay::sets(&sets))
+    }
+
+    #[test]
+    fn thresholds_keep_their_width() {
+        let e = format!("{:#}", resolve(&["vacuum_threshold=4294967297"]).unwrap_err());
+        assert!(e.contains("vacuum_threshold") && e.contains("0 to 4294967295"), "{e}");
+        let c = resolve(&["vacuum_threshold=4294967295", "buffered_threshold=70_000"]).unwrap();
+        let cfg = c.index.spatial_config(
+            Strategy::Eager,
+            &lsmlab_workloads::generate("gowalla", 10, 1).unwrap(),
+        );
+        assert_eq!((cfg.vacuum_threshold, cfg.buffered_threshold), (u32::MAX, 70_000));
+    }
+
+    #[test]
+    fn choices_are_typed() {
+        let c = resolve(&["merge_policy=none", "datasets=berlinmod,gowalla"]).unwrap();
+        assert_eq!(c.index.merge_policy, MergePolicyChoice::None);
+        assert_eq!(c.index.datasets, [Dataset::Berlinmod, Dataset::Gowalla]);
+        for (set, needle) in [
+            ("merge_policy=leveled", "prefix"),
+            ("datasets=chicago,paris", "paris"),
+            ("tolerance=1", "at least 2"),
+            ("bloom_fp=1", "strictly between"),
+            ("page_size=128", "between 256"),
+        ] {
+            let e = format!("{:#}", resolve(&[set]).unwrap_err());
+            assert!(e.contains(set.split('=').next().unwrap()) && e.contains(needle), "{set}: {e}");
+        }
+    }
+
+    #[test]
+    fn defaults_keep_the_authors_ratios() {
+        for scale in Scale::ALL {
+            let c = IndexConfig::defaults(scale);
+            assert_eq!(c.storage_defaults().cache_pages as u64, c.memory_pages * 4);
+            assert_eq!(c.max_mergeable_pages, c.memory_pages * 8);
+        }
+        assert_eq!(IndexConfig::defaults(Scale::Paper).records, 0);
+    }
 }

@@ -2,16 +2,18 @@
 //! paper's Figure 6). Every strategy answers the same queries, and the run fails if any two
 //! strategies return different result sets.
 
-use super::{index_params, ingest, load_datasets, parse_list, validate_index_params, Testbed, PAPER};
-use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
+use super::{check_strategies, ingest, IndexConfig, PAPER, STRATEGIES_HELP};
+use crate::config::{StorageConfig, self, check, check_items, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::{bail, Context};
-use hdrhistogram::Histogram;
 use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_workloads::Trajectories;
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -19,6 +21,44 @@ use std::time::Instant;
 pub const SELECTIVITIES: [f64; 7] = [0.001, 0.008, 0.027, 0.064, 0.125, 0.216, 0.343];
 
 pub struct RumQuery;
+
+/// `rum-query`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryConfig {
+    #[serde(with = "config::text_list")]
+    pub strategies: Vec<Strategy>,
+    #[serde(flatten)]
+    pub index: IndexConfig,
+    #[serde(flatten)]
+    pub storage: StorageConfig,
+    /// Queries per selectivity.
+    pub queries: usize,
+    /// Query side fractions of the data extent.
+    pub selectivities: Vec<f64>,
+}
+
+impl Config for QueryConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = IndexConfig::help(Some(STRATEGIES_HELP));
+        help.push(("queries", "queries per selectivity (the paper: 100)"));
+        help.push(("selectivities", "query side fractions of the data extent"));
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_strategies(&self.strategies)?;
+        self.index.validate()?;
+        self.storage.validate()?;
+        check("queries", self.queries, self.queries >= 1, "at least 1 query")?;
+        check_items(
+            "selectivities",
+            &self.selectivities,
+            |&s| s > 0.0 && s <= 1.0,
+            "side fractions in (0, 1], e.g. 0.001,0.027",
+        )
+    }
+}
 
 /// A query's result set as (fingerprint, size).
 type Fingerprint = (u64, usize);
@@ -47,7 +87,9 @@ pub fn fingerprint(oids: &mut [u64]) -> u64 {
     h
 }
 
-impl Experiment for RumQuery {
+impl TypedExperiment for RumQuery {
+    type Config = QueryConfig;
+
     fn name(&self) -> &'static str {
         "rum-query"
     }
@@ -60,39 +102,23 @@ impl Experiment for RumQuery {
         "LSM RUM-tree Fig. 6: range-query time, page reads and candidates per strategy and selectivity"
     }
 
-    fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        let mut p = index_params(scale);
-        let queries = if scale == Scale::Tiny { 20 } else { 100 };
-        p.push(ParamSpec::int(
-            "queries",
-            queries,
-            "queries per selectivity (the paper: 100)",
-        ));
-        p.push(ParamSpec::list(
-            "selectivities",
-            &["0.001", "0.008", "0.027", "0.064", "0.125", "0.216", "0.343"],
-            "query side fractions of the data extent",
-        ));
-        p
-    }
-
-    fn validate(&self, params: &Params) -> anyhow::Result<()> {
-        validate_index_params(params)?;
-        params.check("queries", params.int("queries") >= 1, "at least 1 query")?;
-        for s in params.list("selectivities") {
-            let ok = s.parse::<f64>().is_ok_and(|v| v > 0.0 && v <= 1.0);
-            params.check("selectivities", ok, "side fractions in (0, 1], e.g. 0.001,0.027")?;
+    fn defaults(&self, scale: Scale) -> QueryConfig {
+        let index = IndexConfig::defaults(scale);
+        QueryConfig {
+            strategies: Strategy::paper_strategies(),
+            storage: index.storage_defaults(),
+            index,
+            queries: if scale == Scale::Tiny { 20 } else { 100 },
+            selectivities: SELECTIVITIES.to_vec(),
         }
-        Ok(())
     }
 
-    fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let p = ctx.params;
-        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
-        let sels: Vec<f64> = parse_list(p, "selectivities")?;
-        let nq = p.usize("queries");
-        let page_size = p.usize("page_size");
-        let (datasets, mut notes) = load_datasets(ctx)?;
+    fn run(&self, cfg: &QueryConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let p = &cfg.index;
+        let strategies = &cfg.strategies;
+        let sels = &cfg.selectivities;
+        let nq = cfg.queries;
+        let (datasets, mut notes) = p.load_datasets(ctx)?;
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
@@ -100,30 +126,29 @@ impl Experiment for RumQuery {
             let boxes: Vec<Vec<Rect>> = sels.iter().map(|&s| query_boxes(data, s, nq, ctx.seed)).collect();
             // fingerprints[sel][query] of the first strategy, to check the others against
             let mut reference: Option<(Strategy, Vec<Vec<Fingerprint>>)> = None;
-            for &strategy in &strategies {
+            for &strategy in strategies {
                 ctx.progress.begin(format!("{} {strategy}", data.name));
-                let mut bed = Testbed::new(p, strategy, data)?;
+                let mut bed = p.testbed(&cfg.storage, strategy, data)?;
                 ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
                 ctx.progress.message("querying");
                 let mut prints = Vec::with_capacity(sels.len());
                 for (si, &s) in sels.iter().enumerate() {
-                    let mut hist = Histogram::<u64>::new(3).expect("valid histogram precision");
-                    let (mut reads, mut cands, mut results, mut lookups, mut total_us, mut modelled_us) =
-                        (0u64, 0u64, 0u64, 0u64, 0f64, 0f64);
+                    let mut latency = LatencyRecorder::new();
+                    let (mut reads, mut cands, mut results, mut lookups, mut modelled_us) =
+                        (0u64, 0u64, 0u64, 0u64, 0f64);
                     let mut sel_prints = Vec::with_capacity(nq);
                     for rect in &boxes[si] {
                         let io = bed.io();
                         let start = Instant::now();
                         let out = bed.index.query(rect)?;
-                        let us = start.elapsed().as_secs_f64() * 1e6;
+                        let took = start.elapsed();
                         let io = bed.io().since(&io);
-                        hist.record((us.ceil() as u64).max(1)).expect("histogram grows");
+                        latency.record(took);
                         reads += io.page_reads;
                         cands += out.candidates;
                         results += out.results.len() as u64;
                         lookups += out.validation_lookups;
-                        total_us += us;
-                        modelled_us += us + bed.profile.modelled_io_ms(io, page_size) * 1e3;
+                        modelled_us += took.as_secs_f64() * 1e6 + bed.storage.modelled_io_ms(io) * 1e3;
                         let mut oids: Vec<u64> = out.results.iter().map(|e| e.oid).collect();
                         sel_prints.push((fingerprint(&mut oids), oids.len()));
                     }
@@ -135,8 +160,8 @@ impl Experiment for RumQuery {
                             .str("strategy", strategy.to_string())
                             .num("selectivity", s)
                             .int("queries", nq as u64)
-                            .num("avg_query_us", total_us / n)
-                            .num("p95_query_us", hist.value_at_quantile(0.95) as f64)
+                            .num("avg_query_us", latency.mean_us())
+                            .num("p95_query_us", latency.quantile_us(0.95))
                             .num("avg_page_reads", reads as f64 / n)
                             .num("avg_candidates", cands as f64 / n)
                             .num("avg_results", results as f64 / n)
@@ -169,12 +194,12 @@ impl Experiment for RumQuery {
              ({} pages). Query boxes are squares of side s x the extent's width/height, centred on \
              points drawn from the data; every strategy answered the same {} queries per selectivity \
              with identical result sets (checked).",
-            p.int("cache_pages"),
+            cfg.storage.cache_pages,
             nq
         ));
         notes.push(format!(
             "avg_modelled_us = measured query time + counted page reads x the {} profile.",
-            p.str("profile")
+            cfg.storage.profile
         ));
         notes.extend(rr::query_observations(&rows));
         Ok(RunOutput {

@@ -5,23 +5,67 @@
 //! trade-off; its authors swept th over 2, 4, 8, 16, 32, 64).
 
 use super::query::query_boxes;
-use super::{
-    index_params_with, ingest, load_datasets, ms, parse_list, spatial_config, validate_index_params, Testbed,
-    PAPER,
-};
-use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
+use super::{ingest, ms, IndexConfig, Testbed, PAPER};
+use crate::config::{StorageConfig, check, check_items, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::spatial::Strategy;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct RumTuning;
 
-const THRESHOLDS: [&str; 6] = ["2", "4", "8", "16", "32", "64"];
+const THRESHOLDS: [u32; 6] = [2, 4, 8, 16, 32, 64];
 
-impl Experiment for RumTuning {
+/// `rum-tuning`'s parameters (the strategies are fixed: UM+V, UM+B and UM+BV).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuningConfig {
+    #[serde(flatten)]
+    pub index: IndexConfig,
+    #[serde(flatten)]
+    pub storage: StorageConfig,
+    pub vacuum_thresholds: Vec<u32>,
+    pub buffered_thresholds: Vec<u32>,
+    /// Query side fraction for the query-time measure.
+    pub selectivity: f64,
+    /// Queries after each ingest.
+    pub queries: usize,
+}
+
+impl Config for TuningConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = IndexConfig::help(None);
+        help.extend([
+            ("vacuum_thresholds", "Vacuum thresholds th to sweep"),
+            ("buffered_thresholds", "Buffered thresholds to sweep"),
+            ("selectivity", "query side fraction for the query-time measure"),
+            ("queries", "queries after each ingest"),
+        ]);
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        self.index.validate()?;
+        self.storage.validate()?;
+        for (key, list) in [
+            ("vacuum_thresholds", &self.vacuum_thresholds),
+            ("buffered_thresholds", &self.buffered_thresholds),
+        ] {
+            check_items(key, list, |&t| t >= 1, "whole numbers >= 1, e.g. 2,4,8")?;
+        }
+        let s = self.selectivity;
+        check("selectivity", s, s > 0.0 && s <= 1.0, "a side fraction in (0, 1]")?;
+        check("queries", self.queries, self.queries >= 1, "at least 1 query")
+    }
+}
+
+impl TypedExperiment for RumTuning {
+    type Config = TuningConfig;
+
     fn name(&self) -> &'static str {
         "rum-tuning"
     }
@@ -34,65 +78,35 @@ impl Experiment for RumTuning {
         "LSM RUM-tree tuning: Vacuum and Buffered thresholds swept, with the other cleaning on and off"
     }
 
-    fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        let mut p: Vec<ParamSpec> = index_params_with(scale, 1_000_000)
-            .into_iter()
-            .filter(|s| s.key != "strategies")
-            .collect();
-        p.push(ParamSpec::list(
-            "vacuum_thresholds",
-            &THRESHOLDS,
-            "Vacuum thresholds th to sweep",
-        ));
-        p.push(ParamSpec::list(
-            "buffered_thresholds",
-            &THRESHOLDS,
-            "Buffered thresholds to sweep",
-        ));
-        p.push(ParamSpec::float(
-            "selectivity",
-            0.064,
-            "query side fraction for the query-time measure",
-        ));
-        p.push(ParamSpec::int(
-            "queries",
-            if scale == Scale::Tiny { 10 } else { 50 },
-            "queries after each ingest",
-        ));
-        p
-    }
-
-    fn validate(&self, params: &Params) -> anyhow::Result<()> {
-        validate_index_params(params)?;
-        for key in ["vacuum_thresholds", "buffered_thresholds"] {
-            for t in params.list(key) {
-                let ok = t.parse::<u32>().is_ok_and(|v| v >= 1);
-                params.check(key, ok, "whole numbers >= 1, e.g. 2,4,8")?;
-            }
+    fn defaults(&self, scale: Scale) -> TuningConfig {
+        let index = IndexConfig::defaults_with(scale, 1_000_000);
+        TuningConfig {
+            storage: index.storage_defaults(),
+            index,
+            vacuum_thresholds: THRESHOLDS.to_vec(),
+            buffered_thresholds: THRESHOLDS.to_vec(),
+            selectivity: 0.064,
+            queries: if scale == Scale::Tiny { 10 } else { 50 },
         }
-        let s = params.float("selectivity");
-        params.check("selectivity", s > 0.0 && s <= 1.0, "a side fraction in (0, 1]")?;
-        params.check("queries", params.int("queries") >= 1, "at least 1 query")
     }
 
-    fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let p = ctx.params;
-        let vac: Vec<u32> = parse_list(p, "vacuum_thresholds")?;
-        let buf: Vec<u32> = parse_list(p, "buffered_thresholds")?;
+    fn run(&self, cfg: &TuningConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let p = &cfg.index;
+        let (vac, buf) = (&cfg.vacuum_thresholds, &cfg.buffered_thresholds);
         // (knob, threshold, strategy): the knob is swept, the other switch at its configured threshold
         let mut cells: Vec<(&str, u32, Strategy)> = Vec::new();
-        for &t in &vac {
+        for &t in vac {
             cells.push(("vacuum_threshold", t, "UM+V".parse()?));
             cells.push(("vacuum_threshold", t, "UM+BV".parse()?));
         }
-        for &t in &buf {
+        for &t in buf {
             cells.push(("buffered_threshold", t, "UM+B".parse()?));
             cells.push(("buffered_threshold", t, "UM+BV".parse()?));
         }
-        let (datasets, mut notes) = load_datasets(ctx)?;
+        let (datasets, mut notes) = p.load_datasets(ctx)?;
         ctx.progress.set_total(datasets.len() * cells.len());
-        let sel = p.float("selectivity");
-        let nq = p.usize("queries");
+        let sel = cfg.selectivity;
+        let nq = cfg.queries;
         let mut rows = Vec::new();
         for data in &datasets {
             let ops = data.to_ops();
@@ -100,13 +114,13 @@ impl Experiment for RumTuning {
             for &(knob, threshold, strategy) in &cells {
                 ctx.progress
                     .begin(format!("{} {strategy} {knob}={threshold}", data.name));
-                let mut cfg = spatial_config(p, strategy, data);
+                let mut index_cfg = p.spatial_config(strategy, data);
                 match knob {
-                    "vacuum_threshold" => cfg.vacuum_threshold = threshold,
-                    _ => cfg.buffered_threshold = threshold,
+                    "vacuum_threshold" => index_cfg.vacuum_threshold = threshold,
+                    _ => index_cfg.buffered_threshold = threshold,
                 }
-                let (b_th, v_th) = (cfg.buffered_threshold, cfg.vacuum_threshold);
-                let mut bed = Testbed::with_config(p, cfg)?;
+                let (b_th, v_th) = (index_cfg.buffered_threshold, index_cfg.vacuum_threshold);
+                let mut bed = Testbed::new(&cfg.storage, index_cfg)?;
                 let cost =
                     ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
                 let io = bed.io();
@@ -144,8 +158,8 @@ impl Experiment for RumTuning {
             "Sweeping one threshold keeps the other at its configured value (buffered_threshold={}, \
              vacuum_threshold={}). Query time is the mean of {nq} queries of side {sel} x the extent after \
              ingesting the whole stream.",
-            p.int("buffered_threshold"),
-            p.int("vacuum_threshold")
+            p.buffered_threshold,
+            p.vacuum_threshold
         ));
         notes.extend(rr::tuning_observations(&rows));
         Ok(RunOutput {

@@ -2,17 +2,45 @@
 //! Figure 5 breakdown into update / flush / merge time, Table 1's flush and merge counts, Table 2's
 //! maximum Update Memo size).
 
-use super::{index_params, ingest, load_datasets, ms, parse_list, validate_index_params, Testbed, PAPER};
-use crate::experiment::{Experiment, ParamSpec, Params, RowBuilder, RunContext, RunOutput, Scale};
+use super::{check_strategies, ingest, modelled_note, ms, IndexConfig, STRATEGIES_HELP, PAPER};
+use crate::config::{StorageConfig, self, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::spatial::Strategy;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub struct RumUpdate;
 
-impl Experiment for RumUpdate {
+/// `rum-update`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateConfig {
+    #[serde(with = "config::text_list")]
+    pub strategies: Vec<Strategy>,
+    #[serde(flatten)]
+    pub index: IndexConfig,
+    #[serde(flatten)]
+    pub storage: StorageConfig,
+}
+
+impl Config for UpdateConfig {
+    fn help() -> Vec<KeyHelp> {
+        IndexConfig::help(Some(STRATEGIES_HELP))
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_strategies(&self.strategies)?;
+        self.index.validate()?;
+        self.storage.validate()
+    }
+}
+
+impl TypedExperiment for RumUpdate {
+    type Config = UpdateConfig;
+
     fn name(&self) -> &'static str {
         "rum-update"
     }
@@ -25,29 +53,30 @@ impl Experiment for RumUpdate {
         "LSM RUM-tree Fig. 5 / Tables 1-2: update, flush and merge cost, flush/merge counts, max UM size per strategy"
     }
 
-    fn params(&self, scale: Scale) -> Vec<ParamSpec> {
-        index_params(scale)
+    fn defaults(&self, scale: Scale) -> UpdateConfig {
+        let index = IndexConfig::defaults(scale);
+        UpdateConfig {
+            strategies: Strategy::paper_strategies(),
+            storage: index.storage_defaults(),
+            index,
+        }
     }
 
-    fn validate(&self, params: &Params) -> anyhow::Result<()> {
-        validate_index_params(params)
-    }
-
-    fn run(&self, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let p = ctx.params;
-        let strategies: Vec<Strategy> = parse_list(p, "strategies")?;
-        let (datasets, mut notes) = load_datasets(ctx)?;
+    fn run(&self, cfg: &UpdateConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let p = &cfg.index;
+        let strategies = &cfg.strategies;
+        let (datasets, mut notes) = p.load_datasets(ctx)?;
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
             let ops = data.to_ops();
-            for &strategy in &strategies {
+            for &strategy in strategies {
                 ctx.progress.begin(format!("{} {strategy}", data.name));
-                let mut bed = Testbed::new(p, strategy, data)?;
+                let mut bed = p.testbed(&cfg.storage, strategy, data)?;
                 let cost =
                     ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
                 let st = bed.index.stats();
-                let modelled = ms(cost.total) + bed.profile.modelled_io_ms(cost.io, p.usize("page_size"));
+                let modelled = ms(cost.total) + bed.storage.modelled_io_ms(cost.io);
                 rows.push(
                     RowBuilder::new()
                         .str("dataset", &data.name)
@@ -75,23 +104,9 @@ impl Experiment for RumUpdate {
              Eager's primary index when eager_primary_lookup=true) flushes and merges; flushes/merges \
              count the LSM R-tree's own. Eager takes the old location from the stream \
              (eager_primary_lookup={}), as the paper did.",
-            p.bool("eager_primary_lookup")
+            p.eager_primary_lookup
         ));
-        notes.push(format!(
-            "modelled_ms = total_ms + counted page I/O x the {} profile ({}); with device={} total_ms \
-             {}.",
-            p.str("profile"),
-            p.str("profile")
-                .parse::<lsmlab_engine::storage::DeviceProfile>()
-                .map(|d| d.describe())
-                .unwrap_or_default(),
-            p.str("device"),
-            if p.str("device") == "mem" {
-                "is CPU time only (pages live in memory)"
-            } else {
-                "already includes real file I/O, so modelled_ms counts I/O twice; compare total_ms"
-            }
-        ));
+        notes.push(modelled_note(&cfg.storage, "modelled_ms"));
         notes.push(
             "Entries are 32 bytes (x, y, oid, ts) for every strategy, 63 per 2 KiB leaf; the authors' \
              AsterixDB entries were ~41 bytes (~44 per leaf)."

@@ -1,0 +1,684 @@
+//! Typed experiment configs.
+//!
+//! Each experiment's parameters are one serde struct implementing [`Config`]. A run's config is
+//! the scale's defaults, overlaid by a config file (`--config FILE`, JSON or TOML) and then by
+//! `--set key=value` arguments ([`Overlay`]); [`resolve`] refuses unknown keys (naming the valid
+//! ones), values of the wrong type or out of the type's range (naming key, value and what was
+//! expected), then runs the config's own range checks. A result file's `config` is the resolved
+//! config serialised, so feeding it back through `--config` repeats the run.
+//!
+//! `--set` values keep one syntax for every experiment: the type of the default decides how the
+//! text is read (integers may contain `_`, lists are `a,b,c`, booleans also yes/no, on/off, 1/0).
+
+pub mod storage;
+
+pub use storage::{DeviceKind, Storage, StorageConfig};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::experiment::DataSpec;
+
+/// A config as JSON: what `--print-config` prints and a result file's `config` holds.
+pub type ConfigMap = Map<String, Value>;
+
+/// One key with one line of help.
+pub type KeyHelp = (&'static str, &'static str);
+
+/// An experiment's parameters: one serde struct (flattening shared parts such as
+/// [`StorageConfig`]) whose field names are the `--set` keys.
+pub trait Config: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
+    /// Every key with one line of help, in the order `lsmlab params` lists them. Must name exactly
+    /// the serialised keys ([`keys`] checks it).
+    fn help() -> Vec<KeyHelp>;
+
+    /// Range and cross-field checks that the types do not express; use [`check`] so that the error
+    /// names the key, the value and what was expected.
+    fn validate(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// One key as `lsmlab params` shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyInfo {
+    pub key: &'static str,
+    pub default: Value,
+    pub help: &'static str,
+}
+
+/// Where a run's config comes from beyond the scale's defaults, applied in this order.
+#[derive(Clone, Debug, Default)]
+pub struct Overlay {
+    /// `--config FILE`.
+    pub file: Option<ConfigFile>,
+    /// Raw `key=value` arguments of `--set`; later ones win.
+    pub sets: Vec<String>,
+}
+
+impl Overlay {
+    /// Only `--set` arguments.
+    pub fn sets(sets: &[String]) -> Overlay {
+        Overlay {
+            file: None,
+            sets: sets.to_vec(),
+        }
+    }
+}
+
+/// A config read from a file: a config object (as `--print-config` prints it), or a whole result
+/// file, whose `config` is used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    /// The parameter values.
+    pub values: ConfigMap,
+    /// The `--data` files the recorded run used (a result's `config.data`).
+    pub data: Vec<DataSpec>,
+}
+
+/// The key under which a result's `config` records the `--data` files.
+pub const DATA_KEY: &str = "data";
+/// The key under which a result's `config` records what the run derived ([`crate::rows::RunOutput::extra_config`]).
+pub const DERIVED_KEY: &str = "derived";
+
+impl ConfigFile {
+    /// Reads `path`: TOML when its name ends in `.toml`, JSON otherwise.
+    pub fn read(path: &Path) -> anyhow::Result<ConfigFile> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        let is_toml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+        let value: Value = if is_toml {
+            toml::from_str(&text).with_context(|| format!("parsing {} as TOML", path.display()))?
+        } else {
+            serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))?
+        };
+        ConfigFile::from_value(path, value)
+    }
+
+    /// A config from an already parsed document (see [`ConfigFile::read`]).
+    pub fn from_value(path: &Path, value: Value) -> anyhow::Result<ConfigFile> {
+        let Value::Object(mut values) = value else {
+            bail!("config {}: expected an object of parameters", path.display());
+        };
+        // A whole result file: take its config.
+        if values.get("schema").and_then(Value::as_str).is_some() {
+            match values.remove("config") {
+                Some(Value::Object(config)) => values = config,
+                _ => bail!("config {}: a result file without a `config` object", path.display()),
+            }
+        }
+        let data = match values.remove(DATA_KEY) {
+            None => vec![],
+            Some(v) => serde_json::from_value(v).with_context(|| {
+                format!(
+                    "config {}: `{DATA_KEY}` lists the --data files of a run: [{{\"path\": ..., \
+                     \"skip_malformed\": false}}, ...]",
+                    path.display()
+                )
+            })?,
+        };
+        // What a run derived is an output, recomputed by every run: not an input.
+        values.remove(DERIVED_KEY);
+        Ok(ConfigFile {
+            path: path.to_path_buf(),
+            values,
+            data,
+        })
+    }
+}
+
+/// Splits one `--set` argument `key=value` (the value may itself contain `=`).
+pub fn parse_assignment(arg: &str) -> anyhow::Result<(String, String)> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        _ => bail!("`--set {arg}`: expected key=value"),
+    }
+}
+
+/// `config` as a JSON object.
+pub fn to_map<C: Serialize>(config: &C) -> anyhow::Result<ConfigMap> {
+    match serde_json::to_value(config)? {
+        Value::Object(map) => Ok(map),
+        other => bail!("a config serialised to {other}, not an object (a bug in the experiment)"),
+    }
+}
+
+/// The keys of `defaults` with their values and help, in help order. An experiment whose help
+/// and fields disagree is a bug, reported as an error.
+pub fn keys<C: Config>(defaults: &C) -> anyhow::Result<Vec<KeyInfo>> {
+    let map = to_map(defaults)?;
+    let help = C::help();
+    let mut out = Vec::with_capacity(help.len());
+    for (key, text) in help {
+        if out.iter().any(|k: &KeyInfo| k.key == key) {
+            bail!("config key `{key}` has help twice (a bug in the experiment)");
+        }
+        let default = map
+            .get(key)
+            .ok_or_else(|| anyhow!("config help names `{key}`, which is no field (a bug in the experiment)"))?;
+        out.push(KeyInfo {
+            key,
+            default: default.clone(),
+            help: text,
+        });
+    }
+    if let Some(missing) = map.keys().find(|k| !out.iter().any(|i| i.key == k.as_str())) {
+        bail!("config field `{missing}` has no help (a bug in the experiment)");
+    }
+    Ok(out)
+}
+
+/// `defaults` overlaid by `overlay`, type- and range-checked (see the module docs).
+pub fn resolve<C: Config>(defaults: &C, overlay: &Overlay) -> anyhow::Result<C> {
+    let infos = keys(defaults)?;
+    let base = to_map(defaults)?;
+    let mut map = base.clone();
+    let mut touched: Vec<String> = Vec::new();
+    let unknown = |key: &str| {
+        let valid: Vec<&str> = infos.iter().map(|k| k.key).collect();
+        let valid = if valid.is_empty() {
+            "(none)".to_string()
+        } else {
+            valid.join(", ")
+        };
+        anyhow!("unknown parameter `{key}`; valid parameters: {valid}")
+    };
+    if let Some(file) = &overlay.file {
+        for (key, value) in &file.values {
+            if !base.contains_key(key) {
+                return Err(unknown(key)).with_context(|| format!("config {}", file.path.display()));
+            }
+            map.insert(key.clone(), value.clone());
+            touched.push(key.clone());
+        }
+    }
+    for arg in &overlay.sets {
+        let (key, raw) = parse_assignment(arg)?;
+        let guide = base.get(&key).ok_or_else(|| unknown(&key))?;
+        let value =
+            parse_like(guide, &raw).map_err(|expected| anyhow!("parameter `{key}`: cannot use `{raw}`: {expected}"))?;
+        map.insert(key.clone(), value);
+        touched.push(key);
+    }
+    let config: C = match serde_json::from_value(Value::Object(map.clone())) {
+        Ok(config) => config,
+        Err(e) => return Err(blame::<C>(&base, &map, &touched, e)),
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+/// A config from its JSON form (already resolved and validated).
+pub fn from_map<C: Config>(map: &ConfigMap) -> anyhow::Result<C> {
+    serde_json::from_value(Value::Object(map.clone())).map_err(|e| anyhow!("config: {}", explain(&e)))
+}
+
+/// Finds the key whose new value does not fit its type, by trying each changed key alone on the
+/// defaults: serde reports what was wrong, not where (flattened structs lose the path).
+fn blame<C: Config>(base: &ConfigMap, map: &ConfigMap, touched: &[String], whole: serde_json::Error) -> anyhow::Error {
+    for key in touched {
+        let mut one = base.clone();
+        one.insert(key.clone(), map[key].clone());
+        if let Err(e) = serde_json::from_value::<C>(Value::Object(one)) {
+            return anyhow!("parameter `{key}` = `{}`: {}", display_value(&map[key]), explain(&e));
+        }
+    }
+    anyhow!("the config does not fit the experiment: {}", explain(&whole))
+}
+
+/// serde's message, with integer types spelt out as ranges ("expected u32" names no numbers).
+fn explain(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let ranges: [(&str, i128, i128); 10] = [
+        ("u8", 0, u8::MAX as i128),
+        ("u16", 0, u16::MAX as i128),
+        ("u32", 0, u32::MAX as i128),
+        ("u64", 0, u64::MAX as i128),
+        ("usize", 0, usize::MAX as i128),
+        ("i8", i8::MIN as i128, i8::MAX as i128),
+        ("i16", i16::MIN as i128, i16::MAX as i128),
+        ("i32", i32::MIN as i128, i32::MAX as i128),
+        ("i64", i64::MIN as i128, i64::MAX as i128),
+        ("isize", isize::MIN as i128, isize::MAX as i128),
+    ];
+    for (ty, lo, hi) in ranges {
+        if let Some(head) = msg.strip_suffix(&format!("expected {ty}")) {
+            return format!("{head}expected an integer from {lo} to {hi}");
+        }
+    }
+    msg
+}
+
+/// A JSON value in the form `--set` accepts, so that a printed default can be pasted back.
+pub fn display_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(display_value).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// The type's name as `lsmlab params` and errors show it.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "table",
+    }
+}
+
+/// Reads `raw` as a value of the same JSON type as `guide` (the default); the error says what was
+/// expected.
+fn parse_like(guide: &Value, raw: &str) -> Result<Value, String> {
+    let trimmed = raw.trim();
+    let parsed = match guide {
+        Value::Bool(_) => match trimmed.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" => Some(Value::Bool(true)),
+            "false" | "no" | "off" | "0" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Value::Number(n) if n.is_f64() => trimmed
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number),
+        Value::Number(_) => parse_integer(trimmed),
+        Value::String(_) => Some(Value::String(raw.to_string())),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let value = match items.first() {
+                    Some(guide) => parse_like(guide, item).map_err(|e| format!("item `{item}`: {e}"))?,
+                    None => infer(item),
+                };
+                out.push(value);
+            }
+            Some(Value::Array(out))
+        }
+        Value::Null | Value::Object(_) => {
+            return Err("a value --set cannot write; give it in a --config file".into());
+        }
+    };
+    parsed.ok_or_else(|| {
+        let example = match guide {
+            Value::Bool(_) => "true or false (also yes/no, on/off, 1/0)",
+            Value::Number(n) if n.is_f64() => "a finite number such as 0.5 or 1e-3",
+            _ => "an integer such as 1000000 or 1_000_000",
+        };
+        format!("expected {} ({example})", type_name(guide))
+    })
+}
+
+fn parse_integer(text: &str) -> Option<Value> {
+    let digits = text.replace('_', "");
+    if let Ok(v) = digits.parse::<i64>() {
+        return Some(Value::from(v));
+    }
+    digits.parse::<u64>().ok().map(Value::from)
+}
+
+/// An item of a list whose default is empty: a number when it reads as one, text otherwise.
+fn infer(item: &str) -> Value {
+    if let Some(v) = parse_integer(item) {
+        return v;
+    }
+    match item.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+        Some(n) => Value::Number(n),
+        None => Value::String(item.to_string()),
+    }
+}
+
+/// A range or choice check: `Ok` when `ok`, else an error naming the key, the value and what was
+/// expected, e.g. `check("tolerance", t, t >= 2, "at least 2 components")`.
+pub fn check(key: &str, value: impl fmt::Display, ok: bool, expected: &str) -> anyhow::Result<()> {
+    if ok {
+        return Ok(());
+    }
+    bail!("parameter `{key}` = `{value}`: expected {expected}")
+}
+
+/// Checks every item of list `key`: the error names the first item that fails.
+pub fn check_items<T: fmt::Display>(
+    key: &str,
+    items: &[T],
+    ok: impl Fn(&T) -> bool,
+    expected: &str,
+) -> anyhow::Result<()> {
+    match items.iter().find(|item| !ok(item)) {
+        None => Ok(()),
+        Some(item) => bail!("parameter `{key}`: item `{item}`: expected {expected}"),
+    }
+}
+
+/// Serde adapter for values written as their `Display` text and read with `FromStr` (strategies,
+/// device profiles), so configs spell them as the papers and the CLI do.
+pub mod text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    pub fn serialize<T: Display, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(value)
+    }
+
+    pub fn deserialize<'de, T, D>(deserializer: D) -> Result<T, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// [`text`] for a list of values.
+pub mod text_list {
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    pub fn serialize<T: Display, S: Serializer>(values: &[T], serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(values.len()))?;
+        for value in values {
+            seq.serialize_element(&value.to_string())?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, T, D>(deserializer: D) -> Result<Vec<T>, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        Vec::<String>::deserialize(deserializer)?
+            .iter()
+            .map(|text| text.parse().map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lsmlab_engine::spatial::Strategy;
+    use serde::Deserialize;
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Demo {
+        records: u64,
+        threshold: u32,
+        ratio: f64,
+        clean: bool,
+        name: String,
+        #[serde(with = "text_list")]
+        strategies: Vec<Strategy>,
+        sizes: Vec<f64>,
+        #[serde(flatten)]
+        storage: StorageConfig,
+    }
+
+    impl Config for Demo {
+        fn help() -> Vec<KeyHelp> {
+            let mut help = vec![
+                ("records", "records"),
+                ("threshold", "a threshold"),
+                ("ratio", "a ratio"),
+                ("clean", "clean on flush"),
+                ("name", "a name"),
+                ("strategies", "strategies"),
+                ("sizes", "sizes"),
+            ];
+            help.extend(StorageConfig::HELP);
+            help
+        }
+
+        fn validate(&self) -> anyhow::Result<()> {
+            check("threshold", self.threshold, self.threshold >= 1, "at least 1")?;
+            check_items("sizes", &self.sizes, |s| *s > 0.0 && *s <= 1.0, "fractions in (0, 1]")?;
+            self.storage.validate()
+        }
+    }
+
+    fn demo() -> Demo {
+        Demo {
+            records: 1000,
+            threshold: 8,
+            ratio: 0.5,
+            clean: true,
+            name: "chicago".into(),
+            strategies: vec![Strategy::Eager, "UM+F".parse().unwrap()],
+            sizes: vec![0.001, 0.5],
+            storage: StorageConfig::with_cache_pages(16),
+        }
+    }
+
+    fn sets(args: &[&str]) -> Overlay {
+        Overlay::sets(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    fn err(args: &[&str]) -> String {
+        format!("{:#}", resolve(&demo(), &sets(args)).unwrap_err())
+    }
+
+    #[test]
+    fn defaults_are_kept_and_sets_parse_as_the_default_type() {
+        assert_eq!(resolve(&demo(), &Overlay::default()).unwrap(), demo());
+        let c = resolve(
+            &demo(),
+            &sets(&[
+                "records=1_500_000",
+                "ratio=1e-3",
+                "clean=no",
+                "name=berlinmod",
+                "strategies= Eager, UM+FMBV ,,",
+                "sizes=0.25,1",
+                "threshold=7",
+                "threshold=9",
+                "device=file",
+                "profile=hdd",
+                "file_dir=/tmp/x",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.records, 1_500_000);
+        assert_eq!(c.threshold, 9, "later assignments win");
+        assert_eq!(c.ratio, 1e-3);
+        assert!(!c.clean);
+        assert_eq!(c.name, "berlinmod");
+        assert_eq!(c.strategies, vec![Strategy::Eager, "UM+FMBV".parse().unwrap()]);
+        assert_eq!(c.sizes, vec![0.25, 1.0]);
+        assert_eq!(c.storage.device, DeviceKind::File);
+        assert_eq!(c.storage.profile, lsmlab_engine::storage::DeviceProfile::Hdd);
+        assert_eq!(c.storage.file_dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn config_serialises_with_flat_keys_and_text_values() {
+        let map = to_map(&demo()).unwrap();
+        assert_eq!(map["strategies"], serde_json::json!(["Eager", "UM+F"]));
+        assert_eq!(map["profile"], "nvme");
+        assert_eq!(map["device"], "mem");
+        assert_eq!(map["file_dir"], "");
+        assert_eq!(map["cache_pages"], 16);
+        let keys: Vec<&str> = keys(&demo()).unwrap().iter().map(|k| k.key).collect();
+        assert_eq!(keys.len(), map.len());
+        assert_eq!(from_map::<Demo>(&map).unwrap(), demo());
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_listing_the_valid_ones() {
+        let e = err(&["recods=5"]);
+        assert!(e.contains("`recods`"), "{e}");
+        for key in ["records", "threshold", "strategies", "page_size", "profile"] {
+            assert!(e.contains(key), "{e}");
+        }
+        // serde refuses them too, flattened fields or not
+        let mut map = to_map(&demo()).unwrap();
+        map.insert("bogus".into(), Value::from(1));
+        assert!(from_map::<Demo>(&map).is_err());
+    }
+
+    #[test]
+    fn values_that_do_not_parse_name_key_value_and_type() {
+        for (arg, needles) in [
+            ("records=many", &["records", "many", "integer"][..]),
+            ("ratio=nan", &["ratio", "nan", "number"]),
+            ("ratio=inf", &["ratio", "inf", "number"]),
+            ("clean=maybe", &["clean", "maybe", "bool"]),
+            ("sizes=0.1,big", &["sizes", "big", "number"]),
+            ("records", &["key=value"]),
+        ] {
+            let e = err(&[arg]);
+            for needle in needles {
+                assert!(e.contains(needle), "{arg}: `{e}` lacks `{needle}`");
+            }
+        }
+    }
+
+    #[test]
+    fn integers_are_never_truncated() {
+        let e = err(&["threshold=4294967297"]);
+        assert!(
+            e.contains("`threshold`") && e.contains("4294967297") && e.contains("from 0 to 4294967295"),
+            "{e}"
+        );
+        let e = err(&["records=-3"]);
+        assert!(e.contains("`records`") && e.contains("-3") && e.contains("from 0 to"), "{e}");
+        let e = err(&["records=99999999999999999999999"]);
+        assert!(e.contains("records") && e.contains("integer"), "{e}");
+    }
+
+    #[test]
+    fn choices_and_ranges_name_the_choices() {
+        let e = err(&["device=tape"]);
+        assert!(e.contains("device") && e.contains("tape") && e.contains("mem"), "{e}");
+        let e = err(&["profile=floppy"]);
+        assert!(e.contains("profile") && e.contains("floppy") && e.contains("sata-ssd"), "{e}");
+        let e = err(&["strategies=Eager,UM+Q"]);
+        assert!(e.contains("strategies") && e.contains("UM+Q"), "{e}");
+        let e = err(&["threshold=0"]);
+        assert!(e.contains("threshold") && e.contains("`0`") && e.contains("at least 1"), "{e}");
+        let e = err(&["sizes=0.5,2"]);
+        assert!(e.contains("sizes") && e.contains("`2`") && e.contains("(0, 1]"), "{e}");
+        let e = err(&["page_size=100"]);
+        assert!(e.contains("page_size") && e.contains("100"), "{e}");
+    }
+
+    #[test]
+    fn a_file_is_the_base_and_sets_go_on_top() {
+        let path = Path::new("demo.json");
+        let file = ConfigFile::from_value(
+            path,
+            serde_json::json!({"records": 5, "threshold": 3, "data": [{"path": "x.csv", "skip_malformed": true}],
+                               "derived": {"anything": 1}}),
+        )
+        .unwrap();
+        assert_eq!(file.data.len(), 1);
+        let overlay = Overlay {
+            file: Some(file),
+            sets: vec!["threshold=4".into()],
+        };
+        let c = resolve(&demo(), &overlay).unwrap();
+        assert_eq!((c.records, c.threshold), (5, 4));
+
+        let bad = ConfigFile::from_value(path, serde_json::json!({"threshold": 4294967297u64})).unwrap();
+        let e = format!(
+            "{:#}",
+            resolve(
+                &demo(),
+                &Overlay {
+                    file: Some(bad),
+                    sets: vec![]
+                }
+            )
+            .unwrap_err()
+        );
+        assert!(e.contains("threshold") && e.contains("4294967295"), "{e}");
+        let unknown = ConfigFile::from_value(path, serde_json::json!({"nope": 1})).unwrap();
+        let e = format!(
+            "{:#}",
+            resolve(
+                &demo(),
+                &Overlay {
+                    file: Some(unknown),
+                    sets: vec![]
+                }
+            )
+            .unwrap_err()
+        );
+        assert!(e.contains("demo.json") && e.contains("`nope`"), "{e}");
+    }
+
+    #[test]
+    fn a_whole_result_file_gives_its_config_and_toml_reads_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        std::fs::write(&json, r#"{"schema": "lsmlab.result/1", "config": {"records": 7}}"#).unwrap();
+        assert_eq!(ConfigFile::read(&json).unwrap().values["records"], 7);
+        let toml = dir.path().join("c.toml");
+        std::fs::write(&toml, "records = 9\nstrategies = [\"UM\"]\nratio = 0.25\n").unwrap();
+        let file = ConfigFile::read(&toml).unwrap();
+        let c = resolve(
+            &demo(),
+            &Overlay {
+                file: Some(file),
+                sets: vec![],
+            },
+        )
+        .unwrap();
+        assert_eq!((c.records, c.ratio), (9, 0.25));
+        assert_eq!(c.strategies, vec!["UM".parse().unwrap()]);
+        std::fs::write(&json, "[1, 2]").unwrap();
+        assert!(ConfigFile::read(&json).is_err());
+    }
+
+    #[test]
+    fn assignment_needs_an_equals_sign() {
+        assert_eq!(parse_assignment("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+        assert_eq!(parse_assignment("a=").unwrap(), ("a".into(), "".into()));
+        assert!(parse_assignment("novalue").is_err());
+        assert!(parse_assignment("=5").is_err());
+    }
+
+    #[test]
+    fn help_and_fields_must_agree() {
+        #[derive(Clone, Serialize, Deserialize)]
+        struct Undocumented {
+            a: u32,
+            b: u32,
+        }
+        impl Config for Undocumented {
+            fn help() -> Vec<KeyHelp> {
+                vec![("a", "documented")]
+            }
+        }
+        let e = keys(&Undocumented { a: 1, b: 2 }).unwrap_err().to_string();
+        assert!(e.contains("`b`"), "{e}");
+    }
+
+    #[test]
+    fn display_value_is_the_set_syntax() {
+        let map = to_map(&demo()).unwrap();
+        assert_eq!(display_value(&map["strategies"]), "Eager,UM+F");
+        assert_eq!(display_value(&map["sizes"]), "0.001,0.5");
+        assert_eq!(display_value(&map["name"]), "chicago");
+        assert_eq!(type_name(&map["ratio"]), "number");
+        assert_eq!(type_name(&map["records"]), "integer");
+    }
+}

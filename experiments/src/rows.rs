@@ -1,0 +1,100 @@
+//! What a run produces: tidy rows (one flat record per measured cell) and notes.
+
+/// One tidy record: string dimensions plus numeric measures, flat.
+pub type Row = serde_json::Map<String, serde_json::Value>;
+
+/// Builds a [`Row`] and refuses non-finite numbers (serde_json would silently write `null`).
+///
+/// ```
+/// use lsmlab::rows::RowBuilder;
+/// let row = RowBuilder::new().str("strategy", "UM+F").int("flushes", 3u64).num("update_ms", 1.5).build();
+/// assert_eq!(row["flushes"], 3);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct RowBuilder {
+    row: Row,
+}
+
+impl RowBuilder {
+    pub fn new() -> Self {
+        RowBuilder::default()
+    }
+
+    pub fn str(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.row
+            .insert(key.to_string(), serde_json::Value::String(value.into()));
+        self
+    }
+
+    /// Any integer type (`u64`, `i64`, `usize`, `u32`, ...).
+    pub fn int(mut self, key: &str, value: impl Into<serde_json::Number>) -> Self {
+        self.row
+            .insert(key.to_string(), serde_json::Value::Number(value.into()));
+        self
+    }
+
+    /// Panics, naming the key, if `value` is NaN or infinite: a measure that is not a number is a
+    /// bug in the experiment (a 0/0 ratio must become an explicit 0 or an absent field with a note).
+    pub fn num(mut self, key: &str, value: f64) -> Self {
+        let number = serde_json::Number::from_f64(value)
+            .unwrap_or_else(|| panic!("row field `{key}` is not a finite number: {value}"));
+        self.row
+            .insert(key.to_string(), serde_json::Value::Number(number));
+        self
+    }
+
+    /// Like [`RowBuilder::num`], but leaves the field out when `value` is `None`.
+    pub fn opt_num(self, key: &str, value: Option<f64>) -> Self {
+        match value {
+            Some(v) => self.num(key, v),
+            None => self,
+        }
+    }
+
+    pub fn bool(mut self, key: &str, value: bool) -> Self {
+        self.row.insert(key.to_string(), serde_json::Value::Bool(value));
+        self
+    }
+
+    pub fn build(self) -> Row {
+        self.row
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunOutput {
+    pub rows: Vec<Row>,
+    /// Anything a reader must know to interpret the rows (engine limits, substitutions, ...).
+    pub notes: Vec<String>,
+    /// Settings the run derived from its config (not inputs: `--config` ignores them). The result
+    /// file records them under `config.derived`.
+    pub extra_config: serde_json::Map<String, serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_builder_keeps_types() {
+        let row = RowBuilder::new()
+            .str("dataset", "chicago")
+            .int("flushes", 3u64)
+            .int("delta", -2i64)
+            .num("update_ms", 1.25)
+            .opt_num("absent", None)
+            .bool("ok", true)
+            .build();
+        assert_eq!(
+            serde_json::to_string(&row).unwrap(),
+            r#"{"dataset":"chicago","delta":-2,"flushes":3,"ok":true,"update_ms":1.25}"#
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "update_ms")]
+    fn row_builder_panics_on_nan_naming_the_key() {
+        let _ = RowBuilder::new().num("update_ms", f64::NAN);
+    }
+}
