@@ -21,10 +21,11 @@ SET_ARGS = $(foreach kv,$(SET),--set $(kv))
 RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_ARGS)
 PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
 
-# Experiments with their own target (run + figures). Add new experiments here.
-EXPERIMENT_TARGETS = rum-update rum-query rum-mixed rum-tuning rum-concurrency
+# Papers; experiments are registered in experiments/src/registry.rs only, each named
+# <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
+PAPERS = rum leaper diol oep7
 
-.PHONY: all build test bench plot report clean-results rum leaper diol oep7 $(EXPERIMENT_TARGETS)
+.PHONY: all build test bench plot report clean-results $(PAPERS)
 
 all: build
 	@set -e; names="$$($(LSMLAB) list --names)"; \
@@ -59,13 +60,25 @@ plot: build
 report: build
 	$(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --out $(REPORT)
 
-# One experiment: run it at $(SCALE), then render the figures of that scale.
-$(EXPERIMENT_TARGETS): build
-	$(RUN) $@
-	$(PLOT)
+# One experiment: run it at $(SCALE), then render the figures of that scale. One pattern rule per
+# paper prefix; the recipe refuses a name that `lsmlab list --names` does not print.
+define run-one-experiment
+@$(LSMLAB) list --names | grep -qx '$@' || { echo "no experiment called $@ (see: $(LSMLAB) list)" >&2; exit 1; }
+$(RUN) $@
+$(PLOT)
+endef
+
+rum-%: build
+	$(run-one-experiment)
+leaper-%: build
+	$(run-one-experiment)
+diol-%: build
+	$(run-one-experiment)
+oep7-%: build
+	$(run-one-experiment)
 
 # One paper: every experiment whose name starts with the paper's prefix.
-rum leaper diol oep7: build
+$(PAPERS): build
 	@set -e; names="$$($(LSMLAB) list --names | grep '^$@-' || true)"; \
 	if [ -z "$$names" ]; then echo "no $@ experiments exist yet (see: $(LSMLAB) list)" >&2; exit 1; fi; \
 	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done

@@ -42,6 +42,8 @@ fn every_command_has_help() {
         "--columns",
         "--skip-malformed",
         "--quiet",
+        "--config",
+        "--print-config",
     ] {
         assert!(run_help.contains(option), "run --help lacks {option}");
     }
@@ -129,4 +131,79 @@ fn every_registered_experiment_lists_its_params() {
             );
         }
     }
+}
+
+#[test]
+fn print_config_prints_the_effective_config_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let args = [
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--out",
+        out_dir,
+        "--print-config",
+        "--set",
+        "vacuum_threshold=16",
+        "--set",
+        "strategies=UM,UM+F",
+    ];
+    let out = lsmlab(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let config: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(config["vacuum_threshold"], 16);
+    assert_eq!(config["strategies"], serde_json::json!(["UM", "UM+F"]));
+    assert_eq!(config["records"], 20_000, "the tiny default");
+    assert_eq!(config["profile"], "nvme");
+    assert!(!dir.path().join("tiny").exists(), "--print-config ran the experiment");
+
+    // printed -> file -> --config: the same config, in JSON and in TOML
+    let json = dir.path().join("update.json");
+    std::fs::write(&json, stdout(&out)).unwrap();
+    let again = lsmlab(&["run", "rum-update", "--print-config", "--config", json.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&again)).unwrap(), config);
+
+    let toml = dir.path().join("update.toml");
+    std::fs::write(&toml, "vacuum_threshold = 16\nstrategies = [\"UM\", \"UM+F\"]\nrecords = 20_000\n").unwrap();
+    let from_toml = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--config",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(from_toml.status.success(), "{}", stderr(&from_toml));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&from_toml)).unwrap(), config);
+}
+
+#[test]
+fn out_of_range_and_unknown_values_are_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    for (set, needles) in [
+        ("vacuum_threshold=4294967297", &["vacuum_threshold", "4294967297", "0 to 4294967295"][..]),
+        ("records=-1", &["records", "-1"]),
+        ("profile=floppy", &["profile", "floppy", "sata-ssd"]),
+        ("merge_policy=leveled", &["merge_policy", "leveled", "prefix"]),
+        ("vacuum_thresold=8", &["vacuum_thresold", "vacuum_threshold"]),
+    ] {
+        let out = lsmlab(&["run", "rum-update", "--scale", "tiny", "--out", out_dir, "--set", set]);
+        assert_eq!(out.status.code(), Some(1), "{set} was accepted");
+        let err = stderr(&out);
+        assert!(err.starts_with("error: "), "{err}");
+        for needle in needles {
+            assert!(err.contains(needle), "{set}: `{err}` lacks `{needle}`");
+        }
+    }
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"vacuum_threshold": 8, "threads": [1]}"#).unwrap();
+    let out = lsmlab(&["run", "rum-update", "--scale", "tiny", "--out", out_dir, "--config", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("bad.json") && stderr(&out).contains("`threads`"), "{}", stderr(&out));
+    assert!(!dir.path().join("tiny").exists());
 }

@@ -171,3 +171,75 @@ fn rum_concurrency_checks_against_a_replay_and_reports_each_thread_count() {
         .iter()
         .all(|r| r["um_entries_final"] == um[0]["um_entries_final"]));
 }
+
+/// The counted fields of the rows (timings are measured, not counted).
+fn counted(rows: &[serde_json::Map<String, Value>]) -> Vec<serde_json::Map<String, Value>> {
+    rows.iter()
+        .map(|r| {
+            r.iter()
+                .filter(|(k, _)| !(k.ends_with("_ms") || k.ends_with("_us") || k.ends_with("_ops_s")))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+fn config(out: &Path, experiment: &str) -> Value {
+    let text = std::fs::read_to_string(out.join("tiny").join(format!("{experiment}.json"))).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["config"].clone()
+}
+
+#[test]
+fn a_printed_config_or_a_result_file_repeats_the_run() {
+    let sets = [
+        "records=2000",
+        "memory_pages=8",
+        "datasets=berlinmod",
+        "strategies=Validation,UM+FMBV",
+        "vacuum_threshold=4",
+    ];
+    let (a, b, c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let out = run("rum-update", a.path(), &sets);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let mut print = Command::new(env!("CARGO_BIN_EXE_lsmlab"));
+    print.args(["run", "rum-update", "--scale", "tiny", "--print-config"]);
+    for s in sets {
+        print.args(["--set", s]);
+    }
+    let printed = print.output().unwrap();
+    assert!(printed.status.success());
+    let file = a.path().join("printed.json");
+    std::fs::write(&file, &printed.stdout).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&printed.stdout).unwrap(),
+        config(a.path(), "rum-update"),
+        "a result's config is the printed config"
+    );
+
+    let with_config = |config: &Path, out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+            .args(["run", "rum-update", "--scale", "tiny", "--quiet", "--config"])
+            .arg(config)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = with_config(&file, b.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result_file = a.path().join("tiny/rum-update.json");
+    let out = with_config(&result_file, c.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for dir in [&b, &c] {
+        assert_eq!(config(dir.path(), "rum-update"), config(a.path(), "rum-update"));
+        assert_eq!(
+            counted(&rows(dir.path(), "rum-update")),
+            counted(&rows(a.path(), "rum-update"))
+        );
+    }
+}
