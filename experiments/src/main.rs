@@ -216,7 +216,8 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         data,
     };
     if args.print_config {
-        let config = runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;
+        let config =
+            runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;
         println!("{}", serde_json::to_string_pretty(&config)?);
         return Ok(());
     }

@@ -64,9 +64,10 @@ mod tests {
     fn names_carry_a_paper_prefix_the_makefile_knows() {
         for e in all() {
             assert!(
-                PAPER_PREFIXES
-                    .iter()
-                    .any(|p| e.name().strip_prefix(p).is_some_and(|rest| rest.len() > 1 && rest.starts_with('-'))),
+                PAPER_PREFIXES.iter().any(|p| e
+                    .name()
+                    .strip_prefix(p)
+                    .is_some_and(|rest| rest.len() > 1 && rest.starts_with('-'))),
                 "{} has no paper prefix",
                 e.name()
             );
@@ -77,7 +78,9 @@ mod tests {
     fn every_experiment_documents_its_keys_and_its_defaults_validate() {
         for e in all() {
             for scale in crate::scale::Scale::ALL {
-                let keys = e.keys(scale).unwrap_or_else(|err| panic!("{} at {scale}: {err:#}", e.name()));
+                let keys = e
+                    .keys(scale)
+                    .unwrap_or_else(|err| panic!("{} at {scale}: {err:#}", e.name()));
                 let config = e
                     .resolve(scale, &crate::config::Overlay::default())
                     .unwrap_or_else(|err| panic!("{} at {scale}: {err:#}", e.name()));

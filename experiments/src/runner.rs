@@ -16,7 +16,11 @@ use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, ResultFile
 
 /// The effective config of `experiment` at `scale` under `overlay` (`--config`, then `--set`),
 /// checked for type and range: what `--print-config` prints and a result's `config` records.
-pub fn resolve_config(experiment: &dyn Experiment, scale: Scale, overlay: &Overlay) -> anyhow::Result<ConfigMap> {
+pub fn resolve_config(
+    experiment: &dyn Experiment,
+    scale: Scale,
+    overlay: &Overlay,
+) -> anyhow::Result<ConfigMap> {
     let config = experiment
         .resolve(scale, overlay)
         .with_context(|| format!("experiment `{}` at scale {scale}", experiment.name()))?;
@@ -118,7 +122,10 @@ pub fn run_with(
 
     let mut config = resolved;
     if !output.extra_config.is_empty() {
-        config.insert(DERIVED_KEY.to_string(), serde_json::Value::Object(output.extra_config));
+        config.insert(
+            DERIVED_KEY.to_string(),
+            serde_json::Value::Object(output.extra_config),
+        );
     }
     if !data.is_empty() {
         config.insert(DATA_KEY.to_string(), serde_json::to_value(&data)?);
@@ -455,8 +462,12 @@ mod tests {
         // the whole result file as --config (its `derived` is an output, ignored)
         let req = request(&dir.path().join("b"), &[]);
         let file = ConfigFile::read(&first).unwrap();
-        assert_eq!(resolve_config(&FAKE, Scale::Tiny, &req.overlay(Some(&file))).unwrap(), expected);
-        let again = ResultFile::read(&run_with(&FAKE, &req, Some(&file), &Progress::silent()).unwrap()).unwrap();
+        assert_eq!(
+            resolve_config(&FAKE, Scale::Tiny, &req.overlay(Some(&file))).unwrap(),
+            expected
+        );
+        let again =
+            ResultFile::read(&run_with(&FAKE, &req, Some(&file), &Progress::silent()).unwrap()).unwrap();
         assert_eq!(again.config, recorded.config);
         assert_eq!(again.rows, recorded.rows);
 

@@ -157,17 +157,33 @@ fn print_config_prints_the_effective_config_and_runs_nothing() {
     assert_eq!(config["strategies"], serde_json::json!(["UM", "UM+F"]));
     assert_eq!(config["records"], 20_000, "the tiny default");
     assert_eq!(config["profile"], "nvme");
-    assert!(!dir.path().join("tiny").exists(), "--print-config ran the experiment");
+    assert!(
+        !dir.path().join("tiny").exists(),
+        "--print-config ran the experiment"
+    );
 
     // printed -> file -> --config: the same config, in JSON and in TOML
     let json = dir.path().join("update.json");
     std::fs::write(&json, stdout(&out)).unwrap();
-    let again = lsmlab(&["run", "rum-update", "--print-config", "--config", json.to_str().unwrap()]);
+    let again = lsmlab(&[
+        "run",
+        "rum-update",
+        "--print-config",
+        "--config",
+        json.to_str().unwrap(),
+    ]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&again)).unwrap(), config);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout(&again)).unwrap(),
+        config
+    );
 
     let toml = dir.path().join("update.toml");
-    std::fs::write(&toml, "vacuum_threshold = 16\nstrategies = [\"UM\", \"UM+F\"]\nrecords = 20_000\n").unwrap();
+    std::fs::write(
+        &toml,
+        "vacuum_threshold = 16\nstrategies = [\"UM\", \"UM+F\"]\nrecords = 20_000\n",
+    )
+    .unwrap();
     let from_toml = lsmlab(&[
         "run",
         "rum-update",
@@ -178,7 +194,10 @@ fn print_config_prints_the_effective_config_and_runs_nothing() {
         toml.to_str().unwrap(),
     ]);
     assert!(from_toml.status.success(), "{}", stderr(&from_toml));
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&from_toml)).unwrap(), config);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout(&from_toml)).unwrap(),
+        config
+    );
 }
 
 #[test]
@@ -186,13 +205,25 @@ fn out_of_range_and_unknown_values_are_refused_before_running() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_str().unwrap();
     for (set, needles) in [
-        ("vacuum_threshold=4294967297", &["vacuum_threshold", "4294967297", "0 to 4294967295"][..]),
+        (
+            "vacuum_threshold=4294967297",
+            &["vacuum_threshold", "4294967297", "0 to 4294967295"][..],
+        ),
         ("records=-1", &["records", "-1"]),
         ("profile=floppy", &["profile", "floppy", "sata-ssd"]),
         ("merge_policy=leveled", &["merge_policy", "leveled", "prefix"]),
         ("vacuum_thresold=8", &["vacuum_thresold", "vacuum_threshold"]),
     ] {
-        let out = lsmlab(&["run", "rum-update", "--scale", "tiny", "--out", out_dir, "--set", set]);
+        let out = lsmlab(&[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--out",
+            out_dir,
+            "--set",
+            set,
+        ]);
         assert_eq!(out.status.code(), Some(1), "{set} was accepted");
         let err = stderr(&out);
         assert!(err.starts_with("error: "), "{err}");
@@ -202,8 +233,21 @@ fn out_of_range_and_unknown_values_are_refused_before_running() {
     }
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"vacuum_threshold": 8, "threads": [1]}"#).unwrap();
-    let out = lsmlab(&["run", "rum-update", "--scale", "tiny", "--out", out_dir, "--config", bad.to_str().unwrap()]);
+    let out = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--out",
+        out_dir,
+        "--config",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("bad.json") && stderr(&out).contains("`threads`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bad.json") && stderr(&out).contains("`threads`"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!dir.path().join("tiny").exists());
 }

@@ -90,10 +90,9 @@ pub const DERIVED_KEY: &str = "derived";
 impl ConfigFile {
     /// Reads `path`: TOML when its name ends in `.toml`, JSON otherwise.
     pub fn read(path: &Path) -> anyhow::Result<ConfigFile> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-        let is_toml = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
         let value: Value = if is_toml {
             toml::from_str(&text).with_context(|| format!("parsing {} as TOML", path.display()))?
         } else {
@@ -111,7 +110,10 @@ impl ConfigFile {
         if values.get("schema").and_then(Value::as_str).is_some() {
             match values.remove("config") {
                 Some(Value::Object(config)) => values = config,
-                _ => bail!("config {}: a result file without a `config` object", path.display()),
+                _ => bail!(
+                    "config {}: a result file without a `config` object",
+                    path.display()
+                ),
             }
         }
         let data = match values.remove(DATA_KEY) {
@@ -160,9 +162,9 @@ pub fn keys<C: Config>(defaults: &C) -> anyhow::Result<Vec<KeyInfo>> {
         if out.iter().any(|k: &KeyInfo| k.key == key) {
             bail!("config key `{key}` has help twice (a bug in the experiment)");
         }
-        let default = map
-            .get(key)
-            .ok_or_else(|| anyhow!("config help names `{key}`, which is no field (a bug in the experiment)"))?;
+        let default = map.get(key).ok_or_else(|| {
+            anyhow!("config help names `{key}`, which is no field (a bug in the experiment)")
+        })?;
         out.push(KeyInfo {
             key,
             default: default.clone(),
@@ -202,8 +204,8 @@ pub fn resolve<C: Config>(defaults: &C, overlay: &Overlay) -> anyhow::Result<C> 
     for arg in &overlay.sets {
         let (key, raw) = parse_assignment(arg)?;
         let guide = base.get(&key).ok_or_else(|| unknown(&key))?;
-        let value =
-            parse_like(guide, &raw).map_err(|expected| anyhow!("parameter `{key}`: cannot use `{raw}`: {expected}"))?;
+        let value = parse_like(guide, &raw)
+            .map_err(|expected| anyhow!("parameter `{key}`: cannot use `{raw}`: {expected}"))?;
         map.insert(key.clone(), value);
         touched.push(key);
     }
@@ -222,12 +224,21 @@ pub fn from_map<C: Config>(map: &ConfigMap) -> anyhow::Result<C> {
 
 /// Finds the key whose new value does not fit its type, by trying each changed key alone on the
 /// defaults: serde reports what was wrong, not where (flattened structs lose the path).
-fn blame<C: Config>(base: &ConfigMap, map: &ConfigMap, touched: &[String], whole: serde_json::Error) -> anyhow::Error {
+fn blame<C: Config>(
+    base: &ConfigMap,
+    map: &ConfigMap,
+    touched: &[String],
+    whole: serde_json::Error,
+) -> anyhow::Error {
     for key in touched {
         let mut one = base.clone();
         one.insert(key.clone(), map[key].clone());
         if let Err(e) = serde_json::from_value::<C>(Value::Object(one)) {
-            return anyhow!("parameter `{key}` = `{}`: {}", display_value(&map[key]), explain(&e));
+            return anyhow!(
+                "parameter `{key}` = `{}`: {}",
+                display_value(&map[key]),
+                explain(&e)
+            );
         }
     }
     anyhow!("the config does not fit the experiment: {}", explain(&whole))
@@ -450,7 +461,12 @@ mod tests {
 
         fn validate(&self) -> anyhow::Result<()> {
             check("threshold", self.threshold, self.threshold >= 1, "at least 1")?;
-            check_items("sizes", &self.sizes, |s| *s > 0.0 && *s <= 1.0, "fractions in (0, 1]")?;
+            check_items(
+                "sizes",
+                &self.sizes,
+                |s| *s > 0.0 && *s <= 1.0,
+                "fractions in (0, 1]",
+            )?;
             self.storage.validate()
         }
     }
@@ -559,7 +575,10 @@ mod tests {
             "{e}"
         );
         let e = err(&["records=-3"]);
-        assert!(e.contains("`records`") && e.contains("-3") && e.contains("from 0 to"), "{e}");
+        assert!(
+            e.contains("`records`") && e.contains("-3") && e.contains("from 0 to"),
+            "{e}"
+        );
         let e = err(&["records=99999999999999999999999"]);
         assert!(e.contains("records") && e.contains("integer"), "{e}");
     }
@@ -567,15 +586,27 @@ mod tests {
     #[test]
     fn choices_and_ranges_name_the_choices() {
         let e = err(&["device=tape"]);
-        assert!(e.contains("device") && e.contains("tape") && e.contains("mem"), "{e}");
+        assert!(
+            e.contains("device") && e.contains("tape") && e.contains("mem"),
+            "{e}"
+        );
         let e = err(&["profile=floppy"]);
-        assert!(e.contains("profile") && e.contains("floppy") && e.contains("sata-ssd"), "{e}");
+        assert!(
+            e.contains("profile") && e.contains("floppy") && e.contains("sata-ssd"),
+            "{e}"
+        );
         let e = err(&["strategies=Eager,UM+Q"]);
         assert!(e.contains("strategies") && e.contains("UM+Q"), "{e}");
         let e = err(&["threshold=0"]);
-        assert!(e.contains("threshold") && e.contains("`0`") && e.contains("at least 1"), "{e}");
+        assert!(
+            e.contains("threshold") && e.contains("`0`") && e.contains("at least 1"),
+            "{e}"
+        );
         let e = err(&["sizes=0.5,2"]);
-        assert!(e.contains("sizes") && e.contains("`2`") && e.contains("(0, 1]"), "{e}");
+        assert!(
+            e.contains("sizes") && e.contains("`2`") && e.contains("(0, 1]"),
+            "{e}"
+        );
         let e = err(&["page_size=100"]);
         assert!(e.contains("page_size") && e.contains("100"), "{e}");
     }
@@ -629,7 +660,11 @@ mod tests {
     fn a_whole_result_file_gives_its_config_and_toml_reads_too() {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("r.json");
-        std::fs::write(&json, r#"{"schema": "lsmlab.result/1", "config": {"records": 7}}"#).unwrap();
+        std::fs::write(
+            &json,
+            r#"{"schema": "lsmlab.result/1", "config": {"records": 7}}"#,
+        )
+        .unwrap();
         assert_eq!(ConfigFile::read(&json).unwrap().values["records"], 7);
         let toml = dir.path().join("c.toml");
         std::fs::write(&toml, "records = 9\nstrategies = [\"UM\"]\nratio = 0.25\n").unwrap();

@@ -51,8 +51,14 @@ impl StorageConfig {
     pub const HELP: [KeyHelp; 5] = [
         ("page_size", "page size in bytes (the RUM-tree authors ran 2 KiB)"),
         ("cache_pages", "buffer cache capacity in pages"),
-        ("device", "mem (counted, in memory) or file (real checksummed files)"),
-        ("file_dir", "directory for device=file (default: the system temp dir)"),
+        (
+            "device",
+            "mem (counted, in memory) or file (real checksummed files)",
+        ),
+        (
+            "file_dir",
+            "directory for device=file (default: the system temp dir)",
+        ),
         ("profile", "device profile for modelled time: nvme, sata-ssd, hdd"),
     ];
 

@@ -130,7 +130,12 @@ mod tests {
         let s = r.summary();
         assert_eq!(s.count, 1000);
         assert!((s.mean_us - 500.5).abs() < 1e-9, "{s:?}");
-        for (got, want) in [(s.p50_us, 500.0), (s.p95_us, 950.0), (s.p99_us, 990.0), (s.p99_9_us, 999.0)] {
+        for (got, want) in [
+            (s.p50_us, 500.0),
+            (s.p95_us, 950.0),
+            (s.p99_us, 990.0),
+            (s.p99_9_us, 999.0),
+        ] {
             assert!((got - want).abs() <= want * 1e-3, "{got} vs {want}");
         }
         assert!((s.max_us - 1000.0).abs() <= 1.0, "{s:?}");

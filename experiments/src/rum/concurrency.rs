@@ -4,7 +4,7 @@
 //! single-threaded replay of the same stream, and the run fails if they differ.
 
 use super::{check_strategies, IndexConfig, Testbed, PAPER};
-use crate::config::{StorageConfig, self, check_items, Config, KeyHelp};
+use crate::config::{self, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
 use crate::rum::report as rr;

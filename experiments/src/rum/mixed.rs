@@ -3,7 +3,7 @@
 //! throughput and latency percentiles of both kinds of operation.
 
 use super::{apply, check_strategies, ms, IndexConfig, PAPER, STRATEGIES_HELP};
-use crate::config::{StorageConfig, self, check, check_items, Config, KeyHelp};
+use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
@@ -246,10 +246,7 @@ impl TypedExperiment for RumMixed {
                                 .int("page_writes", io.page_writes)
                                 .int("flushes", st.rtree.flushes)
                                 .int("merges", st.rtree.merges)
-                                .num(
-                                    "modelled_ms",
-                                    ms(elapsed) + bed.storage.modelled_io_ms(io),
-                                )
+                                .num("modelled_ms", ms(elapsed) + bed.storage.modelled_io_ms(io))
                                 .build(),
                         );
                     }

@@ -192,14 +192,24 @@ impl IndexConfig {
 
     /// Range checks.
     pub fn validate(&self) -> anyhow::Result<()> {
-        check("memory_pages", self.memory_pages, self.memory_pages >= 1, "at least 1 page")?;
+        check(
+            "memory_pages",
+            self.memory_pages,
+            self.memory_pages >= 1,
+            "at least 1 page",
+        )?;
         check(
             "max_mergeable_pages",
             self.max_mergeable_pages,
             self.max_mergeable_pages >= 1,
             "at least 1 page",
         )?;
-        check("tolerance", self.tolerance, self.tolerance >= 2, "at least 2 components")?;
+        check(
+            "tolerance",
+            self.tolerance,
+            self.tolerance >= 2,
+            "at least 2 components",
+        )?;
         check(
             "buffered_threshold",
             self.buffered_threshold,
@@ -249,7 +259,6 @@ impl IndexConfig {
         Testbed::new(storage, self.spatial_config(strategy, data))
     }
 
-
     /// The datasets of a run: the synthetic ones named in `datasets`, then every `--data` file.
     pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
         let mut out = Vec::new();
@@ -260,7 +269,8 @@ impl IndexConfig {
             } else {
                 self.records
             };
-            ctx.progress.message(format!("generating {dataset} ({n} records)"));
+            ctx.progress
+                .message(format!("generating {dataset} ({n} records)"));
             let t = lsmlab_workloads::generate(dataset.as_str(), n, ctx.seed)
                 .with_context(|| format!("generating {dataset}"))?;
             out.push(t);
@@ -284,7 +294,8 @@ pub fn modelled_note(storage: &StorageConfig, field: &str) -> String {
         storage.device.as_str(),
         match storage.device {
             DeviceKind::Mem => "is CPU time only (pages live in memory)",
-            DeviceKind::File => "already includes real file I/O, so modelled_ms counts I/O twice; compare total_ms",
+            DeviceKind::File =>
+                "already includes real file I/O, so modelled_ms counts I/O twice; compare total_ms",
         }
     )
 }
@@ -415,7 +426,10 @@ mod tests {
     #[test]
     fn thresholds_keep_their_width() {
         let e = format!("{:#}", resolve(&["vacuum_threshold=4294967297"]).unwrap_err());
-        assert!(e.contains("vacuum_threshold") && e.contains("0 to 4294967295"), "{e}");
+        assert!(
+            e.contains("vacuum_threshold") && e.contains("0 to 4294967295"),
+            "{e}"
+        );
         let c = resolve(&["vacuum_threshold=4294967295", "buffered_threshold=70_000"]).unwrap();
         let cfg = c.index.spatial_config(
             Strategy::Eager,
@@ -437,7 +451,10 @@ mod tests {
             ("page_size=128", "between 256"),
         ] {
             let e = format!("{:#}", resolve(&[set]).unwrap_err());
-            assert!(e.contains(set.split('=').next().unwrap()) && e.contains(needle), "{set}: {e}");
+            assert!(
+                e.contains(set.split('=').next().unwrap()) && e.contains(needle),
+                "{set}: {e}"
+            );
         }
     }
 

@@ -3,7 +3,7 @@
 //! strategies return different result sets.
 
 use super::{check_strategies, ingest, IndexConfig, PAPER, STRATEGIES_HELP};
-use crate::config::{StorageConfig, self, check, check_items, Config, KeyHelp};
+use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
@@ -194,8 +194,7 @@ impl TypedExperiment for RumQuery {
              ({} pages). Query boxes are squares of side s x the extent's width/height, centred on \
              points drawn from the data; every strategy answered the same {} queries per selectivity \
              with identical result sets (checked).",
-            cfg.storage.cache_pages,
-            nq
+            cfg.storage.cache_pages, nq
         ));
         notes.push(format!(
             "avg_modelled_us = measured query time + counted page reads x the {} profile.",

@@ -6,7 +6,7 @@
 
 use super::query::query_boxes;
 use super::{ingest, ms, IndexConfig, Testbed, PAPER};
-use crate::config::{StorageConfig, check, check_items, Config, KeyHelp};
+use crate::config::{check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -158,8 +158,7 @@ impl TypedExperiment for RumTuning {
             "Sweeping one threshold keeps the other at its configured value (buffered_threshold={}, \
              vacuum_threshold={}). Query time is the mean of {nq} queries of side {sel} x the extent after \
              ingesting the whole stream.",
-            p.buffered_threshold,
-            p.vacuum_threshold
+            p.buffered_threshold, p.vacuum_threshold
         ));
         notes.extend(rr::tuning_observations(&rows));
         Ok(RunOutput {

@@ -2,8 +2,8 @@
 //! Figure 5 breakdown into update / flush / merge time, Table 1's flush and merge counts, Table 2's
 //! maximum Update Memo size).
 
-use super::{check_strategies, ingest, modelled_note, ms, IndexConfig, STRATEGIES_HELP, PAPER};
-use crate::config::{StorageConfig, self, Config, KeyHelp};
+use super::{check_strategies, ingest, modelled_note, ms, IndexConfig, PAPER, STRATEGIES_HELP};
+use crate::config::{self, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
 use crate::rum::report as rr;
