@@ -251,3 +251,42 @@ fn out_of_range_and_unknown_values_are_refused_before_running() {
     );
     assert!(!dir.path().join("tiny").exists());
 }
+
+#[test]
+fn committed_results_are_accepted_by_config_with_the_same_keys() {
+    let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/small");
+    let names = stdout(&lsmlab(&["list", "--names"]));
+    let mut checked = 0;
+    for name in names.lines() {
+        let path = results.join(format!("{name}.json"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let recorded: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let out = lsmlab(&[
+            "run",
+            name,
+            "--scale",
+            "small",
+            "--print-config",
+            "--config",
+            path.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let printed: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let keys = |v: &serde_json::Value| {
+            let mut k: Vec<String> = v
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "data" | "derived"))
+                .cloned()
+                .collect();
+            k.sort();
+            k
+        };
+        assert_eq!(keys(&printed), keys(&recorded["config"]), "{name}");
+        checked += 1;
+    }
+    eprintln!("{checked} committed results checked");
+}

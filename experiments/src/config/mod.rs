@@ -197,7 +197,14 @@ pub fn resolve<C: Config>(defaults: &C, overlay: &Overlay) -> anyhow::Result<C> 
             if !base.contains_key(key) {
                 return Err(unknown(key)).with_context(|| format!("config {}", file.path.display()));
             }
-            map.insert(key.clone(), value.clone());
+            let value = coerce(&base[key], value).map_err(|expected| {
+                anyhow!(
+                    "config {}: parameter `{key}`: cannot use `{}`: {expected}",
+                    file.path.display(),
+                    display_value(value)
+                )
+            })?;
+            map.insert(key.clone(), value);
             touched.push(key.clone());
         }
     }
@@ -265,6 +272,24 @@ fn explain(e: &serde_json::Error) -> String {
         }
     }
     msg
+}
+
+/// A file's value where the default is a number or a bool but the file has text (result files
+/// written before configs were typed kept numeric lists as text, e.g. `"selectivities": ["0.001"]`):
+/// read as `--set` would read it. Other values pass unchanged, for serde to check.
+fn coerce(guide: &Value, value: &Value) -> Result<Value, String> {
+    match (guide, value) {
+        (Value::Number(_) | Value::Bool(_), Value::String(text)) => parse_like(guide, text),
+        (Value::Array(guides), Value::Array(items)) => match guides.first() {
+            Some(guide) => items
+                .iter()
+                .map(|item| coerce(guide, item).map_err(|e| format!("item `{}`: {e}", display_value(item))))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            None => Ok(value.clone()),
+        },
+        _ => Ok(value.clone()),
+    }
 }
 
 /// A JSON value in the form `--set` accepts, so that a printed default can be pasted back.
@@ -654,6 +679,36 @@ mod tests {
             .unwrap_err()
         );
         assert!(e.contains("demo.json") && e.contains("`nope`"), "{e}");
+    }
+
+    #[test]
+    fn numbers_written_as_text_by_older_results_are_read_like_set_values() {
+        let path = Path::new("old.json");
+        let file = ConfigFile::from_value(
+            path,
+            serde_json::json!({"sizes": ["0.25", "1"], "records": "1_000", "clean": "no", "name": "7"}),
+        )
+        .unwrap();
+        let overlay = Overlay {
+            file: Some(file),
+            sets: vec![],
+        };
+        let c = resolve(&demo(), &overlay).unwrap();
+        assert_eq!(
+            (c.sizes.as_slice(), c.records, c.clean),
+            (&[0.25, 1.0][..], 1000, false)
+        );
+        assert_eq!(c.name, "7");
+        let bad = ConfigFile::from_value(path, serde_json::json!({"sizes": ["0.25", "big"]})).unwrap();
+        let overlay = Overlay {
+            file: Some(bad),
+            sets: vec![],
+        };
+        let e = format!("{:#}", resolve(&demo(), &overlay).unwrap_err());
+        assert!(
+            e.contains("old.json") && e.contains("sizes") && e.contains("big"),
+            "{e}"
+        );
     }
 
     #[test]
