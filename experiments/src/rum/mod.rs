@@ -459,6 +459,16 @@ mod tests {
     }
 
     #[test]
+    fn serde_refuses_unknown_keys_beside_two_flattened_parts() {
+        let only = resolve(&[]).unwrap();
+        let mut map = config::to_map(&only).unwrap();
+        assert_eq!(config::from_map::<Only>(&map).unwrap(), only);
+        map.insert("vacuum_thresold".into(), serde_json::Value::from(8));
+        let e = config::from_map::<Only>(&map).unwrap_err().to_string();
+        assert!(e.contains("vacuum_thresold"), "{e}");
+    }
+
+    #[test]
     fn defaults_keep_the_authors_ratios() {
         for scale in Scale::ALL {
             let c = IndexConfig::defaults(scale);
