@@ -214,13 +214,13 @@ impl IndexConfig {
             "buffered_threshold",
             self.buffered_threshold,
             self.buffered_threshold >= 1,
-            "at least 1",
+            "an integer from 1 to 4294967295",
         )?;
         check(
             "vacuum_threshold",
             self.vacuum_threshold,
             self.vacuum_threshold >= 1,
-            "at least 1",
+            "an integer from 1 to 4294967295",
         )?;
         check(
             "bloom_fp",
@@ -428,6 +428,11 @@ mod tests {
         let e = format!("{:#}", resolve(&["vacuum_threshold=4294967297"]).unwrap_err());
         assert!(
             e.contains("vacuum_threshold") && e.contains("0 to 4294967295"),
+            "{e}"
+        );
+        let e = format!("{:#}", resolve(&["buffered_threshold=0"]).unwrap_err());
+        assert!(
+            e.contains("buffered_threshold") && e.contains("from 1 to 4294967295"),
             "{e}"
         );
         let c = resolve(&["vacuum_threshold=4294967295", "buffered_threshold=70_000"]).unwrap();
