@@ -265,3 +265,92 @@ impl MergeFilter for Annihilation<'_> {
         kept.into_iter().collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One merge input, newest first: its deleted keys (ascending) and its entries' oids (at most one
+    /// entry per object, as every Eager component holds).
+    type Input = (Vec<u64>, Vec<u64>);
+
+    /// The merge as a replay from the oldest input: deleted keys remove the live entry of their
+    /// object (annihilation) or are kept; entries replace older ones. Returns the surviving
+    /// (input, oid) pairs, the annihilation count and the kept deleted keys.
+    fn replay(inputs: &[Input], includes_oldest: bool) -> (Vec<(usize, u64)>, u64, Vec<u64>) {
+        let mut live: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut kept = BTreeSet::new();
+        let mut annihilated = 0;
+        for (i, (deleted, entries)) in inputs.iter().enumerate().rev() {
+            for oid in deleted {
+                if live.remove(oid).is_some() {
+                    annihilated += 1;
+                } else {
+                    kept.insert(*oid);
+                }
+            }
+            for &oid in entries {
+                live.insert(oid, i);
+            }
+        }
+        if includes_oldest {
+            kept.clear();
+        }
+        let mut survivors: Vec<(usize, u64)> = live.into_iter().map(|(oid, i)| (i, oid)).collect();
+        survivors.sort_unstable();
+        (survivors, annihilated, kept.into_iter().collect())
+    }
+
+    fn filtered(inputs: &[Input], includes_oldest: bool) -> (Vec<(usize, u64)>, u64, Vec<u64>) {
+        let mut eager = Eager::new(256, None);
+        let antimatter = inputs.iter().map(|(d, _)| d.clone()).collect();
+        let mut survivors = Vec::new();
+        let mut filter = eager.merge_filter(antimatter, includes_oldest);
+        for (i, (_, entries)) in inputs.iter().enumerate() {
+            for &oid in entries {
+                let e = SpatialEntry::new(Point::new(0.0, 0.0), oid, i as u64);
+                if filter.keep(i, &e).unwrap() {
+                    survivors.push((i, oid));
+                }
+            }
+        }
+        let kept = filter.finish();
+        survivors.sort_unstable();
+        (survivors, eager.cleaned.annihilated, kept)
+    }
+
+    fn input() -> impl Strategy<Value = Input> {
+        (
+            prop::collection::btree_set(0u64..12, 0..6),
+            prop::collection::btree_set(0u64..12, 0..8),
+        )
+            .prop_map(|(d, e)| (d.into_iter().collect(), e.into_iter().rev().collect()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// Seen newest first, one entry at a time, the filter keeps exactly the entries, counts
+        /// exactly the annihilations and keeps exactly the deleted keys of the replay.
+        #[test]
+        fn annihilation_filter_equals_the_replay_from_the_oldest(
+            inputs in prop::collection::vec(input(), 1..6),
+            includes_oldest in any::<bool>(),
+        ) {
+            prop_assert_eq!(filtered(&inputs, includes_oldest), replay(&inputs, includes_oldest));
+        }
+    }
+
+    #[test]
+    fn a_deletion_annihilates_once_and_the_nearest_touch_decides() {
+        // input 0 deletes 1 and 2; input 1 holds 1 (annihilated) and deletes 3; input 2 holds 1, 3.
+        let inputs: Vec<Input> = vec![(vec![1, 2], vec![]), (vec![3], vec![1]), (vec![], vec![1, 3])];
+        let (survivors, annihilated, kept) = filtered(&inputs, false);
+        assert_eq!(survivors, vec![]);
+        // (0, 1) annihilates input 1's entry; (1, 3) annihilates input 2's entry of 3; input 2's
+        // entry of 1 is replaced by input 1's (no annihilation); (0, 2) finds nothing and is kept.
+        assert_eq!(annihilated, 2);
+        assert_eq!(kept, vec![2]);
+        assert_eq!(filtered(&inputs, true).2, Vec::<u64>::new());
+    }
+}
