@@ -405,3 +405,27 @@ fn file_device_gives_the_same_answers_and_counts_as_memory() {
         assert!(counts[0].page_writes > 0);
     }
 }
+
+/// The Update Memo's audit holds after single-threaded streams under every cleaning variant, and
+/// the strategies without a memo have none and nothing to audit.
+#[test]
+fn update_memo_audit_holds_and_only_um_strategies_have_a_memo() {
+    let ops = random_ops(5, 2500);
+    for (name, strategy, tweak) in variants() {
+        let (mut index, _dev) = small_index(strategy, tweak);
+        check_stream(&name, &mut index, &ops);
+        assert_eq!(
+            index.update_memo().is_some(),
+            strategy.uses_update_memo(),
+            "{name}"
+        );
+        assert_eq!(
+            index.shared_update_memo().is_some(),
+            strategy.uses_update_memo(),
+            "{name}"
+        );
+        if let Err(why) = index.audit_update_memo().unwrap() {
+            panic!("{name}: {why}");
+        }
+    }
+}

@@ -1,13 +1,22 @@
 //! The LSM R-tree secondary index (key = location, value = object id) and its maintenance
-//! strategies: AsterixDB's Eager, Luo & Carey's Validation, and the LSM RUM-tree's Update Memo with
-//! its four cleaning switches.
+//! strategies, each a type behind one trait: AsterixDB's Eager, Luo & Carey's Validation, and the
+//! LSM RUM-tree's Update Memo with its four cleaning switches.
 
+mod component;
 mod concurrent;
+mod config;
+mod eager;
 mod index;
+mod maintenance;
+mod memo;
+mod stats;
 mod strategy;
 mod um;
+mod validation;
 
 pub use concurrent::ConcurrentRumTree;
-pub use index::{CleaningCounts, LsmRTree, QueryOutcome, SpatialConfig, SpatialStats};
+pub use config::SpatialConfig;
+pub use index::{LsmRTree, QueryOutcome};
+pub use stats::{CleaningCounts, SpatialStats};
 pub use strategy::{CleaningSwitches, ParseStrategyError, Strategy};
 pub use um::{cils, MemoState, UpdateMemo};

@@ -2,9 +2,18 @@
 //! print and parse exactly as the paper names them: `Eager`, `Validation`, `UM`, `UM+F`, `UM+M`,
 //! `UM+BV`, `UM+FMBV` (and any other combination of the four switches, e.g. `UM+FM`).
 
+use super::config::SpatialConfig;
+use super::eager::Eager;
+use super::maintenance::Maintenance;
+use super::memo::UpdateMemoMaintenance;
+use super::validation::Validation;
+use crate::btree::FixedValue;
+use crate::cache::BufferCache;
+use crate::lsm::LsmBTree;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// Which Update Memo cleaning strategies are on (Section 4 of the paper).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,6 +61,34 @@ impl Strategy {
 
     pub fn uses_update_memo(&self) -> bool {
         matches!(self, Strategy::UpdateMemo(_))
+    }
+
+    /// Builds this strategy's maintenance state from the configuration (its key indexes live in
+    /// `cache`).
+    pub(crate) fn maintenance(&self, cfg: &SpatialConfig, cache: &Arc<BufferCache>) -> Box<dyn Maintenance> {
+        fn key_index<V: FixedValue>(cfg: &SpatialConfig, cache: &Arc<BufferCache>) -> LsmBTree<V> {
+            LsmBTree::new(
+                cache.clone(),
+                cfg.key_index_budget_pages,
+                cfg.merge_policy,
+                cfg.bloom_fp,
+            )
+        }
+        match *self {
+            Strategy::Eager => Box::new(Eager::new(
+                cache.page_size(),
+                cfg.eager_primary_lookup.then(|| key_index(cfg, cache)),
+            )),
+            Strategy::Validation => Box::new(Validation::new(
+                key_index(cfg, cache),
+                cfg.validation_merge_repair,
+            )),
+            Strategy::UpdateMemo(switches) => Box::new(UpdateMemoMaintenance::new(
+                switches,
+                cfg.buffered_threshold,
+                cfg.vacuum_threshold,
+            )),
+        }
     }
 }
 

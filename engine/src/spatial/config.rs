@@ -1,0 +1,87 @@
+//! [`SpatialConfig`]: everything that shapes an [`super::LsmRTree`].
+
+use super::strategy::Strategy;
+use crate::geom::Rect;
+use crate::lsm::MergePolicyConfig;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Everything that shapes an [`LsmRTree`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpatialConfig {
+    pub strategy: Strategy,
+    /// The data extent; the Hilbert curve used to order flushes and merges spans it.
+    pub extent: Rect,
+    /// Flush when the memory component needs more than this many page-sized nodes.
+    pub memory_budget_pages: u64,
+    pub merge_policy: MergePolicyConfig,
+    /// Buffered Cleaning threshold (paper Section 4.1; the authors' default is 4).
+    pub buffered_threshold: u32,
+    /// Vacuum Cleaning threshold `th` (paper Section 4.2; the authors' default is 8).
+    pub vacuum_threshold: u32,
+    /// Eager only: look the old location up in an LSM primary index (timed) instead of taking it
+    /// from the stream, as the paper did when it excluded that lookup.
+    pub eager_primary_lookup: bool,
+    /// Validation only: drop obsolete entries during merges after checking them against the primary
+    /// key index (Luo & Carey's merge repair).
+    pub validation_merge_repair: bool,
+    /// Memory budget, in leaf pages, of the B+-tree key indexes (Validation's primary key index,
+    /// Eager's primary index). They are also flushed whenever the R-tree flushes, as AsterixDB flushes
+    /// every index of a dataset together.
+    pub key_index_budget_pages: u64,
+    /// Bloom filter false-positive rate of B+-tree components (AsterixDB default 0.01), or none.
+    pub bloom_fp: Option<f64>,
+}
+
+impl SpatialConfig {
+    /// The authors' settings, scaled: prefix policy with 5 tolerated components.
+    pub fn new(strategy: Strategy, extent: Rect, memory_budget_pages: u64) -> Self {
+        SpatialConfig {
+            strategy,
+            extent,
+            memory_budget_pages,
+            merge_policy: MergePolicyConfig::Prefix {
+                // the authors' ratio: ~1 GB mergeable components over a 128 MiB memory component
+                max_mergeable_pages: memory_budget_pages.saturating_mul(8),
+                max_tolerance_components: 5,
+            },
+            buffered_threshold: 4,
+            vacuum_threshold: 8,
+            eager_primary_lookup: false,
+            validation_merge_repair: true,
+            key_index_budget_pages: memory_budget_pages,
+            bloom_fp: Some(0.01),
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.memory_budget_pages == 0 {
+            return bad("memory_budget_pages must be at least 1".into());
+        }
+        if self.key_index_budget_pages == 0 {
+            return bad("key_index_budget_pages must be at least 1".into());
+        }
+        if self.buffered_threshold == 0 || self.vacuum_threshold == 0 {
+            return bad("cleaning thresholds must be at least 1".into());
+        }
+        if self.extent.is_empty() || !self.extent.width().is_finite() || !self.extent.height().is_finite() {
+            return bad(format!("extent {:?} is empty or not finite", self.extent));
+        }
+        if let Some(fp) = self.bloom_fp {
+            if !(fp > 0.0 && fp < 1.0) {
+                return bad(format!("bloom_fp {fp} must lie strictly between 0 and 1"));
+            }
+        }
+        if let MergePolicyConfig::Prefix {
+            max_tolerance_components,
+            ..
+        } = self.merge_policy
+        {
+            if max_tolerance_components < 2 {
+                return bad("the prefix policy needs a tolerance of at least 2 components".into());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! [`Maintenance`]: what a strategy of the LSM R-tree does to keep query answers right while objects
+//! move. The index ([`super::LsmRTree`]) owns the memory R-tree, the disk components and the clock;
+//! the strategy owns everything else (deleted keys, key indexes, the Update Memo) and is asked at
+//! each step: on a write, on a flush (which entries leave memory, what antimatter goes beside
+//! them), on a merge (a per-entry filter), and for each query candidate.
+//!
+//! The flush and merge hooks are shaped as the filters of a generic LSM executor: a per-entry
+//! keep/drop decision, plus antimatter that survives a merge unless it includes the oldest
+//! component.
+
+use super::component::SpatialComponent;
+use super::stats::CleaningCounts;
+use super::um::UpdateMemo;
+use crate::cache::BufferCache;
+use crate::geom::Point;
+use crate::lsm::LifecycleStats;
+use crate::rtree::{MemRTree, NodeId, SpatialEntry};
+use crate::Result;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Where a query candidate came from.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// The memory R-tree.
+    Memory,
+    /// A disk component; `newer` are the disk components newer than it (newest first).
+    Disk { newer: &'a [SpatialComponent] },
+}
+
+/// What a strategy reports beside the R-tree's own lifecycle.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MaintenanceStats {
+    /// The key index's flushes and merges and its lookups, if the strategy keeps one.
+    pub key_index: Option<(LifecycleStats, u64)>,
+    pub um_entries: u64,
+    pub um_max_entries: u64,
+    pub cleaned: CleaningCounts,
+}
+
+/// Every object's entry stamps in the index (memory and disk), by oid: what the UM audit checks.
+pub(crate) type ObjectStamps = BTreeMap<u64, Vec<u64>>;
+
+/// The per-entry filter of one merge, fed every entry of the merged components, newest component
+/// first and each component in scan order.
+pub(crate) trait MergeFilter {
+    /// Whether entry `e` of input `input` (0 = the newest merged component) goes into the output.
+    fn keep(&mut self, input: usize, e: &SpatialEntry) -> Result<bool>;
+
+    /// The antimatter (ascending oids) the merged component keeps, once every entry was seen.
+    fn finish(self: Box<Self>) -> Vec<u64>;
+}
+
+/// A filter that keeps every entry and carries no antimatter.
+pub(crate) struct KeepAll;
+
+impl MergeFilter for KeepAll {
+    fn keep(&mut self, _: usize, _: &SpatialEntry) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn finish(self: Box<Self>) -> Vec<u64> {
+        Vec::new()
+    }
+}
+
+/// Index maintenance of one strategy (see the module documentation). Writes receive the entry
+/// already stamped by the index's clock.
+pub(crate) trait Maintenance: Send {
+    /// A new object `e.oid` at `e.point`.
+    fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()>;
+
+    /// Object `e.oid` moved to `e.point`; `from` is its old location as the stream knows it.
+    fn update(&mut self, memory: &mut MemRTree, from: Option<Point>, e: SpatialEntry) -> Result<()>;
+
+    /// Object `oid` was deleted at `ts`; `from` as in [`Self::update`].
+    fn delete(&mut self, memory: &mut MemRTree, oid: u64, from: Option<Point>, ts: u64) -> Result<()>;
+
+    /// The Update Memo, for strategies that keep one (concurrent ingestion updates it directly).
+    fn update_memo(&self) -> Option<&Arc<UpdateMemo>> {
+        None
+    }
+
+    /// After an entry stamped by a concurrent caller entered memory leaf `leaf` (the caller has
+    /// updated the Update Memo itself).
+    fn after_external_insert(&mut self, _memory: &mut MemRTree, _leaf: NodeId) {}
+
+    /// Pages of the memory component beside the memory R-tree (Eager's deleted-key B+-tree).
+    fn memory_antimatter_pages(&self) -> u64 {
+        0
+    }
+
+    /// Whether memory holds antimatter to flush even when the memory R-tree is empty.
+    fn has_memory_antimatter(&self) -> bool {
+        false
+    }
+
+    /// A flush emptied the memory R-tree (its leaf ids are void from now on).
+    fn memory_drained(&mut self) {}
+
+    /// Clean Upon Flush: whether an entry leaving memory is written to the flushed component.
+    fn keep_on_flush(&mut self, _e: &SpatialEntry) -> bool {
+        true
+    }
+
+    /// Takes the memory component's antimatter for the flushed component, ascending oids.
+    fn take_memory_antimatter(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// Flushes the key indexes kept beside the R-tree (together with every R-tree flush, as
+    /// AsterixDB flushes every index of a dataset).
+    fn flush_key_indexes(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The filter of a merge whose inputs (newest first) carry `antimatter` (ascending oids each);
+    /// `includes_oldest` tells whether the oldest disk component is among them.
+    fn merge_filter<'a>(
+        &'a mut self,
+        antimatter: Vec<Vec<u64>>,
+        includes_oldest: bool,
+    ) -> Box<dyn MergeFilter + 'a>;
+
+    /// Whether query candidate `e` from `source` is fresh (the object's current entry); adds every
+    /// probe made to `lookups`.
+    fn is_fresh(
+        &self,
+        cache: &BufferCache,
+        source: Source<'_>,
+        e: &SpatialEntry,
+        lookups: &mut u64,
+    ) -> Result<bool>;
+
+    fn stats(&self) -> MaintenanceStats;
+
+    /// Checks the strategy's own bookkeeping against the index's contents, read by `stamps` only
+    /// if needed. The default has nothing to check.
+    fn audit(&self, _stamps: &dyn Fn() -> Result<ObjectStamps>) -> Result<std::result::Result<(), String>> {
+        Ok(Ok(()))
+    }
+}

@@ -1,0 +1,195 @@
+//! The LSM RUM-tree's strategy: blind inserts plus the Update Memo (Section 3), with the four
+//! cleaning switches of Section 4: Buffered and Vacuum Cleaning of memory leaves (Algorithm 4),
+//! Clean Upon Flush and Clean Upon Merge.
+
+use super::maintenance::{KeepAll, Maintenance, MaintenanceStats, MergeFilter, ObjectStamps, Source};
+use super::stats::CleaningCounts;
+use super::strategy::CleaningSwitches;
+use super::um::UpdateMemo;
+use crate::cache::BufferCache;
+use crate::geom::Point;
+use crate::rtree::{MemRTree, NodeId, SpatialEntry};
+use crate::Result;
+use std::sync::Arc;
+
+/// The Update Memo strategy's state: the memo (shared with concurrent ingesting threads), the
+/// switches and thresholds, and Vacuum Cleaning's counter and round-robin cursor.
+pub(crate) struct UpdateMemoMaintenance {
+    um: Arc<UpdateMemo>,
+    switches: CleaningSwitches,
+    /// Buffered Cleaning threshold (Section 4.1).
+    buffered_threshold: u32,
+    /// Vacuum Cleaning threshold `th` (Section 4.2).
+    vacuum_threshold: u32,
+    vacuum_counter: u32,
+    vacuum_cursor: Option<NodeId>,
+    cleaned: CleaningCounts,
+}
+
+impl UpdateMemoMaintenance {
+    pub fn new(switches: CleaningSwitches, buffered_threshold: u32, vacuum_threshold: u32) -> Self {
+        UpdateMemoMaintenance {
+            um: Arc::new(UpdateMemo::new()),
+            switches,
+            buffered_threshold,
+            vacuum_threshold,
+            vacuum_counter: 0,
+            vacuum_cursor: None,
+            cleaned: CleaningCounts::default(),
+        }
+    }
+
+    /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf` (Sections 4.1-4.2).
+    /// The paper counts updates; here every entry put into the memory R-tree counts, inserts of new
+    /// objects included, since in the LSM RUM-tree an update is an insert of the new version and a
+    /// stream's inserts are only each object's first record.
+    fn after_memory_insert(&mut self, memory: &mut MemRTree, leaf: NodeId) {
+        let um = &self.um;
+        // Under concurrent ingestion the leaf may have been split away or unlinked meanwhile.
+        let live = memory.is_live_leaf(leaf);
+        if self.switches.buffered && live && memory.bump_update_counter(leaf) >= self.buffered_threshold {
+            // Algorithm 4 on the leaf whose counter hit the threshold.
+            let n = memory.clean_leaf(leaf, |e| !um.is_obsolete(e.oid, e.ts), |e| um.release(e.oid));
+            self.cleaned.buffered += n as u64;
+        }
+        if self.switches.vacuum {
+            self.vacuum_counter += 1;
+            if self.vacuum_counter >= self.vacuum_threshold {
+                self.vacuum_counter = 0;
+                if let Some(next) = memory.next_leaf(self.vacuum_cursor) {
+                    let n = memory.clean_leaf(next, |e| !um.is_obsolete(e.oid, e.ts), |e| um.release(e.oid));
+                    self.cleaned.vacuum += n as u64;
+                    self.vacuum_cursor = Some(next);
+                }
+            }
+        }
+    }
+
+    /// Algorithm 4's test on one entry leaving memory or a merge: an obsolete entry is dropped and
+    /// released in the UM.
+    fn keep_fresh(um: &UpdateMemo, e: &SpatialEntry, dropped: &mut u64) -> bool {
+        if um.is_obsolete(e.oid, e.ts) {
+            um.release(e.oid);
+            *dropped += 1;
+            false
+        } else {
+            true
+        }
+    }
+}
+
+impl Maintenance for UpdateMemoMaintenance {
+    fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()> {
+        let leaf = memory.insert(e);
+        self.um.record_insert(e.oid, e.ts);
+        self.after_memory_insert(memory, leaf);
+        Ok(())
+    }
+
+    /// Algorithm 6: insert the new entry, then put-if-absent / CILS + count in the UM.
+    fn update(&mut self, memory: &mut MemRTree, _from: Option<Point>, e: SpatialEntry) -> Result<()> {
+        let leaf = memory.insert(e);
+        self.um.record_obsolete(e.oid, e.ts);
+        self.after_memory_insert(memory, leaf);
+        Ok(())
+    }
+
+    /// Only the UM changes: every entry of the object is now obsolete.
+    fn delete(&mut self, _memory: &mut MemRTree, oid: u64, _from: Option<Point>, ts: u64) -> Result<()> {
+        self.um.record_obsolete(oid, ts);
+        Ok(())
+    }
+
+    fn update_memo(&self) -> Option<&Arc<UpdateMemo>> {
+        Some(&self.um)
+    }
+
+    fn after_external_insert(&mut self, memory: &mut MemRTree, leaf: NodeId) {
+        self.after_memory_insert(memory, leaf);
+    }
+
+    fn memory_drained(&mut self) {
+        self.vacuum_cursor = None;
+        self.vacuum_counter = 0;
+    }
+
+    /// Clean Upon Flush (Section 4.3): drop obsolete entries while ordering them for the flush.
+    fn keep_on_flush(&mut self, e: &SpatialEntry) -> bool {
+        !self.switches.flush || Self::keep_fresh(&self.um, e, &mut self.cleaned.flush)
+    }
+
+    /// Clean Upon Merge (Section 4.4): validate every entry on the fly while bulk-loading the merge.
+    fn merge_filter<'a>(&'a mut self, _antimatter: Vec<Vec<u64>>, _: bool) -> Box<dyn MergeFilter + 'a> {
+        if !self.switches.merge {
+            return Box::new(KeepAll);
+        }
+        Box::new(CleanUponMerge {
+            um: &self.um,
+            dropped: &mut self.cleaned.merge,
+        })
+    }
+
+    /// Algorithm 3: a candidate is fresh unless the UM knows a newer operation on its object.
+    fn is_fresh(&self, _: &BufferCache, _: Source<'_>, e: &SpatialEntry, lookups: &mut u64) -> Result<bool> {
+        *lookups += 1;
+        Ok(!self.um.is_obsolete(e.oid, e.ts))
+    }
+
+    fn stats(&self) -> MaintenanceStats {
+        MaintenanceStats {
+            key_index: None,
+            um_entries: self.um.len() as u64,
+            um_max_entries: self.um.max_len() as u64,
+            cleaned: self.cleaned,
+        }
+    }
+
+    /// Every UM entry's count equals the number of its object's entries older than its timestamp
+    /// (its obsolete entries), no entry is newer than the UM's timestamp, and an object without a UM
+    /// entry has at most one entry.
+    fn audit(&self, stamps: &dyn Fn() -> Result<ObjectStamps>) -> Result<std::result::Result<(), String>> {
+        let per_object = stamps()?;
+        let um = &self.um;
+        for (oid, state) in um.snapshot() {
+            let stamps = per_object.get(&oid).map(Vec::as_slice).unwrap_or(&[]);
+            let obsolete = stamps.iter().filter(|&&t| t < state.ts).count() as u64;
+            if obsolete != state.cnt {
+                return Ok(Err(format!(
+                    "object {oid}: UM says ts {} cnt {}, but the index holds {obsolete} older entries ({stamps:?})",
+                    state.ts, state.cnt
+                )));
+            }
+            if let Some(t) = stamps.iter().find(|&&t| t > state.ts) {
+                return Ok(Err(format!(
+                    "object {oid}: entry stamped {t} is newer than the UM's ts {}",
+                    state.ts
+                )));
+            }
+        }
+        for (oid, stamps) in &per_object {
+            if stamps.len() > 1 && um.get(*oid).is_none() {
+                return Ok(Err(format!(
+                    "object {oid} has {} entries but no UM entry",
+                    stamps.len()
+                )));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// Clean Upon Merge's filter.
+struct CleanUponMerge<'a> {
+    um: &'a UpdateMemo,
+    dropped: &'a mut u64,
+}
+
+impl MergeFilter for CleanUponMerge<'_> {
+    fn keep(&mut self, _: usize, e: &SpatialEntry) -> Result<bool> {
+        Ok(UpdateMemoMaintenance::keep_fresh(self.um, e, self.dropped))
+    }
+
+    fn finish(self: Box<Self>) -> Vec<u64> {
+        Vec::new()
+    }
+}

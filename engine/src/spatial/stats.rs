@@ -1,0 +1,46 @@
+//! What the LSM R-tree reports: cleaning counts by mechanism and the index's statistics.
+
+use crate::lsm::LifecycleStats;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Obsolete entries removed, by the mechanism that removed them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CleaningCounts {
+    pub buffered: u64,
+    pub vacuum: u64,
+    pub flush: u64,
+    pub merge: u64,
+    /// Validation's merge repair.
+    pub merge_repair: u64,
+    /// Eager: entries annihilated with their deleted keys during merges.
+    pub annihilated: u64,
+    /// Eager: old entries removed physically from the memory R-tree by an update or delete.
+    pub memory_deletes: u64,
+}
+
+/// What the index did, for result rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpatialStats {
+    /// The LSM R-tree's own flushes and merges (the paper's Table 1).
+    pub rtree: LifecycleStats,
+    /// The key index's (Validation's primary key index or Eager's primary index), if any.
+    pub key_index: Option<LifecycleStats>,
+    pub um_entries: u64,
+    pub um_max_entries: u64,
+    pub cleaned: CleaningCounts,
+    pub memory_splits: u64,
+    pub key_index_lookups: u64,
+}
+
+impl SpatialStats {
+    /// Flush time of the R-tree plus its key index.
+    pub fn flush_time(&self) -> Duration {
+        self.rtree.flush_time + self.key_index.map_or(Duration::ZERO, |k| k.flush_time)
+    }
+
+    /// Merge time of the R-tree plus its key index.
+    pub fn merge_time(&self) -> Duration {
+        self.rtree.merge_time + self.key_index.map_or(Duration::ZERO, |k| k.merge_time)
+    }
+}

@@ -1,0 +1,92 @@
+//! Luo & Carey's Validation strategy (PVLDB 2019): blind inserts into the R-tree; a primary key
+//! index of each object's latest timestamp validates query candidates and, optionally, repairs
+//! merges by dropping the entries it shows obsolete.
+
+use super::maintenance::{KeepAll, Maintenance, MaintenanceStats, MergeFilter, Source};
+use super::stats::CleaningCounts;
+use crate::cache::BufferCache;
+use crate::geom::Point;
+use crate::lsm::LsmBTree;
+use crate::rtree::{MemRTree, SpatialEntry};
+use crate::Result;
+
+/// Validation's state: the primary key index (oid -> latest ts) and the merge-repair switch.
+pub(crate) struct Validation {
+    key_index: LsmBTree<u64>,
+    /// Drop obsolete entries during merges after checking them against the key index.
+    merge_repair: bool,
+    cleaned: CleaningCounts,
+}
+
+impl Validation {
+    pub fn new(key_index: LsmBTree<u64>, merge_repair: bool) -> Self {
+        Validation {
+            key_index,
+            merge_repair,
+            cleaned: CleaningCounts::default(),
+        }
+    }
+}
+
+impl Maintenance for Validation {
+    fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()> {
+        memory.insert(e);
+        self.key_index.upsert(e.oid, e.ts)
+    }
+
+    fn update(&mut self, memory: &mut MemRTree, _from: Option<Point>, e: SpatialEntry) -> Result<()> {
+        memory.insert(e);
+        self.key_index.upsert(e.oid, e.ts)
+    }
+
+    fn delete(&mut self, _memory: &mut MemRTree, oid: u64, _from: Option<Point>, _ts: u64) -> Result<()> {
+        self.key_index.delete(oid)
+    }
+
+    fn flush_key_indexes(&mut self) -> Result<()> {
+        self.key_index.flush()
+    }
+
+    fn merge_filter<'a>(&'a mut self, _antimatter: Vec<Vec<u64>>, _: bool) -> Box<dyn MergeFilter + 'a> {
+        if !self.merge_repair {
+            return Box::new(KeepAll);
+        }
+        Box::new(MergeRepair {
+            key_index: &mut self.key_index,
+            repaired: &mut self.cleaned.merge_repair,
+        })
+    }
+
+    fn is_fresh(&self, _: &BufferCache, _: Source<'_>, e: &SpatialEntry, lookups: &mut u64) -> Result<bool> {
+        *lookups += 1;
+        Ok(self.key_index.peek(e.oid)? == Some(e.ts))
+    }
+
+    fn stats(&self) -> MaintenanceStats {
+        MaintenanceStats {
+            key_index: Some((self.key_index.stats(), self.key_index.lookups())),
+            cleaned: self.cleaned,
+            ..MaintenanceStats::default()
+        }
+    }
+}
+
+/// Luo & Carey's merge repair: an entry survives iff the key index holds its timestamp.
+struct MergeRepair<'a> {
+    key_index: &'a mut LsmBTree<u64>,
+    repaired: &'a mut u64,
+}
+
+impl MergeFilter for MergeRepair<'_> {
+    fn keep(&mut self, _: usize, e: &SpatialEntry) -> Result<bool> {
+        let fresh = self.key_index.get(e.oid)? == Some(e.ts);
+        if !fresh {
+            *self.repaired += 1;
+        }
+        Ok(fresh)
+    }
+
+    fn finish(self: Box<Self>) -> Vec<u64> {
+        Vec::new()
+    }
+}
