@@ -1,0 +1,417 @@
+//! The one flush and compaction executor every index uses.
+//!
+//! A [`RunStore`] holds an index's runs (built by its [`RunFormat`]) and their [`Version`], asks the
+//! [`CompactionStrategy`] what to do and does it. It is fail-stop: outputs are built before inputs
+//! are touched and the version is switched only once every output exists, so a flush or merge that
+//! fails (an I/O error, a filter error) destroys its partial outputs and leaves the store exactly as
+//! it was; the error goes to the caller, never a wrong answer.
+
+use super::events::{CompactionKind, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
+use super::merge::{EntryStream, KWayMerge};
+use super::strategy::{Choice, CompactionStrategy};
+use super::version::{KeyRange, RunId, RunKey, RunMeta, Version};
+use super::LifecycleStats;
+use crate::storage::{Device, IoStats};
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What an index's run looks like on the device, as a format describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo<K> {
+    pub pages: u64,
+    pub entries: u64,
+    pub keys: Option<KeyRange<K>>,
+    pub extents: Vec<Extent>,
+}
+
+/// How an index stores a run: build it from sorted entries, scan it back in order, destroy it.
+pub trait RunFormat {
+    /// The order of entries and runs.
+    type Key: RunKey;
+    type Value: Clone;
+    type Run;
+    /// Builds a run from entries in strictly increasing key order. On error nothing stays allocated.
+    fn build(&self, entries: Vec<(Self::Key, Self::Value)>) -> Result<Self::Run>;
+    /// The run's entries in key order.
+    fn scan<'a>(&'a self, run: &'a Self::Run) -> Result<EntryStream<'a, Self::Key, Self::Value>>;
+    /// Frees the run's pages.
+    fn destroy(&self, run: Self::Run);
+    fn describe(&self, run: &Self::Run) -> RunInfo<Self::Key>;
+    /// How many entries fill a run of `pages` pages (to split compaction outputs at a target size).
+    fn entries_per_run(&self, pages: u64) -> u64;
+}
+
+/// Decides, entry by entry, what a merge keeps: told whether the merge sees the oldest data of its
+/// keys (`bottommost`), so deletion markers can go. The RUM strategies' cleaning is such a filter.
+pub trait MergeFilter<K, V> {
+    fn keep(&mut self, key: &K, value: &V, bottommost: bool) -> Result<bool>;
+}
+
+impl<K, V, F: FnMut(&K, &V, bool) -> Result<bool>> MergeFilter<K, V> for F {
+    fn keep(&mut self, key: &K, value: &V, bottommost: bool) -> Result<bool> {
+        self(key, value, bottommost)
+    }
+}
+
+/// Keeps everything.
+pub struct KeepAll;
+
+impl<K, V> MergeFilter<K, V> for KeepAll {
+    fn keep(&mut self, _: &K, _: &V, _: bool) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// The runs of one index, their version, the strategy that compacts them, and the observers told
+/// about it. Dropping the store destroys its runs.
+pub struct RunStore<F: RunFormat> {
+    format: F,
+    device: Arc<dyn Device>,
+    version: Version<F::Key>,
+    runs: BTreeMap<RunId, F::Run>,
+    strategy: Box<dyn CompactionStrategy<F::Key>>,
+    observers: Vec<Arc<dyn LifecycleObserver<F::Key>>>,
+    stats: LifecycleStats,
+    next_id: RunId,
+    next_seq: u64,
+}
+
+impl<F: RunFormat> RunStore<F> {
+    /// `device` is the one the format writes to; its counters attribute I/O to flushes and merges.
+    pub fn new(format: F, strategy: Box<dyn CompactionStrategy<F::Key>>, device: Arc<dyn Device>) -> Self {
+        RunStore {
+            format,
+            device,
+            version: Version::new(),
+            runs: BTreeMap::new(),
+            strategy,
+            observers: Vec::new(),
+            stats: LifecycleStats::default(),
+            next_id: 0,
+            next_seq: 0,
+        }
+    }
+
+    pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<F::Key>>) {
+        self.observers.push(observer);
+    }
+
+    pub fn format(&self) -> &F {
+        &self.format
+    }
+
+    pub fn version(&self) -> &Version<F::Key> {
+        &self.version
+    }
+
+    pub fn stats(&self) -> LifecycleStats {
+        self.stats
+    }
+
+    pub fn strategy_name(&self) -> &'static str {
+        self.strategy.name()
+    }
+
+    pub fn run(&self, id: RunId) -> Option<&F::Run> {
+        self.runs.get(&id)
+    }
+
+    /// Every run with its metadata, newest data first (level 0 newest first, then deeper levels).
+    pub fn runs(&self) -> impl Iterator<Item = (&RunMeta<F::Key>, &F::Run)> {
+        self.version.runs().map(|m| (m, &self.runs[&m.id]))
+    }
+
+    /// The runs a point lookup of `key` consults, newest data first (key ranges rule out the rest).
+    pub fn lookup_order(&self, key: F::Key) -> impl Iterator<Item = (&RunMeta<F::Key>, &F::Run)> {
+        self.version.lookup_order(key).map(|m| (m, &self.runs[&m.id]))
+    }
+
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    fn emit(&self, event: LifecycleEvent<F::Key>) {
+        for o in &self.observers {
+            o.on_event(&event);
+        }
+    }
+
+    fn extents(&self, meta: &RunMeta<F::Key>) -> RunExtents<F::Key> {
+        let info = self.format.describe(&self.runs[&meta.id]);
+        RunExtents {
+            id: meta.id,
+            level: meta.level,
+            entries: meta.entries,
+            keys: meta.keys,
+            extents: info.extents,
+        }
+    }
+
+    fn meta_of(&mut self, run: &F::Run, level: usize, seqs: (u64, u64)) -> RunMeta<F::Key> {
+        let info = self.format.describe(run);
+        let id = self.next_id;
+        self.next_id += 1;
+        RunMeta {
+            id,
+            level,
+            pages: info.pages,
+            entries: info.entries,
+            keys: info.keys,
+            seqs,
+        }
+    }
+
+    /// Writes `entries` (strictly increasing keys, e.g. a memtable's) as a new run on top of level
+    /// 0. Compactions are left to [`Self::compact`]. On error nothing changes.
+    pub fn flush(&mut self, entries: Vec<(F::Key, F::Value)>) -> Result<RunId> {
+        let start = Instant::now();
+        let io = self.device.stats();
+        let seq = self.next_seq;
+        self.emit(LifecycleEvent::FlushStarted {
+            seq,
+            entries: entries.len() as u64,
+        });
+        let run = match self.format.build(entries) {
+            Ok(run) => run,
+            Err(e) => {
+                self.emit(LifecycleEvent::Aborted { error: e.to_string() });
+                add_io(&mut self.stats.flush_io, self.device.stats().since(&io));
+                return Err(e);
+            }
+        };
+        self.next_seq += 1;
+        let meta = self.meta_of(&run, 0, (seq, seq));
+        let id = meta.id;
+        self.stats.flushes += 1;
+        self.stats.flushed_entries += meta.entries;
+        self.runs.insert(id, run);
+        self.version.push_flushed(meta.clone());
+        self.stats.flush_time += start.elapsed();
+        add_io(&mut self.stats.flush_io, self.device.stats().since(&io));
+        self.emit(LifecycleEvent::FlushFinished {
+            seq,
+            output: self.extents(&meta),
+        });
+        Ok(id)
+    }
+
+    /// Carries out the strategy's choices until it answers [`Choice::DoNothing`]. Stops at the
+    /// first error, with the failed step undone.
+    pub fn compact(&mut self, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        loop {
+            let choice = self.strategy.choose(&self.version);
+            if choice == Choice::DoNothing {
+                return Ok(());
+            }
+            self.apply(choice, filter)?;
+        }
+    }
+
+    /// Carries out one choice.
+    pub fn apply(&mut self, choice: Choice, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        let start = Instant::now();
+        let io = self.device.stats();
+        let result = self.apply_inner(choice, filter);
+        add_io(&mut self.stats.merge_io, self.device.stats().since(&io));
+        if let Err(e) = &result {
+            self.emit(LifecycleEvent::Aborted { error: e.to_string() });
+        } else {
+            self.stats.merge_time += start.elapsed();
+        }
+        result
+    }
+
+    /// The metadata of `ids`, refusing unknown or repeated runs.
+    fn inputs(&self, ids: &[RunId]) -> Result<Vec<RunMeta<F::Key>>> {
+        let mut seen = std::collections::BTreeSet::new();
+        ids.iter()
+            .map(|&id| {
+                if !seen.insert(id) {
+                    return Err(Error::Config(format!(
+                        "compaction strategy {} named run {id} twice",
+                        self.strategy.name()
+                    )));
+                }
+                self.version.get(id).cloned().ok_or_else(|| {
+                    Error::Config(format!(
+                        "compaction strategy {} chose run {id}, which the index does not hold",
+                        self.strategy.name()
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn apply_inner(&mut self, choice: Choice, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        match choice {
+            Choice::DoNothing => Ok(()),
+            Choice::Move { run, to_level } => {
+                let meta = self.inputs(&[run])?.remove(0);
+                let inputs = vec![self.extents(&meta)];
+                self.emit(LifecycleEvent::CompactionStarted {
+                    kind: CompactionKind::Move,
+                    inputs: inputs.clone(),
+                    output_level: to_level,
+                });
+                self.version.replace(&[run], vec![meta.clone()], to_level)?;
+                self.stats.moves += 1;
+                let moved = self.version.get(run).expect("moved run").clone();
+                self.emit(LifecycleEvent::CompactionFinished {
+                    kind: CompactionKind::Move,
+                    inputs,
+                    outputs: vec![self.extents(&moved)],
+                });
+                Ok(())
+            }
+            Choice::Drop { runs } => {
+                let metas = self.inputs(&runs)?;
+                let inputs: Vec<_> = metas.iter().map(|m| self.extents(m)).collect();
+                self.emit(LifecycleEvent::CompactionStarted {
+                    kind: CompactionKind::Drop,
+                    inputs: inputs.clone(),
+                    output_level: 0,
+                });
+                self.version.remove(&runs);
+                self.emit(LifecycleEvent::CompactionFinished {
+                    kind: CompactionKind::Drop,
+                    inputs,
+                    outputs: Vec::new(),
+                });
+                for id in runs {
+                    let run = self.runs.remove(&id).expect("a version run has its run");
+                    self.format.destroy(run);
+                }
+                self.stats.drops += 1;
+                Ok(())
+            }
+            Choice::Merge {
+                inputs,
+                output_level,
+                target_run_pages,
+                bottommost,
+            } => self.merge(inputs, output_level, target_run_pages, bottommost, filter),
+        }
+    }
+
+    fn merge(
+        &mut self,
+        ids: Vec<RunId>,
+        output_level: usize,
+        target_run_pages: Option<u64>,
+        bottommost: bool,
+        filter: &mut dyn MergeFilter<F::Key, F::Value>,
+    ) -> Result<()> {
+        let mut metas = self.inputs(&ids)?;
+        if metas.is_empty() {
+            return Err(Error::Config(format!(
+                "compaction strategy {} chose a merge of no runs",
+                self.strategy.name()
+            )));
+        }
+        // Newest data first: the order lookups consult the runs in.
+        let order: BTreeMap<RunId, usize> = self.version.runs().enumerate().map(|(i, r)| (r.id, i)).collect();
+        metas.sort_by_key(|m| order[&m.id]);
+        let inputs: Vec<_> = metas.iter().map(|m| self.extents(m)).collect();
+        self.emit(LifecycleEvent::CompactionStarted {
+            kind: CompactionKind::Merge,
+            inputs: inputs.clone(),
+            output_level,
+        });
+        let merged = self.merge_entries(&metas, bottommost, filter)?;
+        let seqs = (
+            metas.iter().map(|m| m.seqs.0).min().unwrap_or(0),
+            metas.iter().map(|m| m.seqs.1).max().unwrap_or(0),
+        );
+        // Build every output before touching the inputs.
+        let chunks: Vec<Vec<(F::Key, F::Value)>> = match target_run_pages {
+            None => vec![merged],
+            Some(pages) => {
+                let per_run = self.format.entries_per_run(pages.max(1)).max(1) as usize;
+                let mut chunks = Vec::new();
+                let mut rest = merged.into_iter().peekable();
+                while rest.peek().is_some() {
+                    chunks.push(rest.by_ref().take(per_run).collect());
+                }
+                chunks
+            }
+        };
+        let mut built: Vec<F::Run> = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            match self.format.build(chunk) {
+                Ok(run) => built.push(run),
+                Err(e) => {
+                    for run in built {
+                        self.format.destroy(run);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let outputs: Vec<RunMeta<F::Key>> = built
+            .iter()
+            .map(|r| self.meta_of(r, output_level, seqs))
+            .collect();
+        if let Err(e) = self.version.replace(&ids, outputs.clone(), output_level) {
+            for run in built {
+                self.format.destroy(run);
+            }
+            return Err(e);
+        }
+        for (meta, run) in outputs.iter().zip(built) {
+            self.runs.insert(meta.id, run);
+            self.stats.merged_entries += meta.entries;
+        }
+        self.stats.merges += 1;
+        let outputs: Vec<_> = outputs.iter().map(|m| self.extents(m)).collect();
+        self.emit(LifecycleEvent::CompactionFinished {
+            kind: CompactionKind::Merge,
+            inputs,
+            outputs,
+        });
+        for id in ids {
+            let run = self.runs.remove(&id).expect("a version run has its run");
+            self.format.destroy(run);
+        }
+        Ok(())
+    }
+
+    /// The k-way merge of the inputs (newest first) through the filter.
+    fn merge_entries(
+        &self,
+        metas: &[RunMeta<F::Key>],
+        bottommost: bool,
+        filter: &mut dyn MergeFilter<F::Key, F::Value>,
+    ) -> Result<Vec<(F::Key, F::Value)>> {
+        let streams = metas
+            .iter()
+            .map(|m| self.format.scan(&self.runs[&m.id]))
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::new();
+        for item in KWayMerge::new(streams)? {
+            let (k, v) = item?;
+            if filter.keep(&k, &v, bottommost)? {
+                out.push((k, v));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn add_io(total: &mut IoStats, delta: IoStats) {
+    total.page_reads += delta.page_reads;
+    total.page_writes += delta.page_writes;
+}
+
+impl<F: RunFormat> Drop for RunStore<F> {
+    fn drop(&mut self) {
+        for (_, run) in std::mem::take(&mut self.runs) {
+            self.format.destroy(run);
+        }
+    }
+}
