@@ -415,3 +415,191 @@ impl<F: RunFormat> Drop for RunStore<F> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::events::EventLog;
+    use crate::lsm::strategy::NoCompaction;
+    use crate::storage::MemDevice;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+
+    /// Runs held in memory; a shared set records which are alive, and the n-th build can be made
+    /// to fail.
+    #[derive(Default)]
+    struct ToyRuns {
+        alive: Mutex<std::collections::BTreeSet<u64>>,
+        builds: AtomicU64,
+        fail_build: AtomicU64,
+    }
+
+    struct Toy {
+        tag: u64,
+        entries: Vec<(u64, i64)>,
+    }
+
+    impl RunFormat for Arc<ToyRuns> {
+        type Key = u64;
+        type Value = i64;
+        type Run = Toy;
+        fn build(&self, entries: Vec<(u64, i64)>) -> Result<Toy> {
+            let n = self.builds.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == self.fail_build.load(Ordering::SeqCst) {
+                return Err(Error::Config(format!("build {n} fails")));
+            }
+            self.alive.lock().unwrap().insert(n);
+            Ok(Toy { tag: n, entries })
+        }
+        fn scan<'a>(&'a self, run: &'a Toy) -> Result<EntryStream<'a, u64, i64>> {
+            Ok(Box::new(run.entries.iter().map(|&e| Ok(e))))
+        }
+        fn destroy(&self, run: Toy) {
+            assert!(self.alive.lock().unwrap().remove(&run.tag), "run destroyed twice");
+        }
+        fn describe(&self, run: &Toy) -> RunInfo<u64> {
+            let n = run.entries.len() as u64;
+            RunInfo {
+                pages: n.div_ceil(4).max(1),
+                entries: n,
+                keys: run
+                    .entries
+                    .first()
+                    .map(|a| KeyRange::new(a.0, run.entries.last().unwrap().0)),
+                extents: vec![Extent {
+                    first: run.tag * 100,
+                    pages: n.div_ceil(4).max(1),
+                }],
+            }
+        }
+        fn entries_per_run(&self, pages: u64) -> u64 {
+            pages * 4
+        }
+    }
+
+    fn store() -> (RunStore<Arc<ToyRuns>>, Arc<ToyRuns>, Arc<EventLog<u64>>) {
+        let runs = Arc::new(ToyRuns::default());
+        let mut s = RunStore::new(runs.clone(), Box::new(NoCompaction), Arc::new(MemDevice::new(64)));
+        let log = Arc::new(EventLog::new());
+        s.subscribe(log.clone());
+        // three overlapping flushes: keys 0..10 (value 1), 5..15 (2), 10..20 (3)
+        for (i, lo) in [0u64, 5, 10].into_iter().enumerate() {
+            s.flush((lo..lo + 10).map(|k| (k, i as i64 + 1)).collect())
+                .unwrap();
+        }
+        (s, runs, log)
+    }
+
+    fn merge_all(s: &RunStore<Arc<ToyRuns>>, target: Option<u64>) -> Choice {
+        Choice::Merge {
+            inputs: s.version().level(0).iter().rev().map(|r| r.id).collect(),
+            output_level: 1,
+            target_run_pages: target,
+            bottommost: true,
+        }
+    }
+
+    #[test]
+    fn a_merge_is_k_way_newest_wins_filtered_and_split_at_the_target() {
+        let (mut s, runs, log) = store();
+        let mut drop_odd = |k: &u64, _: &i64, bottom: bool| Ok(!(bottom && k % 2 == 1));
+        s.apply(merge_all(&s, Some(2)), &mut drop_odd).unwrap();
+        let level1: Vec<Vec<(u64, i64)>> = s.runs().map(|(_, r)| r.entries.clone()).collect();
+        assert_eq!(level1.iter().map(Vec::len).collect::<Vec<_>>(), vec![8, 2]);
+        let all: Vec<(u64, i64)> = level1.concat();
+        let want: Vec<(u64, i64)> = (0..20)
+            .filter(|k| k % 2 == 0)
+            .map(|k| {
+                (
+                    k,
+                    if k >= 10 {
+                        3
+                    } else if k >= 5 {
+                        2
+                    } else {
+                        1
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(s.version().level(1).len(), 2);
+        assert!(s.version().level(0).is_empty());
+        assert_eq!(runs.alive.lock().unwrap().len(), 2, "inputs destroyed");
+        let st = s.stats();
+        assert_eq!(
+            (st.flushes, st.merges, st.flushed_entries, st.merged_entries),
+            (3, 1, 30, 10)
+        );
+        let events = log.events();
+        assert!(
+            matches!(&events[6], LifecycleEvent::CompactionStarted { kind: CompactionKind::Merge, inputs, output_level: 1 } if inputs.len() == 3)
+        );
+        assert!(
+            matches!(&events[7], LifecycleEvent::CompactionFinished { outputs, .. } if outputs.len() == 2 && outputs[0].keys == Some(KeyRange::new(0, 14)))
+        );
+    }
+
+    #[test]
+    fn a_failed_output_undoes_the_merge_and_destroys_the_partial_outputs() {
+        let (mut s, runs, log) = store();
+        runs.fail_build.store(5, Ordering::SeqCst); // the second output of the merge
+        let before: Vec<RunId> = s.version().runs().map(|r| r.id).collect();
+        let err = s.apply(merge_all(&s, Some(2)), &mut KeepAll).unwrap_err();
+        assert!(err.to_string().contains("build 5 fails"));
+        assert_eq!(s.version().runs().map(|r| r.id).collect::<Vec<_>>(), before);
+        assert_eq!(
+            runs.alive.lock().unwrap().len(),
+            3,
+            "the first output is destroyed, inputs kept"
+        );
+        assert_eq!(s.stats().merges, 0);
+        assert!(matches!(
+            log.events().last(),
+            Some(LifecycleEvent::Aborted { .. })
+        ));
+        // The same merge succeeds once the device is healthy again.
+        s.apply(merge_all(&s, Some(2)), &mut KeepAll).unwrap();
+        assert_eq!(s.version().total_entries(), 20);
+    }
+
+    #[test]
+    fn moves_drops_and_bad_choices() {
+        let (mut s, runs, _) = store();
+        let oldest = s.version().level(0).last().unwrap().id;
+        s.apply(
+            Choice::Move {
+                run: oldest,
+                to_level: 2,
+            },
+            &mut KeepAll,
+        )
+        .unwrap();
+        assert_eq!(s.version().level(2).len(), 1);
+        assert_eq!(s.stats().moves, 1);
+        let before = s.version().len();
+        for bad in [
+            Choice::Move { run: 99, to_level: 1 },
+            Choice::Drop {
+                runs: vec![oldest, oldest],
+            },
+            Choice::Merge {
+                inputs: vec![],
+                output_level: 1,
+                target_run_pages: None,
+                bottommost: false,
+            },
+        ] {
+            assert!(matches!(s.apply(bad, &mut KeepAll), Err(Error::Config(_))));
+            assert_eq!(s.version().len(), before);
+        }
+        s.apply(Choice::Drop { runs: vec![oldest] }, &mut KeepAll)
+            .unwrap();
+        assert_eq!((s.version().len(), runs.alive.lock().unwrap().len()), (2, 2));
+        drop(s);
+        assert!(
+            runs.alive.lock().unwrap().is_empty(),
+            "dropping the store destroys its runs"
+        );
+    }
+}
