@@ -64,6 +64,68 @@ impl<K, V> MergeFilter<K, V> for KeepAll {
     }
 }
 
+/// How a merge turns its inputs into outputs. [`KWay`] (the k-way merge through a [`MergeFilter`],
+/// split at the target size) serves indexes whose runs are one sorted stream; an index whose runs
+/// carry more (an R-tree with its deleted-key B+-tree) supplies its own. Outputs go into the sink
+/// the executor owns, so on error it destroys whatever was built.
+pub trait Merger<F: RunFormat> {
+    /// Builds the merge of `inputs` (newest data first) into `outputs`.
+    fn merge(
+        &mut self,
+        format: &F,
+        inputs: &[&F::Run],
+        plan: &MergePlan,
+        outputs: &mut Vec<F::Run>,
+    ) -> Result<()>;
+}
+
+/// What a merge is asked to produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergePlan {
+    pub output_level: usize,
+    /// Split the output into runs of about this many pages (one run when `None`).
+    pub target_run_pages: Option<u64>,
+    /// No older data than the inputs holds their keys: antimatter may go.
+    pub bottommost: bool,
+}
+
+/// The k-way merge (newest run wins on equal keys) through a filter, split at the target size.
+/// Without a target it writes exactly one run, even an empty one.
+pub struct KWay<'a, K, V>(pub &'a mut dyn MergeFilter<K, V>);
+
+impl<F: RunFormat> Merger<F> for KWay<'_, F::Key, F::Value> {
+    fn merge(
+        &mut self,
+        format: &F,
+        inputs: &[&F::Run],
+        plan: &MergePlan,
+        outputs: &mut Vec<F::Run>,
+    ) -> Result<()> {
+        let streams = inputs
+            .iter()
+            .map(|r| format.scan(r))
+            .collect::<Result<Vec<_>>>()?;
+        let mut merged = Vec::new();
+        for item in KWayMerge::new(streams)? {
+            let (k, v) = item?;
+            if self.0.keep(&k, &v, plan.bottommost)? {
+                merged.push((k, v));
+            }
+        }
+        match plan.target_run_pages {
+            None => outputs.push(format.build(merged)?),
+            Some(pages) => {
+                let per_run = format.entries_per_run(pages.max(1)).max(1) as usize;
+                let mut rest = merged.into_iter().peekable();
+                while rest.peek().is_some() {
+                    outputs.push(format.build(rest.by_ref().take(per_run).collect())?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The runs of one index, their version, the strategy that compacts them, and the observers told
 /// about it. Dropping the store destroys its runs.
 pub struct RunStore<F: RunFormat> {
@@ -170,14 +232,18 @@ impl<F: RunFormat> RunStore<F> {
     /// Writes `entries` (strictly increasing keys, e.g. a memtable's) as a new run on top of level
     /// 0. Compactions are left to [`Self::compact`]. On error nothing changes.
     pub fn flush(&mut self, entries: Vec<(F::Key, F::Value)>) -> Result<RunId> {
+        let n = entries.len() as u64;
+        self.flush_with(n, move |format| format.build(entries))
+    }
+
+    /// Like [`Self::flush`] for an index that builds the run itself (`entries` is only reported to
+    /// observers). `build` must leave nothing allocated when it fails.
+    pub fn flush_with(&mut self, entries: u64, build: impl FnOnce(&F) -> Result<F::Run>) -> Result<RunId> {
         let start = Instant::now();
         let io = self.device.stats();
         let seq = self.next_seq;
-        self.emit(LifecycleEvent::FlushStarted {
-            seq,
-            entries: entries.len() as u64,
-        });
-        let run = match self.format.build(entries) {
+        self.emit(LifecycleEvent::FlushStarted { seq, entries });
+        let run = match build(&self.format) {
             Ok(run) => run,
             Err(e) => {
                 self.emit(LifecycleEvent::Aborted { error: e.to_string() });
@@ -204,20 +270,30 @@ impl<F: RunFormat> RunStore<F> {
     /// Carries out the strategy's choices until it answers [`Choice::DoNothing`]. Stops at the
     /// first error, with the failed step undone.
     pub fn compact(&mut self, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        self.compact_with(&mut KWay(filter))
+    }
+
+    /// Like [`Self::compact`] with the index's own merger.
+    pub fn compact_with(&mut self, merger: &mut dyn Merger<F>) -> Result<()> {
         loop {
             let choice = self.strategy.choose(&self.version);
             if choice == Choice::DoNothing {
                 return Ok(());
             }
-            self.apply(choice, filter)?;
+            self.apply_with(choice, merger)?;
         }
     }
 
-    /// Carries out one choice.
+    /// Carries out one choice, merging with [`KWay`] through `filter`.
     pub fn apply(&mut self, choice: Choice, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        self.apply_with(choice, &mut KWay(filter))
+    }
+
+    /// Carries out one choice with the given merger.
+    pub fn apply_with(&mut self, choice: Choice, merger: &mut dyn Merger<F>) -> Result<()> {
         let start = Instant::now();
         let io = self.device.stats();
-        let result = self.apply_inner(choice, filter);
+        let result = self.apply_inner(choice, merger);
         add_io(&mut self.stats.merge_io, self.device.stats().since(&io));
         if let Err(e) = &result {
             self.emit(LifecycleEvent::Aborted { error: e.to_string() });
@@ -248,7 +324,7 @@ impl<F: RunFormat> RunStore<F> {
             .collect()
     }
 
-    fn apply_inner(&mut self, choice: Choice, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+    fn apply_inner(&mut self, choice: Choice, merger: &mut dyn Merger<F>) -> Result<()> {
         match choice {
             Choice::DoNothing => Ok(()),
             Choice::Move { run, to_level } => {
@@ -295,18 +371,19 @@ impl<F: RunFormat> RunStore<F> {
                 output_level,
                 target_run_pages,
                 bottommost,
-            } => self.merge(inputs, output_level, target_run_pages, bottommost, filter),
+            } => self.merge(
+                inputs,
+                MergePlan {
+                    output_level,
+                    target_run_pages,
+                    bottommost,
+                },
+                merger,
+            ),
         }
     }
 
-    fn merge(
-        &mut self,
-        ids: Vec<RunId>,
-        output_level: usize,
-        target_run_pages: Option<u64>,
-        bottommost: bool,
-        filter: &mut dyn MergeFilter<F::Key, F::Value>,
-    ) -> Result<()> {
+    fn merge(&mut self, ids: Vec<RunId>, plan: MergePlan, merger: &mut dyn Merger<F>) -> Result<()> {
         let mut metas = self.inputs(&ids)?;
         if metas.is_empty() {
             return Err(Error::Config(format!(
@@ -321,43 +398,21 @@ impl<F: RunFormat> RunStore<F> {
         self.emit(LifecycleEvent::CompactionStarted {
             kind: CompactionKind::Merge,
             inputs: inputs.clone(),
-            output_level,
+            output_level: plan.output_level,
         });
-        let merged = self.merge_entries(&metas, bottommost, filter)?;
         let seqs = (
             metas.iter().map(|m| m.seqs.0).min().unwrap_or(0),
             metas.iter().map(|m| m.seqs.1).max().unwrap_or(0),
         );
         // Build every output before touching the inputs.
-        let chunks: Vec<Vec<(F::Key, F::Value)>> = match target_run_pages {
-            None => vec![merged],
-            Some(pages) => {
-                let per_run = self.format.entries_per_run(pages.max(1)).max(1) as usize;
-                let mut chunks = Vec::new();
-                let mut rest = merged.into_iter().peekable();
-                while rest.peek().is_some() {
-                    chunks.push(rest.by_ref().take(per_run).collect());
-                }
-                chunks
-            }
-        };
-        let mut built: Vec<F::Run> = Vec::with_capacity(chunks.len());
-        for chunk in chunks {
-            match self.format.build(chunk) {
-                Ok(run) => built.push(run),
-                Err(e) => {
-                    for run in built {
-                        self.format.destroy(run);
-                    }
-                    return Err(e);
-                }
-            }
-        }
+        let mut built: Vec<F::Run> = Vec::new();
+        let runs: Vec<&F::Run> = metas.iter().map(|m| &self.runs[&m.id]).collect();
+        let result = merger.merge(&self.format, &runs, &plan, &mut built);
         let outputs: Vec<RunMeta<F::Key>> = built
             .iter()
-            .map(|r| self.meta_of(r, output_level, seqs))
+            .map(|r| self.meta_of(r, plan.output_level, seqs))
             .collect();
-        if let Err(e) = self.version.replace(&ids, outputs.clone(), output_level) {
+        if let Err(e) = result.and_then(|()| self.version.replace(&ids, outputs.clone(), plan.output_level)) {
             for run in built {
                 self.format.destroy(run);
             }
@@ -379,27 +434,6 @@ impl<F: RunFormat> RunStore<F> {
             self.format.destroy(run);
         }
         Ok(())
-    }
-
-    /// The k-way merge of the inputs (newest first) through the filter.
-    fn merge_entries(
-        &self,
-        metas: &[RunMeta<F::Key>],
-        bottommost: bool,
-        filter: &mut dyn MergeFilter<F::Key, F::Value>,
-    ) -> Result<Vec<(F::Key, F::Value)>> {
-        let streams = metas
-            .iter()
-            .map(|m| self.format.scan(&self.runs[&m.id]))
-            .collect::<Result<Vec<_>>>()?;
-        let mut out = Vec::new();
-        for item in KWayMerge::new(streams)? {
-            let (k, v) = item?;
-            if filter.keep(&k, &v, bottommost)? {
-                out.push((k, v));
-            }
-        }
-        Ok(out)
     }
 }
 

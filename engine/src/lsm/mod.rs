@@ -31,7 +31,7 @@ pub mod version;
 pub use btree::{BTreeRuns, LsmBTree, Slot};
 pub use config::CompactionConfig;
 pub use events::{CompactionKind, EventLog, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
-pub use executor::{KeepAll, MergeFilter, RunFormat, RunInfo, RunStore};
+pub use executor::{KWay, KeepAll, MergeFilter, MergePlan, Merger, RunFormat, RunInfo, RunStore};
 pub use kv::LsmKv;
 pub use leveled::{LeveledParams, LeveledStrategy};
 pub use memory::{MemoryLevel, Memtable, SortedMemtable};
