@@ -249,3 +249,87 @@ impl<V: FixedValue> LsmBTree<V> {
         self.store.compact(&mut drop_tombstones::<V>)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::{EventLog, LifecycleEvent};
+    use crate::storage::{Device, MemDevice};
+
+    /// 256-byte pages: 14 entries of a u64 key and a 9-byte slot per leaf.
+    fn tree(tolerance: usize) -> (LsmBTree<u64>, Arc<dyn Device>) {
+        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(256));
+        let cache = Arc::new(BufferCache::new(dev.clone(), 64));
+        let policy = MergePolicyConfig::Prefix {
+            max_mergeable_pages: 1000,
+            max_tolerance_components: tolerance,
+        };
+        (LsmBTree::new(cache, 2, policy, None), dev)
+    }
+
+    #[test]
+    fn flushes_and_merges_read_and_write_exactly_the_runs_pages() {
+        let (mut t, dev) = tree(2);
+        let log = Arc::new(EventLog::new());
+        t.subscribe(log.clone());
+        // The 29th entry needs a third leaf (> 2 pages): flush 29 entries = 3 leaves + a root.
+        for k in 0..29 {
+            t.upsert(k, k).unwrap();
+        }
+        assert_eq!(
+            (t.stats().flushes, t.memory_pages(), t.disk_components()),
+            (1, 0, 1)
+        );
+        assert_eq!(t.stats().flush_io.page_writes, 4);
+        for k in 100..129 {
+            t.upsert(k, k).unwrap();
+        }
+        // The second flush makes two runs: the prefix policy merges them, reading their 6 leaves
+        // and writing 58 entries as 5 leaves and a root.
+        let st = t.stats();
+        assert_eq!(
+            (st.flushes, st.merges, st.flushed_entries, st.merged_entries),
+            (2, 1, 58, 58)
+        );
+        assert_eq!(st.flush_io.page_writes, 8);
+        assert_eq!((st.merge_io.page_reads, st.merge_io.page_writes), (6, 6));
+        assert_eq!(dev.allocated_pages(), 6);
+        assert_eq!(t.disk_components(), 1);
+        let merged = log.events().into_iter().find_map(|e| match e {
+            LifecycleEvent::CompactionFinished { inputs, outputs, .. } => Some((inputs, outputs)),
+            _ => None,
+        });
+        let (inputs, outputs) = merged.unwrap();
+        assert_eq!(
+            inputs.iter().map(|r| r.extents[0].pages).collect::<Vec<_>>(),
+            vec![4, 4]
+        );
+        assert_eq!(outputs[0].keys, Some(KeyRange::new(0, 128)));
+        assert_eq!(t.get(5).unwrap(), Some(5));
+    }
+
+    #[test]
+    fn tombstones_shadow_older_runs_and_go_when_the_oldest_run_is_merged() {
+        let (mut t, dev) = tree(3);
+        for k in 0..29 {
+            t.upsert(k, k).unwrap();
+        }
+        // Deletes of the first run's keys, flushed as a second run: shadowing, not yet merged.
+        for k in 0..20 {
+            t.delete(k).unwrap();
+        }
+        t.flush().unwrap();
+        assert_eq!((t.disk_components(), t.stats().merges), (2, 0));
+        assert_eq!(t.get(3).unwrap(), None);
+        assert_eq!(t.peek(25).unwrap(), Some(25));
+        t.upsert(3, 33).unwrap();
+        t.flush().unwrap();
+        // Three runs: merged with the oldest, so the 19 remaining tombstones vanish.
+        assert_eq!((t.disk_components(), t.stats().merges), (1, 1));
+        assert_eq!(t.stats().merged_entries, 10);
+        assert_eq!(t.get(3).unwrap(), Some(33));
+        assert_eq!(t.get(4).unwrap(), None);
+        assert_eq!(t.lookups(), 3);
+        assert_eq!(dev.allocated_pages(), 1);
+    }
+}
