@@ -10,9 +10,8 @@ use super::events::{Extent, LifecycleObserver};
 use super::executor::{RunFormat, RunInfo, RunStore};
 use super::memory::{MemoryLevel, Memtable, SortedMemtable};
 use super::merge::EntryStream;
-use super::strategy::{CompactionStrategy, NoCompaction};
 use super::version::KeyRange;
-use super::{ComponentInfo, DiskComponent, LifecycleStats, MergePolicyConfig, PrefixStrategy};
+use super::{ComponentInfo, DiskComponent, LifecycleStats, MergePolicyConfig};
 use crate::btree::{BTreeComponent, FixedValue};
 use crate::cache::BufferCache;
 use crate::Result;
@@ -116,17 +115,6 @@ impl<T: FixedValue> RunFormat for BTreeRuns<T> {
     }
 }
 
-/// The strategy a [`MergePolicyConfig`] names (a tolerance below 2 is taken as 2).
-pub(crate) fn strategy_of<K: super::RunKey>(policy: MergePolicyConfig) -> Box<dyn CompactionStrategy<K>> {
-    match policy {
-        MergePolicyConfig::Prefix {
-            max_mergeable_pages,
-            max_tolerance_components,
-        } => Box::new(PrefixStrategy::new(max_mergeable_pages, max_tolerance_components)),
-        MergePolicyConfig::None => Box::new(NoCompaction),
-    }
-}
-
 /// The merge filter of a tombstone store: antimatter goes once the merge reaches the oldest data.
 pub(crate) fn drop_tombstones<V>(_key: &u64, value: &Slot<V>, bottommost: bool) -> Result<bool> {
     Ok(!(bottommost && matches!(value, Slot::Deleted)))
@@ -153,11 +141,7 @@ impl<V: FixedValue> LsmBTree<V> {
         let device = cache.device().clone();
         LsmBTree {
             memory: MemoryLevel::new(SortedMemtable::new(leaf_capacity), memory_budget_pages),
-            store: RunStore::new(
-                BTreeRuns::new(cache.clone(), bloom_fp),
-                strategy_of(policy),
-                device,
-            ),
+            store: RunStore::new(BTreeRuns::new(cache.clone(), bloom_fp), policy.strategy(), device),
             cache,
             lookups: 0,
         }

@@ -39,6 +39,21 @@ impl MergePolicyConfig {
             MergePolicyConfig::None => Box::new(NoMergePolicy),
         }
     }
+
+    /// The same choice as a compaction strategy for a [`super::RunStore`] (a prefix tolerance
+    /// below 2 is taken as 2).
+    pub fn strategy<K: super::RunKey>(&self) -> Box<dyn super::CompactionStrategy<K>> {
+        match *self {
+            MergePolicyConfig::Prefix {
+                max_mergeable_pages,
+                max_tolerance_components,
+            } => Box::new(super::PrefixStrategy::new(
+                max_mergeable_pages,
+                max_tolerance_components,
+            )),
+            MergePolicyConfig::None => Box::new(super::NoCompaction),
+        }
+    }
 }
 
 /// AsterixDB's prefix merge policy, the one the LSM RUM-tree authors ran (tolerance 5 components,
