@@ -5,7 +5,10 @@
 //!   files) and a cost model that turns counted I/O into modelled time;
 //! - [`cache`]: the LRU buffer cache every index reads through;
 //! - [`btree`] and [`rtree`]: immutable bulk-loaded disk components and the memory R-tree;
-//! - [`lsm`]: the generic LSM lifecycle (memory component, flush, disk components, merge policy);
+//! - [`lsm`]: the LSM framework every index builds on: runs in a versioned level layout,
+//!   compaction strategies that answer with data (AsterixDB's prefix, RocksDB's leveled, none), a
+//!   memory level, one fail-stop flush and k-way merge executor with lifecycle events, and two
+//!   indexes on it (the prefix-merged [`lsm::LsmBTree`] and the leveled key-value [`lsm::LsmKv`]);
 //! - [`spatial`]: the LSM R-tree secondary index with its maintenance strategies
 //!   (Eager, Validation and the Update Memo of the LSM RUM-tree paper);
 //!

@@ -1,17 +1,21 @@
-//! An LSM B+-tree: a sorted memory component over immutable bulk-loaded B+-tree components.
+//! An LSM B+-tree: a sorted memory component over immutable bulk-loaded B+-tree runs, merged by
+//! AsterixDB's prefix policy through the shared [`RunStore`].
 //!
 //! It serves as the Validation strategy's primary key index (oid -> latest timestamp, Luo & Carey,
 //! PVLDB 2019) and as the primary index Eager can consult for an object's old location. Writes are
-//! blind upserts; a delete writes a tombstone ([`Slot::Deleted`]) that shadows older components and
-//! is dropped by a merge that includes the oldest component.
+//! blind upserts; a delete writes a tombstone ([`Slot::Deleted`]) that shadows older runs and is
+//! dropped by a merge that includes the oldest run.
 
-use super::{ComponentInfo, DiskComponent, DiskComponents, LifecycleStats, MergePolicyConfig};
+use super::events::{Extent, LifecycleObserver};
+use super::executor::{RunFormat, RunInfo, RunStore};
+use super::memory::{MemoryLevel, Memtable, SortedMemtable};
+use super::merge::EntryStream;
+use super::version::KeyRange;
+use super::{ComponentInfo, DiskComponent, LifecycleStats, MergePolicyConfig};
 use crate::btree::{BTreeComponent, FixedValue};
 use crate::cache::BufferCache;
 use crate::Result;
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// A value or a deletion marker (antimatter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,14 +55,76 @@ impl<V: FixedValue> DiskComponent for BTreeComponent<V> {
     }
 }
 
+/// Runs that are bulk-loaded [`BTreeComponent`]s keyed by u64, with an optional Bloom filter,
+/// read through a buffer cache (lookups) or straight from the device (merge scans).
+pub struct BTreeRuns<T: FixedValue> {
+    cache: Arc<BufferCache>,
+    bloom_fp: Option<f64>,
+    _values: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: FixedValue> BTreeRuns<T> {
+    pub fn new(cache: Arc<BufferCache>, bloom_fp: Option<f64>) -> Self {
+        BTreeRuns {
+            cache,
+            bloom_fp,
+            _values: std::marker::PhantomData,
+        }
+    }
+
+    pub fn cache(&self) -> &Arc<BufferCache> {
+        &self.cache
+    }
+}
+
+impl<T: FixedValue> RunFormat for BTreeRuns<T> {
+    type Key = u64;
+    type Value = T;
+    type Run = BTreeComponent<T>;
+
+    fn build(&self, entries: Vec<(u64, T)>) -> Result<BTreeComponent<T>> {
+        BTreeComponent::bulk_load(self.cache.device().as_ref(), entries.into_iter(), self.bloom_fp)
+    }
+
+    /// Reads every leaf once, straight from the device (a merge's sequential scan).
+    fn scan<'a>(&'a self, run: &'a BTreeComponent<T>) -> Result<EntryStream<'a, u64, T>> {
+        Ok(Box::new(
+            run.scan(self.cache.device().as_ref())?.into_iter().map(Ok),
+        ))
+    }
+
+    fn destroy(&self, run: BTreeComponent<T>) {
+        run.destroy(&self.cache);
+    }
+
+    fn describe(&self, run: &BTreeComponent<T>) -> RunInfo<u64> {
+        RunInfo {
+            pages: run.pages(),
+            entries: run.entries(),
+            keys: run.min_key().zip(run.max_key()).map(|(a, b)| KeyRange::new(a, b)),
+            extents: vec![Extent {
+                first: run.first_page(),
+                pages: run.pages(),
+            }],
+        }
+    }
+
+    /// Full leaves of `pages` pages (internal nodes come on top).
+    fn entries_per_run(&self, pages: u64) -> u64 {
+        BTreeComponent::<T>::leaf_capacity(self.cache.page_size()) as u64 * pages
+    }
+}
+
+/// The merge filter of a tombstone store: antimatter goes once the merge reaches the oldest data.
+pub(crate) fn drop_tombstones<V>(_key: &u64, value: &Slot<V>, bottommost: bool) -> Result<bool> {
+    Ok(!(bottommost && matches!(value, Slot::Deleted)))
+}
+
 /// An LSM B+-tree keyed by u64.
 pub struct LsmBTree<V: FixedValue> {
     cache: Arc<BufferCache>,
-    memory: BTreeMap<u64, Slot<V>>,
-    memory_budget_pages: u64,
-    leaf_capacity: usize,
-    disk: DiskComponents<BTreeComponent<Slot<V>>>,
-    bloom_fp: Option<f64>,
+    memory: MemoryLevel<SortedMemtable<u64, Slot<V>>>,
+    store: RunStore<BTreeRuns<Slot<V>>>,
     lookups: u64,
 }
 
@@ -72,63 +138,54 @@ impl<V: FixedValue> LsmBTree<V> {
         bloom_fp: Option<f64>,
     ) -> Self {
         let leaf_capacity = BTreeComponent::<Slot<V>>::leaf_capacity(cache.page_size());
+        let device = cache.device().clone();
         LsmBTree {
+            memory: MemoryLevel::new(SortedMemtable::new(leaf_capacity), memory_budget_pages),
+            store: RunStore::new(BTreeRuns::new(cache.clone(), bloom_fp), policy.strategy(), device),
             cache,
-            memory: BTreeMap::new(),
-            memory_budget_pages: memory_budget_pages.max(1),
-            leaf_capacity,
-            disk: DiskComponents::new(policy.build()),
-            bloom_fp,
             lookups: 0,
         }
     }
 
+    /// Tells `observer` about every flush and merge from now on.
+    pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<u64>>) {
+        self.store.subscribe(observer);
+    }
+
     /// Pages the memory component would fill as packed B+-tree leaves.
     pub fn memory_pages(&self) -> u64 {
-        self.memory.len().div_ceil(self.leaf_capacity) as u64
+        self.memory.pages()
     }
 
     pub fn upsert(&mut self, key: u64, value: V) -> Result<()> {
-        self.memory.insert(key, Slot::Live(value));
+        self.memory.active_mut().insert(key, Slot::Live(value));
         self.maybe_flush()
     }
 
     pub fn delete(&mut self, key: u64) -> Result<()> {
-        self.memory.insert(key, Slot::Deleted);
+        self.memory.active_mut().insert(key, Slot::Deleted);
         self.maybe_flush()
     }
 
-    /// The newest value of `key`: memory first, then disk components newest first (each guarded by
-    /// its Bloom filter).
+    /// The newest value of `key`: memory first, then disk runs newest first (each guarded by its
+    /// Bloom filter).
     pub fn get(&mut self, key: u64) -> Result<Option<V>> {
         self.lookups += 1;
-        Self::lookup(&self.memory, &self.disk, &self.cache, key)
+        self.peek(key)
     }
 
     /// Like [`Self::get`] but through a shared reference (queries), not counted in `lookups`.
     pub fn peek(&self, key: u64) -> Result<Option<V>> {
-        Self::lookup(&self.memory, &self.disk, &self.cache, key)
-    }
-
-    fn lookup(
-        memory: &BTreeMap<u64, Slot<V>>,
-        disk: &DiskComponents<BTreeComponent<Slot<V>>>,
-        cache: &BufferCache,
-        key: u64,
-    ) -> Result<Option<V>> {
-        let slot = match memory.get(&key) {
-            Some(s) => Some(*s),
-            None => {
-                let mut found = None;
-                for c in disk.components() {
-                    if let Some(s) = c.get(cache, key)? {
-                        found = Some(s);
-                        break;
-                    }
+        let mut slot = self.memory.newest_first().find_map(|t| t.get(&key).copied());
+        if slot.is_none() {
+            // Every run, as AsterixDB probes them: the Bloom filter decides, not the key range.
+            for (_, run) in self.store.runs() {
+                if let Some(s) = run.get(&self.cache, key)? {
+                    slot = Some(s);
+                    break;
                 }
-                found
             }
-        };
+        }
         Ok(match slot {
             Some(Slot::Live(v)) => Some(v),
             Some(Slot::Deleted) | None => None,
@@ -141,56 +198,122 @@ impl<V: FixedValue> LsmBTree<V> {
     }
 
     pub fn stats(&self) -> LifecycleStats {
-        self.disk.stats()
+        self.store.stats()
     }
 
     pub fn disk_components(&self) -> usize {
-        self.disk.len()
+        self.store.len()
     }
 
     fn maybe_flush(&mut self) -> Result<()> {
-        if self.memory_pages() > self.memory_budget_pages {
+        if self.memory.over_budget() {
             self.flush()?;
         }
         Ok(())
     }
 
-    /// Writes the memory component out as a new disk component, then merges as the policy asks.
+    /// Writes the memory component out as a new disk run, then merges as the policy asks. A failed
+    /// flush keeps the memory component (readable, flushed again next time); a failed merge keeps
+    /// its inputs; either way the error is returned and nothing written is lost.
     pub fn flush(&mut self) -> Result<()> {
         if self.memory.is_empty() {
             return Ok(());
         }
-        let start = Instant::now();
-        let memory = std::mem::take(&mut self.memory);
-        let component =
-            BTreeComponent::bulk_load(self.cache.device().as_ref(), memory.into_iter(), self.bloom_fp)?;
-        self.disk.add_flushed(component, start.elapsed());
-        let cache = self.cache.clone();
-        let bloom_fp = self.bloom_fp;
-        self.disk.merge_while_needed(|parts, includes_oldest| {
-            // Newest wins: insert oldest first so newer values overwrite.
-            let mut merged: BTreeMap<u64, Slot<V>> = BTreeMap::new();
-            for part in parts.iter().rev() {
-                for (k, v) in part.scan(cache.device().as_ref())? {
-                    merged.insert(k, v);
-                }
-            }
-            if includes_oldest {
-                merged.retain(|_, v| matches!(v, Slot::Live(_)));
-            }
-            let component = BTreeComponent::bulk_load(cache.device().as_ref(), merged.into_iter(), bloom_fp)?;
-            for part in parts {
-                part.destroy(&cache);
-            }
-            Ok(component)
-        })
+        let fresh = self.memory.active().fresh();
+        self.memory.freeze(fresh);
+        while let Some(at) = self.memory.next_to_flush() {
+            let entries = self
+                .memory
+                .immutable(at)
+                .map(Memtable::sorted_entries)
+                .unwrap_or_default();
+            self.store.flush(entries)?;
+            self.memory.remove_flushed(at);
+        }
+        self.store.compact(&mut drop_tombstones::<V>)
     }
 }
 
-impl<V: FixedValue> Drop for LsmBTree<V> {
-    fn drop(&mut self) {
-        for c in self.disk.take_all() {
-            c.destroy(&self.cache);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::{EventLog, LifecycleEvent};
+    use crate::storage::{Device, MemDevice};
+
+    /// 256-byte pages: 14 entries of a u64 key and a 9-byte slot per leaf.
+    fn tree(tolerance: usize) -> (LsmBTree<u64>, Arc<dyn Device>) {
+        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(256));
+        let cache = Arc::new(BufferCache::new(dev.clone(), 64));
+        let policy = MergePolicyConfig::Prefix {
+            max_mergeable_pages: 1000,
+            max_tolerance_components: tolerance,
+        };
+        (LsmBTree::new(cache, 2, policy, None), dev)
+    }
+
+    #[test]
+    fn flushes_and_merges_read_and_write_exactly_the_runs_pages() {
+        let (mut t, dev) = tree(2);
+        let log = Arc::new(EventLog::new());
+        t.subscribe(log.clone());
+        // The 29th entry needs a third leaf (> 2 pages): flush 29 entries = 3 leaves + a root.
+        for k in 0..29 {
+            t.upsert(k, k).unwrap();
         }
+        assert_eq!(
+            (t.stats().flushes, t.memory_pages(), t.disk_components()),
+            (1, 0, 1)
+        );
+        assert_eq!(t.stats().flush_io.page_writes, 4);
+        for k in 100..129 {
+            t.upsert(k, k).unwrap();
+        }
+        // The second flush makes two runs: the prefix policy merges them, reading their 6 leaves
+        // and writing 58 entries as 5 leaves and a root.
+        let st = t.stats();
+        assert_eq!(
+            (st.flushes, st.merges, st.flushed_entries, st.merged_entries),
+            (2, 1, 58, 58)
+        );
+        assert_eq!(st.flush_io.page_writes, 8);
+        assert_eq!((st.merge_io.page_reads, st.merge_io.page_writes), (6, 6));
+        assert_eq!(dev.allocated_pages(), 6);
+        assert_eq!(t.disk_components(), 1);
+        let merged = log.events().into_iter().find_map(|e| match e {
+            LifecycleEvent::CompactionFinished { inputs, outputs, .. } => Some((inputs, outputs)),
+            _ => None,
+        });
+        let (inputs, outputs) = merged.unwrap();
+        assert_eq!(
+            inputs.iter().map(|r| r.extents[0].pages).collect::<Vec<_>>(),
+            vec![4, 4]
+        );
+        assert_eq!(outputs[0].keys, Some(KeyRange::new(0, 128)));
+        assert_eq!(t.get(5).unwrap(), Some(5));
+    }
+
+    #[test]
+    fn tombstones_shadow_older_runs_and_go_when_the_oldest_run_is_merged() {
+        let (mut t, dev) = tree(3);
+        for k in 0..29 {
+            t.upsert(k, k).unwrap();
+        }
+        // Deletes of the first run's keys, flushed as a second run: shadowing, not yet merged.
+        for k in 0..20 {
+            t.delete(k).unwrap();
+        }
+        t.flush().unwrap();
+        assert_eq!((t.disk_components(), t.stats().merges), (2, 0));
+        assert_eq!(t.get(3).unwrap(), None);
+        assert_eq!(t.peek(25).unwrap(), Some(25));
+        t.upsert(3, 33).unwrap();
+        t.flush().unwrap();
+        // Three runs: merged with the oldest, so the 19 remaining tombstones vanish.
+        assert_eq!((t.disk_components(), t.stats().merges), (1, 1));
+        assert_eq!(t.stats().merged_entries, 10);
+        assert_eq!(t.get(3).unwrap(), Some(33));
+        assert_eq!(t.get(4).unwrap(), None);
+        assert_eq!(t.lookups(), 3);
+        assert_eq!(dev.allocated_pages(), 1);
     }
 }

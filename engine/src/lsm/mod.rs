@@ -1,18 +1,46 @@
-//! The generic LSM lifecycle shared by every index: a memory component that absorbs writes, a
-//! flush that turns it into an immutable disk component when it outgrows its budget, and a merge
-//! policy that decides which disk components to merge into one.
+//! The LSM framework every index builds on.
 //!
-//! As in mini-lsm and fjall, the *decision* (a [`MergePolicy`] looking at component sizes) is kept
-//! apart from its *execution* (the index merging the chosen components), so a policy can be tested
-//! without a single page. [`DiskComponents`] holds the components newest first and times flushes
-//! and merges separately, as the LSM RUM-tree paper's Figure 5 breaks update time down.
+//! - [`version`]: runs as metadata (id, level, pages, entries, key range, flush sequence range)
+//!   and the [`Version`] that orders them in levels;
+//! - [`strategy`]: [`CompactionStrategy::choose`] answers a [`Choice`] (do nothing, merge into a
+//!   level with a target run size, move, drop) as data, after fjall's `choose -> Choice` and
+//!   mini-lsm's compaction tasks; [`prefix`] (AsterixDB), [`leveled`] (RocksDB) and
+//!   [`NoCompaction`], built from a serialisable [`CompactionConfig`];
+//! - [`memory`]: the [`MemoryLevel`] of one or many memtables, its flush budget and flush order;
+//! - [`executor`]: [`RunStore`], the one flush and compaction executor, given a [`RunFormat`] and
+//!   a [`MergeFilter`]; merges are k-way ([`merge`]); it is fail-stop (outputs are built before
+//!   inputs go) and tells [`events`] observers what it does;
+//! - [`btree`] ([`LsmBTree`], prefix-merged) and [`kv`] ([`LsmKv`], leveled) are indexes on it.
+//!
+//! [`DiskComponents`] and [`MergePolicy`] are the older, range-picking lifecycle that the LSM
+//! R-tree still drives; [`PrefixStrategy`] picks exactly what [`PrefixMergePolicy`] picks.
 
 mod btree;
+pub mod config;
+pub mod events;
+pub mod executor;
+pub mod kv;
+pub mod leveled;
+pub mod memory;
+pub mod merge;
 mod policy;
+pub mod prefix;
+pub mod strategy;
+pub mod version;
 
-pub use btree::{LsmBTree, Slot};
+pub use btree::{BTreeRuns, LsmBTree, Slot};
+pub use config::CompactionConfig;
+pub use events::{CompactionKind, EventLog, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
+pub use executor::{KWay, KeepAll, MergeFilter, MergePlan, Merger, RunFormat, RunInfo, RunStore};
+pub use kv::LsmKv;
+pub use leveled::{LeveledParams, LeveledStrategy};
+pub use memory::{MemoryLevel, Memtable, SortedMemtable};
 pub use policy::{MergePolicy, MergePolicyConfig, NoMergePolicy, PrefixMergePolicy};
+pub use prefix::PrefixStrategy;
+pub use strategy::{Choice, CompactionStrategy, NoCompaction};
+pub use version::{KeyRange, RunId, RunKey, RunMeta, Version};
 
+use crate::storage::IoStats;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -42,6 +70,19 @@ pub struct LifecycleStats {
     /// Entries written by flushes and by merges.
     pub flushed_entries: u64,
     pub merged_entries: u64,
+    /// Runs moved to another level without rewriting (trivial moves).
+    #[serde(default)]
+    pub moves: u64,
+    /// Runs dropped whole.
+    #[serde(default)]
+    pub drops: u64,
+    /// Device I/O during flushes (device counter deltas, so it includes any other access to the
+    /// same device made meanwhile).
+    #[serde(default)]
+    pub flush_io: IoStats,
+    /// Device I/O during compactions, measured likewise.
+    #[serde(default)]
+    pub merge_io: IoStats,
 }
 
 /// The disk components of one LSM index, newest first, and the policy that merges them.

@@ -1,4 +1,6 @@
-//! Merge policies: given the disk components (newest first), which contiguous run to merge.
+//! Merge policies: given the disk components (newest first), which contiguous run to merge. The
+//! range-picking interface that [`super::DiskComponents`] drives; the prefix policy is now computed
+//! by [`super::PrefixStrategy`].
 
 use super::ComponentInfo;
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,21 @@ impl MergePolicyConfig {
             MergePolicyConfig::None => Box::new(NoMergePolicy),
         }
     }
+
+    /// The same choice as a compaction strategy for a [`super::RunStore`] (a prefix tolerance
+    /// below 2 is taken as 2).
+    pub fn strategy<K: super::RunKey>(&self) -> Box<dyn super::CompactionStrategy<K>> {
+        match *self {
+            MergePolicyConfig::Prefix {
+                max_mergeable_pages,
+                max_tolerance_components,
+            } => Box::new(super::PrefixStrategy::new(
+                max_mergeable_pages,
+                max_tolerance_components,
+            )),
+            MergePolicyConfig::None => Box::new(super::NoCompaction),
+        }
+    }
 }
 
 /// AsterixDB's prefix merge policy, the one the LSM RUM-tree authors ran (tolerance 5 components,
@@ -65,31 +82,10 @@ impl PrefixMergePolicy {
 }
 
 impl MergePolicy for PrefixMergePolicy {
+    /// What [`super::PrefixStrategy`] picks among the components' sizes.
     fn pick(&self, components: &[ComponentInfo]) -> Option<Range<usize>> {
-        let n = components.len();
-        // Walk oldest -> newest; `run_start` is the oldest position (in oldest-first order) of the
-        // current candidate run.
-        let mut run_start = 0usize;
-        let mut total = 0u64;
-        for i in 0..n {
-            let size = components[n - 1 - i].pages;
-            if size > self.max_mergeable_pages {
-                run_start = i + 1;
-                total = 0;
-                continue;
-            }
-            total += size;
-            let run_len = i + 1 - run_start;
-            let is_newest = i + 1 == n;
-            if run_len >= 2
-                && (total > self.max_mergeable_pages
-                    || (is_newest && run_len >= self.max_tolerance_components))
-            {
-                // Oldest-first positions run_start..=i are newest-first positions n-1-i ..= n-1-run_start.
-                return Some(n - 1 - i..n - run_start);
-            }
-        }
-        None
+        let pages: Vec<u64> = components.iter().map(|c| c.pages).collect();
+        super::PrefixStrategy::new(self.max_mergeable_pages, self.max_tolerance_components).pick(&pages)
     }
 }
 

@@ -6,10 +6,12 @@
 //! that is verified on every read. [`DeviceProfile`] turns counted I/O into modelled time.
 
 mod cost;
+mod faulty;
 mod file;
 mod mem;
 
 pub use cost::DeviceProfile;
+pub use faulty::{Fault, FaultyDevice};
 pub use file::FileDevice;
 pub use mem::MemDevice;
 

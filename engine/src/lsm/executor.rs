@@ -1,0 +1,639 @@
+//! The one flush and compaction executor every index uses.
+//!
+//! A [`RunStore`] holds an index's runs (built by its [`RunFormat`]) and their [`Version`], asks the
+//! [`CompactionStrategy`] what to do and does it. It is fail-stop: outputs are built before inputs
+//! are touched and the version is switched only once every output exists, so a flush or merge that
+//! fails (an I/O error, a filter error) destroys its partial outputs and leaves the store exactly as
+//! it was; the error goes to the caller, never a wrong answer.
+
+use super::events::{CompactionKind, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
+use super::merge::{EntryStream, KWayMerge};
+use super::strategy::{Choice, CompactionStrategy};
+use super::version::{KeyRange, RunId, RunKey, RunMeta, Version};
+use super::LifecycleStats;
+use crate::storage::{Device, IoStats};
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What an index's run looks like on the device, as a format describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo<K> {
+    pub pages: u64,
+    pub entries: u64,
+    pub keys: Option<KeyRange<K>>,
+    pub extents: Vec<Extent>,
+}
+
+/// How an index stores a run: build it from sorted entries, scan it back in order, destroy it.
+pub trait RunFormat {
+    /// The order of entries and runs.
+    type Key: RunKey;
+    type Value: Clone;
+    type Run;
+    /// Builds a run from entries in strictly increasing key order. On error nothing stays allocated.
+    fn build(&self, entries: Vec<(Self::Key, Self::Value)>) -> Result<Self::Run>;
+    /// The run's entries in key order.
+    fn scan<'a>(&'a self, run: &'a Self::Run) -> Result<EntryStream<'a, Self::Key, Self::Value>>;
+    /// Frees the run's pages.
+    fn destroy(&self, run: Self::Run);
+    fn describe(&self, run: &Self::Run) -> RunInfo<Self::Key>;
+    /// How many entries fill a run of `pages` pages (to split compaction outputs at a target size).
+    fn entries_per_run(&self, pages: u64) -> u64;
+}
+
+/// Decides, entry by entry, what a merge keeps: told whether the merge sees the oldest data of its
+/// keys (`bottommost`), so deletion markers can go. The RUM strategies' cleaning is such a filter.
+pub trait MergeFilter<K, V> {
+    fn keep(&mut self, key: &K, value: &V, bottommost: bool) -> Result<bool>;
+}
+
+impl<K, V, F: FnMut(&K, &V, bool) -> Result<bool>> MergeFilter<K, V> for F {
+    fn keep(&mut self, key: &K, value: &V, bottommost: bool) -> Result<bool> {
+        self(key, value, bottommost)
+    }
+}
+
+/// Keeps everything.
+pub struct KeepAll;
+
+impl<K, V> MergeFilter<K, V> for KeepAll {
+    fn keep(&mut self, _: &K, _: &V, _: bool) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// How a merge turns its inputs into outputs. [`KWay`] (the k-way merge through a [`MergeFilter`],
+/// split at the target size) serves indexes whose runs are one sorted stream; an index whose runs
+/// carry more (an R-tree with its deleted-key B+-tree) supplies its own. Outputs go into the sink
+/// the executor owns, so on error it destroys whatever was built.
+pub trait Merger<F: RunFormat> {
+    /// Builds the merge of `inputs` (newest data first) into `outputs`.
+    fn merge(
+        &mut self,
+        format: &F,
+        inputs: &[&F::Run],
+        plan: &MergePlan,
+        outputs: &mut Vec<F::Run>,
+    ) -> Result<()>;
+}
+
+/// What a merge is asked to produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergePlan {
+    pub output_level: usize,
+    /// Split the output into runs of about this many pages (one run when `None`).
+    pub target_run_pages: Option<u64>,
+    /// No older data than the inputs holds their keys: antimatter may go.
+    pub bottommost: bool,
+}
+
+/// The k-way merge (newest run wins on equal keys) through a filter, split at the target size.
+/// Without a target it writes exactly one run, even an empty one.
+pub struct KWay<'a, K, V>(pub &'a mut dyn MergeFilter<K, V>);
+
+impl<F: RunFormat> Merger<F> for KWay<'_, F::Key, F::Value> {
+    fn merge(
+        &mut self,
+        format: &F,
+        inputs: &[&F::Run],
+        plan: &MergePlan,
+        outputs: &mut Vec<F::Run>,
+    ) -> Result<()> {
+        let streams = inputs
+            .iter()
+            .map(|r| format.scan(r))
+            .collect::<Result<Vec<_>>>()?;
+        let mut merged = Vec::new();
+        for item in KWayMerge::new(streams)? {
+            let (k, v) = item?;
+            if self.0.keep(&k, &v, plan.bottommost)? {
+                merged.push((k, v));
+            }
+        }
+        match plan.target_run_pages {
+            None => outputs.push(format.build(merged)?),
+            Some(pages) => {
+                let per_run = format.entries_per_run(pages.max(1)).max(1) as usize;
+                let mut rest = merged.into_iter().peekable();
+                while rest.peek().is_some() {
+                    outputs.push(format.build(rest.by_ref().take(per_run).collect())?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The runs of one index, their version, the strategy that compacts them, and the observers told
+/// about it. Dropping the store destroys its runs.
+pub struct RunStore<F: RunFormat> {
+    format: F,
+    device: Arc<dyn Device>,
+    version: Version<F::Key>,
+    runs: BTreeMap<RunId, F::Run>,
+    strategy: Box<dyn CompactionStrategy<F::Key>>,
+    observers: Vec<Arc<dyn LifecycleObserver<F::Key>>>,
+    stats: LifecycleStats,
+    next_id: RunId,
+    next_seq: u64,
+}
+
+impl<F: RunFormat> RunStore<F> {
+    /// `device` is the one the format writes to; its counters attribute I/O to flushes and merges.
+    pub fn new(format: F, strategy: Box<dyn CompactionStrategy<F::Key>>, device: Arc<dyn Device>) -> Self {
+        RunStore {
+            format,
+            device,
+            version: Version::new(),
+            runs: BTreeMap::new(),
+            strategy,
+            observers: Vec::new(),
+            stats: LifecycleStats::default(),
+            next_id: 0,
+            next_seq: 0,
+        }
+    }
+
+    pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<F::Key>>) {
+        self.observers.push(observer);
+    }
+
+    pub fn format(&self) -> &F {
+        &self.format
+    }
+
+    pub fn version(&self) -> &Version<F::Key> {
+        &self.version
+    }
+
+    pub fn stats(&self) -> LifecycleStats {
+        self.stats
+    }
+
+    pub fn strategy_name(&self) -> &'static str {
+        self.strategy.name()
+    }
+
+    pub fn run(&self, id: RunId) -> Option<&F::Run> {
+        self.runs.get(&id)
+    }
+
+    /// Every run with its metadata, newest data first (level 0 newest first, then deeper levels).
+    pub fn runs(&self) -> impl Iterator<Item = (&RunMeta<F::Key>, &F::Run)> {
+        self.version.runs().map(|m| (m, &self.runs[&m.id]))
+    }
+
+    /// The runs a point lookup of `key` consults, newest data first (key ranges rule out the rest).
+    pub fn lookup_order(&self, key: F::Key) -> impl Iterator<Item = (&RunMeta<F::Key>, &F::Run)> {
+        self.version.lookup_order(key).map(|m| (m, &self.runs[&m.id]))
+    }
+
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    fn emit(&self, event: LifecycleEvent<F::Key>) {
+        for o in &self.observers {
+            o.on_event(&event);
+        }
+    }
+
+    fn extents(&self, meta: &RunMeta<F::Key>) -> RunExtents<F::Key> {
+        let info = self.format.describe(&self.runs[&meta.id]);
+        RunExtents {
+            id: meta.id,
+            level: meta.level,
+            entries: meta.entries,
+            keys: meta.keys,
+            extents: info.extents,
+        }
+    }
+
+    fn meta_of(&mut self, run: &F::Run, level: usize, seqs: (u64, u64)) -> RunMeta<F::Key> {
+        let info = self.format.describe(run);
+        let id = self.next_id;
+        self.next_id += 1;
+        RunMeta {
+            id,
+            level,
+            pages: info.pages,
+            entries: info.entries,
+            keys: info.keys,
+            seqs,
+        }
+    }
+
+    /// Writes `entries` (strictly increasing keys, e.g. a memtable's) as a new run on top of level
+    /// 0. Compactions are left to [`Self::compact`]. On error nothing changes.
+    pub fn flush(&mut self, entries: Vec<(F::Key, F::Value)>) -> Result<RunId> {
+        let n = entries.len() as u64;
+        self.flush_with(n, move |format| format.build(entries))
+    }
+
+    /// Like [`Self::flush`] for an index that builds the run itself (`entries` is only reported to
+    /// observers). `build` must leave nothing allocated when it fails.
+    pub fn flush_with(&mut self, entries: u64, build: impl FnOnce(&F) -> Result<F::Run>) -> Result<RunId> {
+        let start = Instant::now();
+        let io = self.device.stats();
+        let seq = self.next_seq;
+        self.emit(LifecycleEvent::FlushStarted { seq, entries });
+        let run = match build(&self.format) {
+            Ok(run) => run,
+            Err(e) => {
+                self.emit(LifecycleEvent::Aborted { error: e.to_string() });
+                add_io(&mut self.stats.flush_io, self.device.stats().since(&io));
+                return Err(e);
+            }
+        };
+        self.next_seq += 1;
+        let meta = self.meta_of(&run, 0, (seq, seq));
+        let id = meta.id;
+        self.stats.flushes += 1;
+        self.stats.flushed_entries += meta.entries;
+        self.runs.insert(id, run);
+        self.version.push_flushed(meta.clone());
+        self.stats.flush_time += start.elapsed();
+        add_io(&mut self.stats.flush_io, self.device.stats().since(&io));
+        self.emit(LifecycleEvent::FlushFinished {
+            seq,
+            output: self.extents(&meta),
+        });
+        Ok(id)
+    }
+
+    /// Carries out the strategy's choices until it answers [`Choice::DoNothing`]. Stops at the
+    /// first error, with the failed step undone.
+    pub fn compact(&mut self, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        self.compact_with(&mut KWay(filter))
+    }
+
+    /// Like [`Self::compact`] with the index's own merger.
+    pub fn compact_with(&mut self, merger: &mut dyn Merger<F>) -> Result<()> {
+        loop {
+            let choice = self.strategy.choose(&self.version);
+            if choice == Choice::DoNothing {
+                return Ok(());
+            }
+            self.apply_with(choice, merger)?;
+        }
+    }
+
+    /// Carries out one choice, merging with [`KWay`] through `filter`.
+    pub fn apply(&mut self, choice: Choice, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
+        self.apply_with(choice, &mut KWay(filter))
+    }
+
+    /// Carries out one choice with the given merger.
+    pub fn apply_with(&mut self, choice: Choice, merger: &mut dyn Merger<F>) -> Result<()> {
+        let start = Instant::now();
+        let io = self.device.stats();
+        let result = self.apply_inner(choice, merger);
+        add_io(&mut self.stats.merge_io, self.device.stats().since(&io));
+        if let Err(e) = &result {
+            self.emit(LifecycleEvent::Aborted { error: e.to_string() });
+        } else {
+            self.stats.merge_time += start.elapsed();
+        }
+        result
+    }
+
+    /// The metadata of `ids`, refusing unknown or repeated runs.
+    fn inputs(&self, ids: &[RunId]) -> Result<Vec<RunMeta<F::Key>>> {
+        let mut seen = std::collections::BTreeSet::new();
+        ids.iter()
+            .map(|&id| {
+                if !seen.insert(id) {
+                    return Err(Error::Config(format!(
+                        "compaction strategy {} named run {id} twice",
+                        self.strategy.name()
+                    )));
+                }
+                self.version.get(id).cloned().ok_or_else(|| {
+                    Error::Config(format!(
+                        "compaction strategy {} chose run {id}, which the index does not hold",
+                        self.strategy.name()
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn apply_inner(&mut self, choice: Choice, merger: &mut dyn Merger<F>) -> Result<()> {
+        match choice {
+            Choice::DoNothing => Ok(()),
+            Choice::Move { run, to_level } => {
+                let meta = self.inputs(&[run])?.remove(0);
+                let inputs = vec![self.extents(&meta)];
+                self.emit(LifecycleEvent::CompactionStarted {
+                    kind: CompactionKind::Move,
+                    inputs: inputs.clone(),
+                    output_level: to_level,
+                });
+                self.version.replace(&[run], vec![meta.clone()], to_level)?;
+                self.stats.moves += 1;
+                let moved = self.version.get(run).expect("moved run").clone();
+                self.emit(LifecycleEvent::CompactionFinished {
+                    kind: CompactionKind::Move,
+                    inputs,
+                    outputs: vec![self.extents(&moved)],
+                });
+                Ok(())
+            }
+            Choice::Drop { runs } => {
+                let metas = self.inputs(&runs)?;
+                let inputs: Vec<_> = metas.iter().map(|m| self.extents(m)).collect();
+                self.emit(LifecycleEvent::CompactionStarted {
+                    kind: CompactionKind::Drop,
+                    inputs: inputs.clone(),
+                    output_level: 0,
+                });
+                self.version.remove(&runs);
+                self.emit(LifecycleEvent::CompactionFinished {
+                    kind: CompactionKind::Drop,
+                    inputs,
+                    outputs: Vec::new(),
+                });
+                for id in runs {
+                    let run = self.runs.remove(&id).expect("a version run has its run");
+                    self.format.destroy(run);
+                }
+                self.stats.drops += 1;
+                Ok(())
+            }
+            Choice::Merge {
+                inputs,
+                output_level,
+                target_run_pages,
+                bottommost,
+            } => self.merge(
+                inputs,
+                MergePlan {
+                    output_level,
+                    target_run_pages,
+                    bottommost,
+                },
+                merger,
+            ),
+        }
+    }
+
+    fn merge(&mut self, ids: Vec<RunId>, plan: MergePlan, merger: &mut dyn Merger<F>) -> Result<()> {
+        let mut metas = self.inputs(&ids)?;
+        if metas.is_empty() {
+            return Err(Error::Config(format!(
+                "compaction strategy {} chose a merge of no runs",
+                self.strategy.name()
+            )));
+        }
+        // Newest data first: the order lookups consult the runs in.
+        let order: BTreeMap<RunId, usize> = self.version.runs().enumerate().map(|(i, r)| (r.id, i)).collect();
+        metas.sort_by_key(|m| order[&m.id]);
+        let inputs: Vec<_> = metas.iter().map(|m| self.extents(m)).collect();
+        self.emit(LifecycleEvent::CompactionStarted {
+            kind: CompactionKind::Merge,
+            inputs: inputs.clone(),
+            output_level: plan.output_level,
+        });
+        let seqs = (
+            metas.iter().map(|m| m.seqs.0).min().unwrap_or(0),
+            metas.iter().map(|m| m.seqs.1).max().unwrap_or(0),
+        );
+        // Build every output before touching the inputs.
+        let mut built: Vec<F::Run> = Vec::new();
+        let runs: Vec<&F::Run> = metas.iter().map(|m| &self.runs[&m.id]).collect();
+        let result = merger.merge(&self.format, &runs, &plan, &mut built);
+        let outputs: Vec<RunMeta<F::Key>> = built
+            .iter()
+            .map(|r| self.meta_of(r, plan.output_level, seqs))
+            .collect();
+        if let Err(e) = result.and_then(|()| self.version.replace(&ids, outputs.clone(), plan.output_level)) {
+            for run in built {
+                self.format.destroy(run);
+            }
+            return Err(e);
+        }
+        for (meta, run) in outputs.iter().zip(built) {
+            self.runs.insert(meta.id, run);
+            self.stats.merged_entries += meta.entries;
+        }
+        self.stats.merges += 1;
+        let outputs: Vec<_> = outputs.iter().map(|m| self.extents(m)).collect();
+        self.emit(LifecycleEvent::CompactionFinished {
+            kind: CompactionKind::Merge,
+            inputs,
+            outputs,
+        });
+        for id in ids {
+            let run = self.runs.remove(&id).expect("a version run has its run");
+            self.format.destroy(run);
+        }
+        Ok(())
+    }
+}
+
+fn add_io(total: &mut IoStats, delta: IoStats) {
+    total.page_reads += delta.page_reads;
+    total.page_writes += delta.page_writes;
+}
+
+impl<F: RunFormat> Drop for RunStore<F> {
+    fn drop(&mut self) {
+        for (_, run) in std::mem::take(&mut self.runs) {
+            self.format.destroy(run);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::events::EventLog;
+    use crate::lsm::strategy::NoCompaction;
+    use crate::storage::MemDevice;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+
+    /// Runs held in memory; a shared set records which are alive, and the n-th build can be made
+    /// to fail.
+    #[derive(Default)]
+    struct ToyRuns {
+        alive: Mutex<std::collections::BTreeSet<u64>>,
+        builds: AtomicU64,
+        fail_build: AtomicU64,
+    }
+
+    struct Toy {
+        tag: u64,
+        entries: Vec<(u64, i64)>,
+    }
+
+    impl RunFormat for Arc<ToyRuns> {
+        type Key = u64;
+        type Value = i64;
+        type Run = Toy;
+        fn build(&self, entries: Vec<(u64, i64)>) -> Result<Toy> {
+            let n = self.builds.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == self.fail_build.load(Ordering::SeqCst) {
+                return Err(Error::Config(format!("build {n} fails")));
+            }
+            self.alive.lock().unwrap().insert(n);
+            Ok(Toy { tag: n, entries })
+        }
+        fn scan<'a>(&'a self, run: &'a Toy) -> Result<EntryStream<'a, u64, i64>> {
+            Ok(Box::new(run.entries.iter().map(|&e| Ok(e))))
+        }
+        fn destroy(&self, run: Toy) {
+            assert!(self.alive.lock().unwrap().remove(&run.tag), "run destroyed twice");
+        }
+        fn describe(&self, run: &Toy) -> RunInfo<u64> {
+            let n = run.entries.len() as u64;
+            RunInfo {
+                pages: n.div_ceil(4).max(1),
+                entries: n,
+                keys: run
+                    .entries
+                    .first()
+                    .map(|a| KeyRange::new(a.0, run.entries.last().unwrap().0)),
+                extents: vec![Extent {
+                    first: run.tag * 100,
+                    pages: n.div_ceil(4).max(1),
+                }],
+            }
+        }
+        fn entries_per_run(&self, pages: u64) -> u64 {
+            pages * 4
+        }
+    }
+
+    fn store() -> (RunStore<Arc<ToyRuns>>, Arc<ToyRuns>, Arc<EventLog<u64>>) {
+        let runs = Arc::new(ToyRuns::default());
+        let mut s = RunStore::new(runs.clone(), Box::new(NoCompaction), Arc::new(MemDevice::new(64)));
+        let log = Arc::new(EventLog::new());
+        s.subscribe(log.clone());
+        // three overlapping flushes: keys 0..10 (value 1), 5..15 (2), 10..20 (3)
+        for (i, lo) in [0u64, 5, 10].into_iter().enumerate() {
+            s.flush((lo..lo + 10).map(|k| (k, i as i64 + 1)).collect())
+                .unwrap();
+        }
+        (s, runs, log)
+    }
+
+    fn merge_all(s: &RunStore<Arc<ToyRuns>>, target: Option<u64>) -> Choice {
+        Choice::Merge {
+            inputs: s.version().level(0).iter().rev().map(|r| r.id).collect(),
+            output_level: 1,
+            target_run_pages: target,
+            bottommost: true,
+        }
+    }
+
+    #[test]
+    fn a_merge_is_k_way_newest_wins_filtered_and_split_at_the_target() {
+        let (mut s, runs, log) = store();
+        let mut drop_odd = |k: &u64, _: &i64, bottom: bool| Ok(!(bottom && k % 2 == 1));
+        s.apply(merge_all(&s, Some(2)), &mut drop_odd).unwrap();
+        let level1: Vec<Vec<(u64, i64)>> = s.runs().map(|(_, r)| r.entries.clone()).collect();
+        assert_eq!(level1.iter().map(Vec::len).collect::<Vec<_>>(), vec![8, 2]);
+        let all: Vec<(u64, i64)> = level1.concat();
+        let want: Vec<(u64, i64)> = (0..20)
+            .filter(|k| k % 2 == 0)
+            .map(|k| {
+                (
+                    k,
+                    if k >= 10 {
+                        3
+                    } else if k >= 5 {
+                        2
+                    } else {
+                        1
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(s.version().level(1).len(), 2);
+        assert!(s.version().level(0).is_empty());
+        assert_eq!(runs.alive.lock().unwrap().len(), 2, "inputs destroyed");
+        let st = s.stats();
+        assert_eq!(
+            (st.flushes, st.merges, st.flushed_entries, st.merged_entries),
+            (3, 1, 30, 10)
+        );
+        let events = log.events();
+        assert!(
+            matches!(&events[6], LifecycleEvent::CompactionStarted { kind: CompactionKind::Merge, inputs, output_level: 1 } if inputs.len() == 3)
+        );
+        assert!(
+            matches!(&events[7], LifecycleEvent::CompactionFinished { outputs, .. } if outputs.len() == 2 && outputs[0].keys == Some(KeyRange::new(0, 14)))
+        );
+    }
+
+    #[test]
+    fn a_failed_output_undoes_the_merge_and_destroys_the_partial_outputs() {
+        let (mut s, runs, log) = store();
+        runs.fail_build.store(5, Ordering::SeqCst); // the second output of the merge
+        let before: Vec<RunId> = s.version().runs().map(|r| r.id).collect();
+        let err = s.apply(merge_all(&s, Some(2)), &mut KeepAll).unwrap_err();
+        assert!(err.to_string().contains("build 5 fails"));
+        assert_eq!(s.version().runs().map(|r| r.id).collect::<Vec<_>>(), before);
+        assert_eq!(
+            runs.alive.lock().unwrap().len(),
+            3,
+            "the first output is destroyed, inputs kept"
+        );
+        assert_eq!(s.stats().merges, 0);
+        assert!(matches!(
+            log.events().last(),
+            Some(LifecycleEvent::Aborted { .. })
+        ));
+        // The same merge succeeds once the device is healthy again.
+        s.apply(merge_all(&s, Some(2)), &mut KeepAll).unwrap();
+        assert_eq!(s.version().total_entries(), 20);
+    }
+
+    #[test]
+    fn moves_drops_and_bad_choices() {
+        let (mut s, runs, _) = store();
+        let oldest = s.version().level(0).last().unwrap().id;
+        s.apply(
+            Choice::Move {
+                run: oldest,
+                to_level: 2,
+            },
+            &mut KeepAll,
+        )
+        .unwrap();
+        assert_eq!(s.version().level(2).len(), 1);
+        assert_eq!(s.stats().moves, 1);
+        let before = s.version().len();
+        for bad in [
+            Choice::Move { run: 99, to_level: 1 },
+            Choice::Drop {
+                runs: vec![oldest, oldest],
+            },
+            Choice::Merge {
+                inputs: vec![],
+                output_level: 1,
+                target_run_pages: None,
+                bottommost: false,
+            },
+        ] {
+            assert!(matches!(s.apply(bad, &mut KeepAll), Err(Error::Config(_))));
+            assert_eq!(s.version().len(), before);
+        }
+        s.apply(Choice::Drop { runs: vec![oldest] }, &mut KeepAll)
+            .unwrap();
+        assert_eq!((s.version().len(), runs.alive.lock().unwrap().len()), (2, 2));
+        drop(s);
+        assert!(
+            runs.alive.lock().unwrap().is_empty(),
+            "dropping the store destroys its runs"
+        );
+    }
+}
