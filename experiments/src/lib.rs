@@ -6,6 +6,7 @@
 //! parameters, runs and writes [`result`] files, [`plot`] draws figures and [`report`] writes
 //! REPORT.md. The binary (`src/main.rs`) is a thin clap front end over these.
 
+pub mod claims;
 pub mod experiment;
 pub mod plot;
 pub mod progress;

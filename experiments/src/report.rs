@@ -164,6 +164,31 @@ pub fn write_report(
     ];
     md += &markdown_table(&headers.map(String::from), &summary);
 
+    // The papers' claims, judged per scale; the evaluation goes beside the results it judged.
+    let sets = crate::claims::builtin()?;
+    let mut scales: Vec<Scale> = results.iter().map(|r| r.scale).collect();
+    scales.dedup();
+    for scale in scales {
+        let here: Vec<ResultFile> = results.iter().filter(|r| r.scale == scale).cloned().collect();
+        let evaluation = crate::claims::evaluate(&sets, &here, scale);
+        let path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
+        evaluation.write_atomic(&path)?;
+        let mut papers: Vec<String> = here.iter().map(|r| r.paper.clone()).collect();
+        papers.dedup();
+        let tables = evaluation.markdown(&sets, &papers);
+        if !tables.is_empty() {
+            writeln!(
+                md,
+                "\n## Claims ({scale})\n\nEach paper claim judged from the rows of this scale's results \
+                 (`{}`); the rules are in `experiments/src/claims.rs`: {}\n",
+                relative_link(&path, &report_dir),
+                crate::claims::RULES
+            )
+            .unwrap();
+            md += &tables;
+        }
+    }
+
     for result in &results {
         md += "\n";
         md += &section(experiments, result, plots_dir, &report_dir)?;
