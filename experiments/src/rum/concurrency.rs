@@ -209,7 +209,6 @@ impl Experiment for RumConcurrency {
              the invariant is compared)."
                 .into(),
         );
-        notes.extend(rr::concurrency_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,

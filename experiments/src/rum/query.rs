@@ -176,7 +176,6 @@ impl Experiment for RumQuery {
             "avg_modelled_us = measured query time + counted page reads x the {} profile.",
             p.str("profile")
         ));
-        notes.extend(rr::query_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,

@@ -147,7 +147,6 @@ impl Experiment for RumTuning {
             p.int("buffered_threshold"),
             p.int("vacuum_threshold")
         ));
-        notes.extend(rr::tuning_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,
