@@ -782,3 +782,259 @@ impl Evaluation {
         md
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::RowBuilder;
+
+    fn row(dataset: &str, strategy: &str, sel: f64, ms: f64, io: u64) -> Row {
+        RowBuilder::new()
+            .str("dataset", dataset)
+            .str("strategy", strategy)
+            .num("selectivity", sel)
+            .num("ms", ms)
+            .int("reads", io)
+            .int("writes", 1u64)
+            .build()
+    }
+
+    fn result(experiment: &str, rows: Vec<Row>) -> ResultFile {
+        let mut r = crate::result::tests::sample();
+        r.experiment = experiment.to_string();
+        r.rows = rows;
+        r
+    }
+
+    /// A claim set from the JSON of its claims (tolerance 0.25).
+    fn set(claims: &str) -> ClaimSet {
+        parse(
+            "test.json",
+            &format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{claims}]}}"#),
+        )
+        .unwrap()
+    }
+
+    const FASTER: &str = r#"{"id": "c1", "source": "Fig. 1", "text": "t", "paper": "4x-8x", "experiment": "e",
+        "measure": {"kind": "ratio", "field": "ms", "variants": ["A", "B", "C", "D"], "baselines": ["Base"],
+                    "group_by": ["dataset"], "filter": {"selectivity": ["0.5"]}},
+        "secondary": "reads+writes",
+        "expect": {"min": 4.0, "max": 8.0, "direction": {"above": 1.0}}}"#;
+
+    fn rows_for_faster() -> Vec<Row> {
+        let mut rows = Vec::new();
+        for d in ["x", "y"] {
+            rows.push(row(d, "Base", 0.5, 100.0, 99));
+            rows.push(row(d, "A", 0.5, 20.0, 4)); // 5x: reproduced
+            rows.push(row(d, "B", 0.5, 50.0, 49)); // 2x: right direction only
+            rows.push(row(d, "C", 0.5, 200.0, 199)); // 0.5x: wrong direction
+            rows.push(row(d, "A", 0.1, 1.0, 1)); // filtered out
+        }
+        rows
+    }
+
+    #[test]
+    fn every_verdict_is_reachable_and_every_variant_is_judged_per_group() {
+        let eval = evaluate(&[set(FASTER)], &[result("e", rows_for_faster())], Scale::Tiny);
+        assert_eq!(eval.entries.len(), 8, "2 datasets x 4 variants");
+        let verdict = |group: &str| {
+            let e = eval.entries.iter().find(|e| e.group == group).unwrap();
+            (e.verdict, e.measured)
+        };
+        assert_eq!(verdict("dataset=x, A vs Base"), (Verdict::Reproduced, Some(5.0)));
+        assert_eq!(
+            verdict("dataset=y, B vs Base"),
+            (Verdict::DirectionOnly, Some(2.0))
+        );
+        assert_eq!(
+            verdict("dataset=x, C vs Base"),
+            (Verdict::NotReproduced, Some(0.5))
+        );
+        assert_eq!(verdict("dataset=y, D vs Base"), (Verdict::NotMeasured, None));
+        let d = eval
+            .entries
+            .iter()
+            .find(|e| e.group == "dataset=y, D vs Base")
+            .unwrap();
+        assert!(
+            d.note.as_deref().unwrap().contains("no rows for strategy D"),
+            "{d:?}"
+        );
+        // The secondary (counted) view: (99 + 1) / (4 + 1) = 20x, above the range (8 x 1.25 = 10).
+        let a = eval
+            .entries
+            .iter()
+            .find(|e| e.group == "dataset=x, A vs Base")
+            .unwrap();
+        let s = a.secondary.as_ref().unwrap();
+        assert_eq!((s.measured, s.verdict), (Some(20.0), Verdict::DirectionOnly));
+        // Summary: 2 R, 2 D, 2 N measured -> the best verdict half of them reach is direction-only.
+        let c = &eval.claims[0];
+        assert_eq!(c.verdict, Verdict::DirectionOnly);
+        assert_eq!((c.measured_min, c.measured_max), (Some(0.5), Some(5.0)));
+        assert_eq!(c.counts[&Verdict::NotMeasured], 2);
+    }
+
+    #[test]
+    fn a_missing_experiment_or_filtered_value_is_not_measured() {
+        let eval = evaluate(&[set(FASTER)], &[result("other", rows_for_faster())], Scale::Tiny);
+        assert_eq!(eval.entries.len(), 4, "one per variant");
+        assert!(eval.entries.iter().all(|e| e.verdict == Verdict::NotMeasured));
+        assert!(eval.entries[0].note.as_deref().unwrap().contains("no e result"));
+        assert_eq!(eval.claims[0].verdict, Verdict::NotMeasured);
+
+        let only_x = set(&FASTER.replace(
+            r#""filter": {"selectivity": ["0.5"]}"#,
+            r#""filter": {"selectivity": ["0.5"], "dataset": ["x", "z"]}"#,
+        ));
+        let eval = evaluate(&[only_x], &[result("e", rows_for_faster())], Scale::Tiny);
+        let z: Vec<&Entry> = eval.entries.iter().filter(|e| e.dims["dataset"] == "z").collect();
+        assert_eq!(z.len(), 4);
+        assert!(z.iter().all(|e| e.verdict == Verdict::NotMeasured));
+        assert!(eval.entries.iter().all(|e| e.dims["dataset"] != "y"));
+    }
+
+    #[test]
+    fn reductions_over_cells_and_the_largest_value_filter() {
+        let up_to = r#"{"id": "c2", "source": "Fig. 2", "text": "t", "paper": "up to 10x", "experiment": "e",
+            "measure": {"kind": "ratio", "field": "ms", "variants": ["A"], "baselines": ["Base"],
+                        "over": ["dataset", "selectivity"], "reduce": "max"},
+            "expect": {"min": 10.0, "direction": {"above": 1.0}}}"#;
+        let largest = r#"{"id": "c3", "source": "Fig. 2", "text": "t", "paper": "slower", "experiment": "e",
+            "measure": {"kind": "ratio", "ratio": "variant/baseline", "field": "ms", "variants": ["C"],
+                        "baselines": ["Base"], "group_by": ["selectivity"], "filter": {"selectivity": ["$max"]}},
+            "tolerance": 0.0, "expect": {"min": 1.0, "direction": {"above": 1.0}}}"#;
+        let mut rows = rows_for_faster();
+        rows.push(row("x", "Base", 0.1, 50.0, 1));
+        let eval = evaluate(
+            &[set(&format!("{up_to}, {largest}"))],
+            &[result("e", rows)],
+            Scale::Tiny,
+        );
+        let c2: Vec<&Entry> = eval.entries.iter().filter(|e| e.claim == "c2").collect();
+        assert_eq!(c2.len(), 1);
+        // Cells: x/0.5 = 5, y/0.5 = 5, x/0.1 = 50 (y/0.1 has no baseline): the largest is 50.
+        assert_eq!((c2[0].measured, c2[0].verdict), (Some(50.0), Verdict::Reproduced));
+        let c3: Vec<&Entry> = eval.entries.iter().filter(|e| e.claim == "c3").collect();
+        assert_eq!(c3.len(), 1);
+        assert_eq!(c3[0].dims["selectivity"], "0.5");
+        assert_eq!((c3[0].measured, c3[0].verdict), (Some(2.0), Verdict::Reproduced));
+    }
+
+    #[test]
+    fn counts_reductions_and_zero_denominators() {
+        let claims = r#"
+            {"id": "none", "source": "Table 1", "text": "t", "paper": "0", "experiment": "e",
+             "measure": {"kind": "value", "field": "ms", "variants": ["A", "B", "C"], "baselines": ["Base"],
+                         "group_by": ["dataset"], "filter": {"dataset": ["x"]}},
+             "expect": {"min": 0.0, "max": 0.0, "direction": "below_baseline"}},
+            {"id": "cut", "source": "Table 2", "text": "t", "paper": "up to 90%", "experiment": "e",
+             "measure": {"kind": "reduction", "field": "ms", "variants": ["A", "B"], "baselines": ["Base"],
+                         "group_by": ["dataset"], "filter": {"dataset": ["x"]}},
+             "expect": {"min": 0.9, "direction": {"above": 0.0}}},
+            {"id": "inf", "source": "Fig. 5", "text": "t", "paper": "60x", "experiment": "e",
+             "measure": {"kind": "ratio", "field": "ms", "variants": ["A", "Z"], "baselines": ["Base"],
+                         "group_by": ["dataset"], "filter": {"dataset": ["x"]}},
+             "expect": {"min": 60.0, "direction": {"above": 1.0}}}"#;
+        let rows = vec![
+            row("x", "Base", 0.5, 100.0, 1),
+            row("x", "A", 0.5, 0.0, 1),
+            row("x", "B", 0.5, 40.0, 1),
+            row("x", "C", 0.5, 300.0, 1),
+            row("x", "Z", 0.5, 0.0, 1),
+        ];
+        let mut base_zero = rows.clone();
+        base_zero[0] = row("x", "Base", 0.5, 0.0, 1);
+        let eval = evaluate(&[set(claims)], &[result("e", rows)], Scale::Tiny);
+        let get = |claim: &str, v: &str| {
+            let e = eval
+                .entries
+                .iter()
+                .find(|e| e.claim == claim && e.dims["strategy"] == v)
+                .unwrap();
+            (e.measured, e.verdict)
+        };
+        assert_eq!(get("none", "A"), (Some(0.0), Verdict::Reproduced));
+        assert_eq!(get("none", "B"), (Some(40.0), Verdict::DirectionOnly));
+        assert_eq!(get("none", "C"), (Some(300.0), Verdict::NotReproduced));
+        assert_eq!(get("cut", "A"), (Some(1.0), Verdict::Reproduced));
+        assert_eq!(get("cut", "B"), (Some(0.6), Verdict::DirectionOnly));
+        assert_eq!(get("inf", "A"), (Some(f64::INFINITY), Verdict::Reproduced));
+        let json = serde_json::to_value(&eval).unwrap();
+        assert!(json["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["measured"] == "inf"));
+
+        // 0 / 0 is undefined: not measured, with a note.
+        let eval = evaluate(&[set(claims)], &[result("e", base_zero)], Scale::Tiny);
+        let e = eval
+            .entries
+            .iter()
+            .find(|e| e.claim == "inf" && e.dims["strategy"] == "A")
+            .unwrap();
+        assert_eq!((e.measured, e.verdict), (None, Verdict::NotMeasured));
+        assert!(e.note.as_deref().unwrap().contains("0 / 0"));
+    }
+
+    #[test]
+    fn judging_follows_the_documented_tolerance() {
+        let about = Expect {
+            min: Some(3.0),
+            max: Some(3.0),
+            direction: Direction::Above(1.0),
+        };
+        assert_eq!(judge(&about, 0.25, 2.25, None), Verdict::Reproduced);
+        assert_eq!(judge(&about, 0.25, 3.75, None), Verdict::Reproduced);
+        assert_eq!(judge(&about, 0.25, 2.2, None), Verdict::DirectionOnly);
+        assert_eq!(judge(&about, 0.25, 3.8, None), Verdict::DirectionOnly);
+        assert_eq!(judge(&about, 0.25, 1.0, None), Verdict::NotReproduced);
+        let same = Expect {
+            min: Some(1.0),
+            max: Some(1.0),
+            direction: Direction::None,
+        };
+        assert_eq!(judge(&same, 0.0, 1.0, None), Verdict::Reproduced);
+        assert_eq!(judge(&same, 0.0, 1.1, None), Verdict::NotReproduced);
+    }
+
+    #[test]
+    fn bad_claim_files_are_refused_with_the_claim_named() {
+        let no_baseline = FASTER.replace(r#""baselines": ["Base"],"#, "");
+        let text = format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{no_baseline}]}}"#);
+        let err = format!("{:#}", parse("bad.json", &text).unwrap_err());
+        assert!(
+            err.contains("bad.json") && err.contains("c1") && err.contains("baselines"),
+            "{err}"
+        );
+        let twice =
+            format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{FASTER}, {FASTER}]}}"#);
+        assert!(format!("{:#}", parse("t.json", &twice).unwrap_err()).contains("twice"));
+        let typo = FASTER.replace("\"field\"", "\"feild\"");
+        let text = format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{typo}]}}"#);
+        assert!(parse("typo.json", &text).is_err());
+    }
+
+    #[test]
+    fn the_built_in_claims_parse() {
+        let sets = builtin().unwrap();
+        assert!(sets
+            .iter()
+            .any(|s| s.paper == "LSM RUM-tree" && s.claims.len() >= 11));
+    }
+
+    #[test]
+    fn markdown_shows_one_table_per_paper_with_results() {
+        let sets = [set(FASTER)];
+        let eval = evaluate(&sets, &[result("e", rows_for_faster())], Scale::Tiny);
+        let md = eval.markdown(&sets, &["P".to_string()]);
+        assert!(md.contains("### P claims (tiny)"), "{md}");
+        assert!(
+            md.contains("| c1") && md.contains("**direction-only**") && md.contains("0.5x .. 5x"),
+            "{md}"
+        );
+        assert!(md.contains("dataset=x, A vs Base") && md.contains("20x (reads+writes): direction-only"));
+        assert!(eval.markdown(&sets, &["Other".to_string()]).is_empty());
+    }
+}
