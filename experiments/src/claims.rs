@@ -668,11 +668,28 @@ pub fn fmt_measured(kind: Kind, value: Option<f64>) -> String {
             _ => v.to_string(),
         },
         Some(v) => match kind {
-            Kind::Ratio => format!("{}x", fmt_num(v)),
+            Kind::Ratio => format!("{}x", fmt_ratio(v)),
             Kind::Reduction => format!("{:.0}%", v * 100.0),
             Kind::Value => fmt_num(v),
         },
     }
+}
+
+/// A ratio with two significant decimals below 10 (`1.18`, `0.63`, `0.0051`), one below 100
+/// (`67.6`), none above (`5,057`); trailing zeros dropped.
+fn fmt_ratio(v: f64) -> String {
+    if v.abs() >= 100.0 || v == 0.0 {
+        return fmt_num(v.round());
+    }
+    let digits = if v.abs() >= 10.0 {
+        1
+    } else if v.abs() >= 0.1 {
+        2
+    } else {
+        (1.0 - v.abs().log10().floor()) as usize
+    };
+    let text = format!("{v:.digits$}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 impl Evaluation {
@@ -776,6 +793,13 @@ impl Evaluation {
                     ]
                 })
                 .collect();
+            // The note column only when some entry has a note.
+            let (headers, body): (Vec<String>, Vec<Vec<String>>) = if body.iter().all(|l| l[5].is_empty()) {
+                let trimmed = body.into_iter().map(|l| l[..5].to_vec()).collect();
+                (headers[..5].to_vec(), trimmed)
+            } else {
+                (headers.to_vec(), body)
+            };
             md += &markdown_table(&headers, &body);
             md += "\n</details>\n\n";
         }
@@ -1014,6 +1038,25 @@ mod tests {
         let typo = FASTER.replace("\"field\"", "\"feild\"");
         let text = format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{typo}]}}"#);
         assert!(parse("typo.json", &text).is_err());
+    }
+
+    #[test]
+    fn ratios_read_short() {
+        let r = |v| fmt_measured(Kind::Ratio, Some(v));
+        assert_eq!(
+            [
+                r(9.0),
+                r(1.1785),
+                r(0.6316),
+                r(67.56),
+                r(5056.87),
+                r(0.000348),
+                r(f64::INFINITY)
+            ],
+            ["9x", "1.18x", "0.63x", "67.6x", "5,057x", "0.00035x", "inf"]
+        );
+        assert_eq!(fmt_measured(Kind::Reduction, Some(0.9535)), "95%");
+        assert_eq!(fmt_measured(Kind::Value, None), "-");
     }
 
     #[test]
