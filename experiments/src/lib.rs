@@ -4,7 +4,8 @@
 //! The pieces meet only through result files (DESIGN.md section 1):
 //! [`experiment`] is the plug-in contract, [`registry`] lists the experiments, [`runner`] resolves
 //! parameters, runs and writes [`result`] files, [`plot`] draws figures, [`claims`] judges the
-//! papers' claims and [`report`] writes REPORT.md. The binary (`src/main.rs`) is a thin clap front end over these.
+//! papers' claims and [`report`] writes REPORT.md. The binary (`src/main.rs`) is a thin clap front
+//! end over these.
 
 pub mod claims;
 pub mod experiment;

@@ -95,7 +95,6 @@ impl Marker {
                 })
                 .collect()
         };
-        let same = |_: usize| r;
         Some(match self {
             Marker::Circle => return None,
             Marker::Square => regular(4, 45.0, &|_| r * 1.2),
@@ -103,7 +102,7 @@ impl Marker {
             Marker::TriangleUp => regular(3, 90.0, &|_| r * 1.4),
             Marker::TriangleDown => regular(3, 270.0, &|_| r * 1.4),
             Marker::Pentagon => regular(5, 90.0, &|_| r * 1.2),
-            Marker::Hexagon => regular(6, 0.0, &same),
+            Marker::Hexagon => regular(6, 0.0, &|_| r * 1.25),
             Marker::Star => regular(10, 90.0, &|i| if i % 2 == 0 { r * 1.5 } else { r * 0.65 }),
         })
     }
