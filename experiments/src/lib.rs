@@ -5,9 +5,10 @@
 //! [`experiment`] is the plug-in contract, with [`config`] (typed parameters and the shared
 //! storage testbed), [`scale`], [`rows`] and [`measure`] (latency recorder, interval series) as
 //! its parts; [`registry`] lists the experiments, [`runner`] resolves configs, runs and writes
-//! [`result`] files, [`plot`] draws figures and [`report`] writes REPORT.md. The binary
-//! (`src/main.rs`) is a thin clap front end over these.
+//! [`result`] files, [`plot`] draws figures, [`claims`] judges the papers' claims and [`report`]
+//! writes REPORT.md. The binary (`src/main.rs`) is a thin clap front end over these.
 
+pub mod claims;
 pub mod config;
 pub mod experiment;
 pub mod measure;

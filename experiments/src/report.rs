@@ -164,6 +164,31 @@ pub fn write_report(
     ];
     md += &markdown_table(&headers.map(String::from), &summary);
 
+    // The papers' claims, judged per scale; the evaluation goes beside the results it judged.
+    let sets = crate::claims::builtin()?;
+    let mut scales: Vec<Scale> = results.iter().map(|r| r.scale).collect();
+    scales.dedup();
+    for scale in scales {
+        let here: Vec<ResultFile> = results.iter().filter(|r| r.scale == scale).cloned().collect();
+        let evaluation = crate::claims::evaluate(&sets, &here, scale);
+        let path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
+        evaluation.write_atomic(&path)?;
+        let mut papers: Vec<String> = here.iter().map(|r| r.paper.clone()).collect();
+        papers.dedup();
+        let tables = evaluation.markdown(&sets, &papers);
+        let link = relative_link(&path, &report_dir);
+        if !tables.is_empty() {
+            writeln!(
+                md,
+                "\n## Claims ({scale})\n\nEach paper claim judged from the rows of this scale's results \
+                 ([{link}]({link})); the rules are in `experiments/src/claims.rs`: {}\n",
+                crate::claims::RULES
+            )
+            .unwrap();
+            md += &tables;
+        }
+    }
+
     for result in &results {
         md += "\n";
         md += &section(experiments, result, plots_dir, &report_dir)?;
@@ -334,6 +359,15 @@ mod tests {
         assert!(md.contains("![fake-time](plots/tiny/fake-time.png)"), "{md}");
         assert!(md.contains("([SVG](plots/tiny/fake-time.svg))"), "{md}");
         assert!(md.contains("- 0 data files"), "{md}");
+        // The claims evaluation sits beside the results, and plotting again does not take it for one.
+        let claims: Value =
+            serde_json::from_str(&fs::read_to_string(results.join("tiny/claims.json")).unwrap()).unwrap();
+        assert_eq!(claims["schema"], crate::claims::SCHEMA);
+        assert!(
+            !md.contains("claims (tiny)"),
+            "no paper of these results has claims: {md}"
+        );
+        plot(&experiments, &results, &plots, &[]).unwrap();
 
         // Only the registered experiment known: the other gets the generic section.
         let only_fake: Vec<&dyn Experiment> = vec![&FAKE];
@@ -342,6 +376,55 @@ mod tests {
         let md = fs::read_to_string(&nested).unwrap();
         assert!(md.contains("no experiment of this name"), "{md}");
         assert!(md.contains("(../plots/tiny/fake-time.png)"), "{md}");
+    }
+
+    #[test]
+    fn report_judges_the_papers_claims_per_scale() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let mut update = crate::result::tests::sample();
+        update.experiment = "rum-update".into();
+        update.paper = crate::rum::PAPER.into();
+        update.rows = ["Eager", "UM", "UM+F"]
+            .iter()
+            .zip([900.0, 300.0, 100.0])
+            .map(|(s, ms)| {
+                RowBuilder::new()
+                    .str("dataset", "gowalla")
+                    .str("strategy", *s)
+                    .num("total_ms", ms)
+                    .num("flush_ms", ms / 10.0)
+                    .build()
+            })
+            .collect();
+        update
+            .write_atomic(&ResultFile::path_in(&results, Scale::Tiny, "rum-update"))
+            .unwrap();
+        let out = dir.path().join("REPORT.md");
+        let experiments = crate::registry::all();
+        write_report(&experiments, &results, &dir.path().join("plots"), &out).unwrap();
+        let md = fs::read_to_string(&out).unwrap();
+        assert!(
+            md.contains("## Claims (tiny)") && md.contains("### LSM RUM-tree claims (tiny)"),
+            "{md}"
+        );
+        assert!(md.contains("(results/tiny/claims.json)"), "{md}");
+        // UM+F is 9x faster than Eager: inside 3x-9.6x.
+        let line = md
+            .lines()
+            .find(|l| l.contains("| rum-u1 | dataset=gowalla, UM+F vs Eager"))
+            .unwrap();
+        assert!(line.contains(" 9x |") && line.contains("| reproduced "), "{line}");
+        let claims: Value =
+            serde_json::from_str(&fs::read_to_string(results.join("tiny/claims.json")).unwrap()).unwrap();
+        let entries = claims["entries"].as_array().unwrap();
+        let query = entries.iter().find(|e| e["claim"] == "rum-q1").unwrap();
+        assert_eq!(query["verdict"], "not-measured", "no rum-query result");
+        let u3 = entries.iter().find(|e| e["claim"] == "rum-u3").unwrap();
+        assert_eq!(
+            (u3["measured"].as_f64(), &u3["verdict"]),
+            (Some(3.0), &Value::from("direction-only"))
+        );
     }
 
     #[test]

@@ -310,9 +310,10 @@ pub fn find_result_files(results_dir: &Path, scales: &[Scale]) -> anyhow::Result
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|p| {
                 p.extension().is_some_and(|e| e == "json")
-                    && !p
-                        .file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                    && !p.file_name().is_some_and(|n| {
+                        // Hidden (temp) files, and the claims evaluation `lsmlab report` writes here.
+                        n.to_string_lossy().starts_with('.') || n == crate::claims::FILE_NAME
+                    })
             })
             .collect();
         here.sort();

@@ -95,7 +95,8 @@ impl Bars<'_> {
 impl Draw for Bars<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
-        let (plot, colors) = titled_with_legend(root, self.title, &names)?;
+        let (plot, styles) = titled_with_legend(root, self.title, &names, &names, false)?;
+        let colors: Vec<RGBColor> = styles.iter().map(|(c, _)| *c).collect();
         let values = || {
             self.series
                 .iter()

@@ -7,7 +7,10 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{axis_desc_font, draw_no_data, fmt_num, label_font, plot_err, render, titled_with_legend, Draw};
+use super::{
+    axis_desc_font, draw_no_data, fmt_num, label_font, plot_err, render, titled_with_legend, Draw, Marker,
+    MARKER_RADIUS,
+};
 
 /// One line with point markers per series, points in the given order, a legend. Non-finite points
 /// are skipped, and on a log axis so are points whose value on that axis is not positive.
@@ -20,6 +23,28 @@ pub fn line_chart(
     log_y: bool,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> anyhow::Result<Vec<PathBuf>> {
+    let keys: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    line_chart_keyed(out_stem, title, x_label, y_label, (log_x, log_y), series, &keys)
+}
+
+/// [`line_chart`] with a style key per series (e.g. its strategy when the series name adds the
+/// swept knob): colours and markers follow the keys (see [`super::palette::styles_for`]).
+pub fn line_chart_keyed(
+    out_stem: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    (log_x, log_y): (bool, bool),
+    series: &[(String, Vec<(f64, f64)>)],
+    keys: &[String],
+) -> anyhow::Result<Vec<PathBuf>> {
+    if keys.len() != series.len() {
+        anyhow::bail!(
+            "line chart `{title}`: {} style keys for {} series",
+            keys.len(),
+            series.len()
+        );
+    }
     render(
         out_stem,
         &Lines {
@@ -29,6 +54,7 @@ pub fn line_chart(
             log_x,
             log_y,
             series,
+            keys,
         },
     )
 }
@@ -40,6 +66,7 @@ struct Lines<'a> {
     log_x: bool,
     log_y: bool,
     series: &'a [(String, Vec<(f64, f64)>)],
+    keys: &'a [String],
 }
 
 impl Lines<'_> {
@@ -73,7 +100,7 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
 impl Draw for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
-        let (plot, colors) = titled_with_legend(root, self.title, &names)?;
+        let (plot, styles) = titled_with_legend(root, self.title, &names, self.keys, true)?;
         let all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
         if all.is_empty() {
             return draw_no_data(&plot);
@@ -81,10 +108,10 @@ impl Draw for Lines<'_> {
         let xs = axis_range(&all.iter().map(|p| p.0).collect::<Vec<_>>(), self.log_x, false);
         let ys = axis_range(&all.iter().map(|p| p.1).collect::<Vec<_>>(), self.log_y, true);
         match (self.log_x, self.log_y) {
-            (false, false) => self.draw_chart(&plot, xs, ys, &colors),
-            (true, false) => self.draw_chart(&plot, xs.log_scale(), ys, &colors),
-            (false, true) => self.draw_chart(&plot, xs, ys.log_scale(), &colors),
-            (true, true) => self.draw_chart(&plot, xs.log_scale(), ys.log_scale(), &colors),
+            (false, false) => self.draw_chart(&plot, xs, ys, &styles),
+            (true, false) => self.draw_chart(&plot, xs.log_scale(), ys, &styles),
+            (false, true) => self.draw_chart(&plot, xs, ys.log_scale(), &styles),
+            (true, true) => self.draw_chart(&plot, xs.log_scale(), ys.log_scale(), &styles),
         }
     }
 }
@@ -95,7 +122,7 @@ impl Lines<'_> {
         area: &DrawingArea<DB, Shift>,
         x_spec: X,
         y_spec: Y,
-        colors: &[RGBColor],
+        styles: &[(RGBColor, Marker)],
     ) -> anyhow::Result<()>
     where
         X: AsRangedCoord<Value = f64>,
@@ -120,7 +147,7 @@ impl Lines<'_> {
             .axis_desc_style(axis_desc_font())
             .draw()
             .map_err(plot_err)?;
-        for ((_, values), color) in self.series.iter().zip(colors) {
+        for ((_, values), (color, marker)) in self.series.iter().zip(styles) {
             let points = self.points(values);
             if points.is_empty() {
                 continue;
@@ -128,9 +155,23 @@ impl Lines<'_> {
             chart
                 .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
                 .map_err(plot_err)?;
-            chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
-                .map_err(plot_err)?;
+            let style = color.filled();
+            match marker.polygon(MARKER_RADIUS) {
+                None => chart
+                    .draw_series(
+                        points
+                            .iter()
+                            .map(|p| Circle::new(*p, MARKER_RADIUS as i32, style)),
+                    )
+                    .map_err(plot_err)?,
+                Some(outline) => chart
+                    .draw_series(
+                        points
+                            .iter()
+                            .map(|p| EmptyElement::at(*p) + Polygon::new(outline.clone(), style)),
+                    )
+                    .map_err(plot_err)?,
+            };
         }
         Ok(())
     }

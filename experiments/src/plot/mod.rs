@@ -8,6 +8,7 @@
 mod bars;
 mod line;
 mod palette;
+pub mod spec;
 mod table;
 
 use std::ffi::OsString;
@@ -19,8 +20,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 pub use bars::{grouped_bars, stacked_bars};
-pub use line::line_chart;
-pub use palette::{color_for, PALETTE};
+pub use line::{line_chart, line_chart_keyed};
+pub use palette::{color_for, marker_for, Marker, PALETTE};
 pub use table::{markdown_table, table_figure};
 
 /// Default canvas size of a chart, in pixels.
@@ -176,36 +177,65 @@ fn title_and_legend<DB: DrawingBackend>(
     Ok((plot, Some(legend)))
 }
 
-/// A legend: a colour swatch and the name, one per line, from the top of `area`.
-/// The title, the legend (one entry per series, in [`colors_for`]'s colours) and the area left for
-/// the chart; returns that area and the series' colours.
+/// The title, the legend (one entry per series, styled by [`palette::styles_for`] from the series'
+/// style keys: a swatch, or for line charts (`markers`) a line with the series' marker) and the area
+/// left for the chart; returns that area and the series' colours and markers.
 pub(crate) fn titled_with_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     names: &[String],
-) -> anyhow::Result<(DrawingArea<DB, Shift>, Vec<RGBColor>)> {
-    let colors = palette::colors_for(names);
+    keys: &[String],
+    markers: bool,
+) -> anyhow::Result<(DrawingArea<DB, Shift>, Vec<Style>)> {
+    let styles = palette::styles_for(keys);
     let (plot, legend) = title_and_legend(root, title, names)?;
     if let Some(legend) = legend {
-        let entries: Vec<(String, RGBColor)> = names.iter().cloned().zip(colors.iter().copied()).collect();
-        draw_legend(&legend, &entries)?;
+        let font = label_font();
+        for (i, (name, (color, marker))) in names.iter().zip(&styles).enumerate() {
+            let y = 30 + 26 * i as i32;
+            if markers {
+                legend
+                    .draw(&PathElement::new(
+                        vec![(6, y + 8), (30, y + 8)],
+                        color.stroke_width(2),
+                    ))
+                    .map_err(plot_err)?;
+                draw_marker(&legend, (18, y + 8), *marker, *color)?;
+            } else {
+                legend
+                    .draw(&Rectangle::new([(8, y), (26, y + 16)], color.filled()))
+                    .map_err(plot_err)?;
+            }
+            legend
+                .draw_text(name, &font.color(&BLACK), (36, y))
+                .map_err(plot_err)?;
+        }
     }
-    Ok((plot, colors))
+    Ok((plot, styles))
 }
 
-fn draw_legend<DB: DrawingBackend>(
+/// A series' colour and marker.
+pub(crate) type Style = (RGBColor, Marker);
+
+/// Radius of a point marker, in pixels.
+pub(crate) const MARKER_RADIUS: f64 = 5.0;
+
+/// Draws `marker` centred on the pixel `at` of `area`.
+pub(crate) fn draw_marker<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    entries: &[(String, RGBColor)],
+    at: (i32, i32),
+    marker: Marker,
+    color: RGBColor,
 ) -> anyhow::Result<()> {
-    let font = label_font();
-    for (i, (name, color)) in entries.iter().enumerate() {
-        let y = 30 + 26 * i as i32;
-        area.draw(&Rectangle::new([(8, y), (26, y + 16)], color.filled()))
-            .map_err(plot_err)?;
-        area.draw_text(name, &font.color(&BLACK), (34, y))
-            .map_err(plot_err)?;
+    match marker.polygon(MARKER_RADIUS) {
+        None => area
+            .draw(&Circle::new(at, MARKER_RADIUS as i32, color.filled()))
+            .map_err(plot_err),
+        Some(points) => {
+            let points: Vec<(i32, i32)> = points.iter().map(|(x, y)| (at.0 + x, at.1 + y)).collect();
+            area.draw(&Polygon::new(points, color.filled())).map_err(plot_err)
+        }
     }
-    Ok(())
 }
 
 /// Writes "no data" where a chart would be (a figure with nothing to plot still renders).

@@ -234,7 +234,6 @@ impl TypedExperiment for RumConcurrency {
              the invariant is compared)."
                 .into(),
         );
-        notes.extend(rr::concurrency_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,

@@ -264,7 +264,6 @@ impl TypedExperiment for RumMixed {
              (the data's density), 'hot' on one of {HOT_SPOTS} ingested locations with Zipf(1) popularity, \
              'uniform' anywhere in the extent."
         ));
-        notes.extend(rr::mixed_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,

@@ -200,7 +200,6 @@ impl TypedExperiment for RumQuery {
             "avg_modelled_us = measured query time + counted page reads x the {} profile.",
             cfg.storage.profile
         ));
-        notes.extend(rr::query_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,

@@ -160,7 +160,6 @@ impl TypedExperiment for RumTuning {
              ingesting the whole stream.",
             p.buffered_threshold, p.vacuum_threshold
         ));
-        notes.extend(rr::tuning_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,

@@ -112,7 +112,6 @@ impl TypedExperiment for RumUpdate {
              AsterixDB entries were ~41 bytes (~44 per leaf)."
                 .into(),
         );
-        notes.extend(rr::update_observations(&rows));
         Ok(RunOutput {
             rows,
             notes,
