@@ -253,8 +253,8 @@ impl<V: FixedValue> BTreeComponent<V> {
     /// into one freshly allocated extent. `bloom_fp` is the Bloom filter's false-positive rate
     /// (AsterixDB's default is 0.01); `None` or `Some(0.0)` builds no filter. On error the extent
     /// is freed again.
-    pub fn bulk_load(
-        device: &dyn Device,
+    pub fn bulk_load<S: crate::cache::PageSink + ?Sized>(
+        device: &S,
         entries: impl ExactSizeIterator<Item = (u64, V)>,
         bloom_fp: Option<f64>,
     ) -> Result<Self> {
@@ -306,7 +306,11 @@ impl<V: FixedValue> BTreeComponent<V> {
     }
 
     /// The body of [`Self::bulk_load`] once the extent is allocated.
-    fn write_pages(&mut self, device: &dyn Device, entries: impl Iterator<Item = (u64, V)>) -> Result<()> {
+    fn write_pages<S: crate::cache::PageSink + ?Sized>(
+        &mut self,
+        device: &S,
+        entries: impl Iterator<Item = (u64, V)>,
+    ) -> Result<()> {
         let ps = self.page_size;
         let leaf_shape = Self::leaf_shape(ps);
         let cap = leaf_shape.capacity;

@@ -102,8 +102,8 @@ impl DiskRTree {
     /// bulk loader does. Fails with [`Error::Config`] if the page size cannot hold one leaf entry
     /// and two internal entries, or if the iterator yields a different number of entries than its
     /// `len()` promised; on any error the extent is freed again.
-    pub fn bulk_load(
-        device: &dyn Device,
+    pub fn bulk_load<S: crate::cache::PageSink + ?Sized>(
+        device: &S,
         entries: impl ExactSizeIterator<Item = SpatialEntry>,
     ) -> Result<Self> {
         let page_size = device.page_size();
@@ -150,7 +150,11 @@ impl DiskRTree {
     }
 
     /// Writes every page of the extent in order and returns the root's MBR.
-    fn write_pages(&self, device: &dyn Device, entries: impl Iterator<Item = SpatialEntry>) -> Result<Rect> {
+    fn write_pages<S: crate::cache::PageSink + ?Sized>(
+        &self,
+        device: &S,
+        entries: impl Iterator<Item = SpatialEntry>,
+    ) -> Result<Rect> {
         let mut buf = vec![0u8; self.page_size];
         let mut mbrs: Vec<Rect> = Vec::with_capacity(self.level_pages[0] as usize);
 
@@ -204,9 +208,9 @@ impl DiskRTree {
     }
 
     /// Stamps the header onto `buf`, writes it as node `idx` of `level`, and zeroes `buf`.
-    fn write_node(
+    fn write_node<S: crate::cache::PageSink + ?Sized>(
         &self,
-        device: &dyn Device,
+        device: &S,
         buf: &mut [u8],
         level: usize,
         idx: u64,
