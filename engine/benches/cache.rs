@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench -p lsmlab-engine --bench cache -- --warm-up-time 1 --measurement-time 3`.
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lsmlab_engine::cache::{BufferCache, CacheConfig, PageRef, PolicyKind};
 use lsmlab_engine::storage::{Device, MemDevice, PageId};
 use rand::{Rng, SeedableRng};
@@ -30,10 +30,11 @@ fn device(pages: u64) -> Arc<dyn Device> {
     dev
 }
 
+/// A device read into a fresh shared page, as the buffer cache does on a miss.
 fn read_device(dev: &dyn Device, id: PageId) -> PageRef {
-    let mut buf = vec![0u8; PAGE_SIZE];
-    dev.read_page(id, &mut buf).unwrap();
-    buf.into()
+    let mut page: PageRef = std::iter::repeat_n(0u8, PAGE_SIZE).collect();
+    dev.read_page(id, Arc::get_mut(&mut page).unwrap()).unwrap();
+    page
 }
 
 fn ids(range: u64, seed: u64) -> Vec<PageId> {
@@ -125,7 +126,7 @@ fn hit(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
                 for &id in &batch {
-                    black_box(peer.read(id));
+                    std::hint::black_box(peer.read(id));
                 }
             })
         });
@@ -146,7 +147,7 @@ fn miss_mix(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
                 for &id in &batch {
-                    black_box(peer.read(id));
+                    std::hint::black_box(peer.read(id));
                 }
             })
         });

@@ -249,8 +249,9 @@ impl<V: FixedValue> BTreeComponent<V> {
 
     /// Builds a component from `entries`, whose keys must be strictly increasing (otherwise
     /// [`Error::Config`] names the offending key). Leaves are packed full, internal levels are
-    /// built bottom-up, and every page is written straight to the device (bypassing the cache)
-    /// into one freshly allocated extent. `bloom_fp` is the Bloom filter's false-positive rate
+    /// built bottom-up, and every page is written to `device` into one freshly allocated extent:
+    /// straight to a device (bypassing the cache), or through a [`crate::cache::CacheSink`] that
+    /// lets the cache admit the pages. `bloom_fp` is the Bloom filter's false-positive rate
     /// (AsterixDB's default is 0.01); `None` or `Some(0.0)` builds no filter. On error the extent
     /// is freed again.
     pub fn bulk_load<S: crate::cache::PageSink + ?Sized>(

@@ -43,6 +43,9 @@ struct State {
     free: Vec<FrameId>,
     policy: Box<dyn ReplacementPolicy>,
     stats: CacheStats,
+    /// Bumped by every invalidation. A miss whose device read overlapped one does not cache the
+    /// page it read: the page's extent may have been retired (and reused) meanwhile.
+    epoch: u64,
 }
 
 impl State {
@@ -149,6 +152,7 @@ impl BufferCache {
                 free: Vec::new(),
                 policy,
                 stats: CacheStats::default(),
+                epoch: 0,
             }),
         }
     }
@@ -171,10 +175,12 @@ impl BufferCache {
         }
     }
 
+    /// Reads a page from the device straight into a fresh shared page (one allocation, no copy).
     fn read_device(&self, id: PageId) -> Result<PageRef> {
-        let mut buf = vec![0u8; self.device.page_size()];
-        self.device.read_page(id, &mut buf)?;
-        Ok(buf.into())
+        let mut page: PageRef = std::iter::repeat_n(0u8, self.device.page_size()).collect();
+        let buf = Arc::get_mut(&mut page).expect("a page just allocated is not shared");
+        self.device.read_page(id, buf)?;
+        Ok(page)
     }
 
     pub fn device(&self) -> &Arc<dyn Device> {
@@ -197,18 +203,22 @@ impl BufferCache {
     /// Reads a page, from the cache if it is there (a hit), else from the device (a miss; the page
     /// is then cached, which may evict a victim and write it back if it is dirty).
     pub fn read(&self, id: PageId) -> Result<PageRef> {
-        {
+        let epoch = {
             let mut st = self.lock();
             if let Some(page) = st.hit(id) {
                 return Ok(page);
             }
             st.stats.misses += 1;
-        }
+            st.epoch
+        };
         let page = self.read_device(id)?;
         if self.capacity == 0 {
             return Ok(page);
         }
         let mut st = self.lock();
+        if st.epoch != epoch {
+            return Ok(page);
+        }
         if let Some(&f) = st.table.get(&id) {
             // Another thread cached the page while this one read the device: keep that copy (it
             // may have been written in place since) and count nothing more.
@@ -275,13 +285,20 @@ impl BufferCache {
     /// Reads a page from the device into the cache ahead of use, counted as a prefetch read (not a
     /// miss). Returns whether it was admitted (not if it is already resident, or capacity is 0).
     pub fn prefetch(&self, id: PageId) -> Result<bool> {
-        if self.capacity == 0 || self.contains(id) {
+        if self.capacity == 0 {
             return Ok(false);
         }
+        let epoch = {
+            let st = self.lock();
+            if st.table.contains_key(&id) {
+                return Ok(false);
+            }
+            st.epoch
+        };
         let page = self.read_device(id)?;
         let mut st = self.lock();
         st.stats.prefetch_reads += 1;
-        if st.table.contains_key(&id) {
+        if st.epoch != epoch || st.table.contains_key(&id) {
             return Ok(false);
         }
         st.make_room(&*self.device, self.capacity)?;
@@ -307,6 +324,7 @@ impl BufferCache {
     /// dropped without write-back: the extent's contents are dead.
     pub fn invalidate(&self, first: PageId, count: u64) {
         let mut st = self.lock();
+        st.epoch += 1;
         for id in first..first + count {
             if st.table.is_empty() {
                 break;

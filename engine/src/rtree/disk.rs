@@ -98,8 +98,9 @@ impl DiskRTree {
     /// one freshly allocated contiguous extent of `device` (leaves first, in order, then each upper
     /// level, root last). Zero entries is allowed (one empty leaf as root).
     ///
-    /// Pages are written sequentially straight to the device, bypassing any cache, as AsterixDB's
-    /// bulk loader does. Fails with [`Error::Config`] if the page size cannot hold one leaf entry
+    /// Pages are written sequentially to `device`: straight to a device, bypassing any cache, as
+    /// AsterixDB's bulk loader does, or through a [`crate::cache::CacheSink`] that lets the cache
+    /// admit them. Fails with [`Error::Config`] if the page size cannot hold one leaf entry
     /// and two internal entries, or if the iterator yields a different number of entries than its
     /// `len()` promised; on any error the extent is freed again.
     pub fn bulk_load<S: crate::cache::PageSink + ?Sized>(
