@@ -1,5 +1,7 @@
 //! The buffer cache: page contents in frames, a replacement policy that picks victims, device I/O.
 
+use super::clock::Clock;
+use super::lru::Lru;
 use super::policy::{Arrival, CacheConfig, FrameId, PolicyKind, ReplacementPolicy};
 use super::stats::CacheStats;
 use crate::storage::{Device, PageId};
@@ -24,9 +26,61 @@ pub struct BufferCache {
     state: Mutex<State>,
 }
 
-/// One resident page.
+/// The policy, with the shipped ones dispatched statically so that the hit path inlines them.
+enum Policy {
+    Lru(Lru),
+    Clock(Clock),
+    Custom(Box<dyn ReplacementPolicy>),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $p:ident => $e:expr) => {
+        match $self {
+            Policy::Lru($p) => $e,
+            Policy::Clock($p) => $e,
+            Policy::Custom($p) => $e,
+        }
+    };
+}
+
+impl Policy {
+    fn of(kind: PolicyKind) -> Self {
+        match kind {
+            PolicyKind::Lru => Policy::Lru(Lru::default()),
+            PolicyKind::Clock => Policy::Clock(Clock::default()),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        dispatch!(self, p => p.name())
+    }
+
+    fn inserted(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        dispatch!(self, p => p.inserted(frame, page, how))
+    }
+
+    #[inline(always)]
+    fn touched(&mut self, frame: FrameId) {
+        dispatch!(self, p => p.touched(frame))
+    }
+
+    fn removed(&mut self, frame: FrameId) {
+        dispatch!(self, p => p.removed(frame))
+    }
+
+    fn victim(&mut self) -> Option<FrameId> {
+        dispatch!(self, p => p.victim())
+    }
+
+    fn clear(&mut self) {
+        dispatch!(self, p => p.clear())
+    }
+}
+
+/// One resident page, kept in the page table itself so that a hit reads one table entry.
 struct Frame {
-    page: PageId,
+    /// The frame number the policy knows the page by.
+    frame: FrameId,
     data: PageRef,
     /// Written in place and not yet written back.
     dirty: bool,
@@ -35,13 +89,13 @@ struct Frame {
 }
 
 struct State {
-    /// Resident page -> its frame. Looked up only by key: never iterated.
-    table: FxHashMap<PageId, FrameId>,
-    /// The frames, indexed by [`FrameId`]; `None` for a frame on the free list.
-    frames: Vec<Option<Frame>>,
+    /// Resident page -> its frame. Iterated only where the result is sorted by page id.
+    table: FxHashMap<PageId, Frame>,
+    /// Frame number -> the page in it (meaningful for frames not on the free list), for victims.
+    owners: Vec<PageId>,
     /// Frames without a page, reused last-freed first.
     free: Vec<FrameId>,
-    policy: Box<dyn ReplacementPolicy>,
+    policy: Policy,
     stats: CacheStats,
     /// Bumped by every invalidation. A miss whose device read overlapped one does not cache the
     /// page it read: the page's extent may have been retired (and reused) meanwhile.
@@ -49,69 +103,55 @@ struct State {
 }
 
 impl State {
-    fn frame(&mut self, f: FrameId) -> &mut Frame {
-        self.frames[f as usize]
-            .as_mut()
-            .expect("the page table points at occupied frames")
-    }
-
     /// The read hit path: count, tell the policy, hand out the page.
     #[inline]
     fn hit(&mut self, id: PageId) -> Option<PageRef> {
-        let f = *self.table.get(&id)?;
-        let frame = self.frames[f as usize]
-            .as_mut()
-            .expect("the page table points at occupied frames");
+        let frame = self.table.get_mut(&id)?;
         let page = frame.data.clone();
         if frame.prefetched {
             frame.prefetched = false;
             self.stats.prefetch_hits += 1;
         }
         self.stats.hits += 1;
-        self.policy.touched(f);
+        self.policy.touched(frame.frame);
         Some(page)
     }
 
     /// Puts a page that is not resident into a free frame (the caller made room).
-    fn install(&mut self, id: PageId, data: PageRef, how: Arrival) -> FrameId {
-        debug_assert!(!self.table.contains_key(&id), "page {id} installed twice");
+    fn install(&mut self, id: PageId, data: PageRef, how: Arrival) {
+        let f = match self.free.pop() {
+            Some(f) => {
+                self.owners[f as usize] = id;
+                f
+            }
+            None => {
+                self.owners.push(id);
+                (self.owners.len() - 1) as FrameId
+            }
+        };
         let frame = Frame {
-            page: id,
+            frame: f,
             data,
             dirty: how == Arrival::Write,
             prefetched: how == Arrival::Prefetch,
         };
-        let f = match self.free.pop() {
-            Some(f) => {
-                self.frames[f as usize] = Some(frame);
-                f
-            }
-            None => {
-                self.frames.push(Some(frame));
-                (self.frames.len() - 1) as FrameId
-            }
-        };
-        self.table.insert(id, f);
+        let old = self.table.insert(id, frame);
+        debug_assert!(old.is_none(), "page {id} installed twice");
         self.policy.inserted(f, id, how);
-        f
     }
 
     /// Takes a resident page out of every structure (no write-back, no counting).
-    fn remove(&mut self, f: FrameId) -> Frame {
-        let frame = self.frames[f as usize]
-            .take()
-            .expect("removing an occupied frame");
-        self.table.remove(&frame.page);
-        self.policy.removed(f);
-        self.free.push(f);
-        frame
+    fn remove(&mut self, id: PageId) {
+        let frame = self.table.remove(&id).expect("removing a resident page");
+        self.policy.removed(frame.frame);
+        self.free.push(frame.frame);
     }
 
     /// Writes a dirty page back and marks it clean (the page stays dirty if the write fails).
-    fn write_back(&mut self, device: &dyn Device, f: FrameId) -> Result<()> {
-        let frame = self.frame(f);
+    fn write_back(&mut self, device: &dyn Device, id: PageId) -> Result<()> {
+        let frame = self.table.get_mut(&id).expect("writing back a resident page");
         if frame.dirty {
-            device.write_page(frame.page, &frame.data)?;
+            device.write_page(id, &frame.data)?;
             frame.dirty = false;
             self.stats.write_backs += 1;
         }
@@ -122,8 +162,9 @@ impl State {
     fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<()> {
         while self.table.len() >= capacity {
             let f = self.policy.victim().expect("a full cache has a victim");
-            self.write_back(device, f)?;
-            self.remove(f);
+            let id = self.owners[f as usize];
+            self.write_back(device, id)?;
+            self.remove(id);
             self.stats.evictions += 1;
         }
         Ok(())
@@ -133,22 +174,26 @@ impl State {
 impl BufferCache {
     /// An exact-LRU cache of `capacity` pages (0 disables caching: every read goes to the device).
     pub fn new(device: Arc<dyn Device>, capacity: usize) -> Self {
-        Self::with_policy(device, capacity, PolicyKind::Lru.build())
+        Self::build(device, capacity, Policy::of(PolicyKind::Lru))
     }
 
     /// The cache a [`CacheConfig`] describes.
     pub fn from_config(device: Arc<dyn Device>, config: &CacheConfig) -> Self {
-        Self::with_policy(device, config.capacity_pages, config.policy.build())
+        Self::build(device, config.capacity_pages, Policy::of(config.policy))
     }
 
     /// A cache with a replacement policy of the caller's (one not in [`PolicyKind`]).
     pub fn with_policy(device: Arc<dyn Device>, capacity: usize, policy: Box<dyn ReplacementPolicy>) -> Self {
+        Self::build(device, capacity, Policy::Custom(policy))
+    }
+
+    fn build(device: Arc<dyn Device>, capacity: usize, policy: Policy) -> Self {
         BufferCache {
             device,
             capacity,
             state: Mutex::new(State {
                 table: FxHashMap::default(),
-                frames: Vec::new(),
+                owners: Vec::new(),
                 free: Vec::new(),
                 policy,
                 stats: CacheStats::default(),
@@ -211,6 +256,12 @@ impl BufferCache {
             st.stats.misses += 1;
             st.epoch
         };
+        self.read_miss(id, epoch)
+    }
+
+    /// The rest of a miss, kept out of line so that the hit path stays small.
+    #[inline(never)]
+    fn read_miss(&self, id: PageId, epoch: u64) -> Result<PageRef> {
         let page = self.read_device(id)?;
         if self.capacity == 0 {
             return Ok(page);
@@ -219,11 +270,12 @@ impl BufferCache {
         if st.epoch != epoch {
             return Ok(page);
         }
-        if let Some(&f) = st.table.get(&id) {
+        if let Some(frame) = st.table.get(&id) {
             // Another thread cached the page while this one read the device: keep that copy (it
             // may have been written in place since) and count nothing more.
+            let (f, page) = (frame.frame, frame.data.clone());
             st.policy.touched(f);
-            return Ok(st.frame(f).data.clone());
+            return Ok(page);
         }
         st.make_room(&*self.device, self.capacity)?;
         st.install(id, page.clone(), Arrival::Demand);
@@ -245,10 +297,10 @@ impl BufferCache {
         }
         let data: PageRef = bytes.into();
         let mut st = self.lock();
-        if let Some(&f) = st.table.get(&id) {
-            let frame = st.frame(f);
+        if let Some(frame) = st.table.get_mut(&id) {
             frame.data = data;
             frame.dirty = true;
+            let f = frame.frame;
             st.policy.touched(f);
         } else {
             st.make_room(&*self.device, self.capacity)?;
@@ -269,8 +321,7 @@ impl BufferCache {
         }
         let data: PageRef = bytes.into();
         let mut st = self.lock();
-        if let Some(&f) = st.table.get(&id) {
-            let frame = st.frame(f);
+        if let Some(frame) = st.table.get_mut(&id) {
             if !frame.dirty {
                 frame.data = data;
             }
@@ -311,11 +362,11 @@ impl BufferCache {
     /// whether it was resident.
     pub fn evict(&self, id: PageId) -> Result<bool> {
         let mut st = self.lock();
-        let Some(&f) = st.table.get(&id) else {
+        if !st.table.contains_key(&id) {
             return Ok(false);
-        };
-        st.write_back(&*self.device, f)?;
-        st.remove(f);
+        }
+        st.write_back(&*self.device, id)?;
+        st.remove(id);
         st.stats.evictions += 1;
         Ok(true)
     }
@@ -329,8 +380,8 @@ impl BufferCache {
             if st.table.is_empty() {
                 break;
             }
-            if let Some(&f) = st.table.get(&id) {
-                st.remove(f);
+            if st.table.contains_key(&id) {
+                st.remove(id);
                 st.stats.invalidations += 1;
             }
         }
@@ -351,15 +402,15 @@ impl BufferCache {
     }
 
     fn flush_locked(st: &mut State, device: &dyn Device) -> Result<u64> {
-        let mut dirty: Vec<(PageId, FrameId)> = st
-            .frames
+        let mut dirty: Vec<PageId> = st
+            .table
             .iter()
-            .enumerate()
-            .filter_map(|(f, frame)| frame.as_ref().filter(|x| x.dirty).map(|x| (x.page, f as FrameId)))
+            .filter(|(_, f)| f.dirty)
+            .map(|(&id, _)| id)
             .collect();
         dirty.sort_unstable();
-        for &(_, f) in &dirty {
-            st.write_back(device, f)?;
+        for &id in &dirty {
+            st.write_back(device, id)?;
         }
         Ok(dirty.len() as u64)
     }
@@ -370,7 +421,7 @@ impl BufferCache {
         let mut st = self.lock();
         Self::flush_locked(&mut st, &*self.device)?;
         st.table.clear();
-        st.frames.clear();
+        st.owners.clear();
         st.free.clear();
         st.policy.clear();
         Ok(())
@@ -383,24 +434,20 @@ impl BufferCache {
 
     /// Whether a page is resident and written in place since it was last written back.
     pub fn is_dirty(&self, id: PageId) -> bool {
-        let mut st = self.lock();
-        match st.table.get(&id) {
-            Some(&f) => st.frame(f).dirty,
-            None => false,
-        }
+        self.lock().table.get(&id).is_some_and(|f| f.dirty)
     }
 
     /// The resident pages, ascending.
     pub fn resident(&self) -> Vec<PageId> {
         let st = self.lock();
-        let mut ids: Vec<PageId> = st.frames.iter().flatten().map(|f| f.page).collect();
+        let mut ids: Vec<PageId> = st.table.keys().copied().collect();
         ids.sort_unstable();
         ids
     }
 
     /// Resident pages that are dirty.
     pub fn dirty_len(&self) -> usize {
-        self.lock().frames.iter().flatten().filter(|f| f.dirty).count()
+        self.lock().table.values().filter(|f| f.dirty).count()
     }
 
     pub fn stats(&self) -> CacheStats {

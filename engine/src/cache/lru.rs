@@ -91,12 +91,27 @@ impl ReplacementPolicy for Lru {
         self.push_front(frame);
     }
 
+    /// The hit path: move `frame` to the front. It is not the head, so it has a predecessor, and
+    /// the list is not empty, so there is a head to link behind it.
     #[inline]
     fn touched(&mut self, frame: FrameId) {
-        if self.head != frame {
-            self.unlink(frame);
-            self.push_front(frame);
+        let head = self.head;
+        if head == frame {
+            return;
         }
+        let Link { prev, next } = self.links[frame as usize];
+        self.links[prev as usize].next = next;
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.links[next as usize].prev = prev;
+        }
+        self.links[frame as usize] = Link {
+            prev: NIL,
+            next: head,
+        };
+        self.links[head as usize].prev = frame;
+        self.head = frame;
     }
 
     fn removed(&mut self, frame: FrameId) {
