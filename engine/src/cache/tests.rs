@@ -254,10 +254,15 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
 /// device's I/O and every byte read after each step.
-fn check_against_model(capacity: usize, ops: &[Op]) -> std::result::Result<(), TestCaseError> {
+/// `boxed` runs LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one.
+fn check_against_model(capacity: usize, ops: &[Op], boxed: bool) -> std::result::Result<(), TestCaseError> {
     let dev = device(MODEL_PAGES);
     let io0 = dev.stats();
-    let cache = BufferCache::new(dev.clone(), capacity);
+    let cache = if boxed {
+        BufferCache::with_policy(dev.clone(), capacity, Box::new(lru::Lru::default()))
+    } else {
+        BufferCache::new(dev.clone(), capacity)
+    };
     let mut model = Model::new(capacity, MODEL_PAGES);
     for (step, op) in ops.iter().enumerate() {
         let expected = model.apply(op);
@@ -307,7 +312,7 @@ proptest! {
             0..300,
         ),
     ) {
-        check_against_model(capacity, &ops)?;
+        check_against_model(capacity, &ops, false)?;
     }
 
     /// Every operation: writes, admissions, prefetches, evictions, flushes and clears too.
@@ -315,8 +320,9 @@ proptest! {
     fn lru_matches_the_model_on_every_operation(
         capacity in 0usize..10,
         ops in proptest::collection::vec(op(), 0..300),
+        boxed in any::<bool>(),
     ) {
-        check_against_model(capacity, &ops)?;
+        check_against_model(capacity, &ops, boxed)?;
     }
 }
 
