@@ -3,7 +3,8 @@
 //! The pieces, bottom up:
 //! - [`storage`]: fixed-size pages on a [`storage::Device`] (counted in memory, or real checksummed
 //!   files) and a cost model that turns counted I/O into modelled time;
-//! - [`cache`]: the LRU buffer cache every index reads through;
+//! - [`cache`]: the buffer cache every index reads through (pluggable replacement policy, exact
+//!   LRU by default; in-place writes; prefetch admission) and the page sinks bulk loads write to;
 //! - [`btree`] and [`rtree`]: immutable bulk-loaded disk components and the memory R-tree;
 //! - [`lsm`]: the LSM framework every index builds on: runs in a versioned level layout,
 //!   compaction strategies that answer with data (AsterixDB's prefix, RocksDB's leveled, none), a

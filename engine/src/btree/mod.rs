@@ -249,12 +249,13 @@ impl<V: FixedValue> BTreeComponent<V> {
 
     /// Builds a component from `entries`, whose keys must be strictly increasing (otherwise
     /// [`Error::Config`] names the offending key). Leaves are packed full, internal levels are
-    /// built bottom-up, and every page is written straight to the device (bypassing the cache)
-    /// into one freshly allocated extent. `bloom_fp` is the Bloom filter's false-positive rate
+    /// built bottom-up, and every page is written to `device` into one freshly allocated extent:
+    /// straight to a device (bypassing the cache), or through a [`crate::cache::CacheSink`] that
+    /// lets the cache admit the pages. `bloom_fp` is the Bloom filter's false-positive rate
     /// (AsterixDB's default is 0.01); `None` or `Some(0.0)` builds no filter. On error the extent
     /// is freed again.
-    pub fn bulk_load(
-        device: &dyn Device,
+    pub fn bulk_load<S: crate::cache::PageSink + ?Sized>(
+        device: &S,
         entries: impl ExactSizeIterator<Item = (u64, V)>,
         bloom_fp: Option<f64>,
     ) -> Result<Self> {
@@ -306,7 +307,11 @@ impl<V: FixedValue> BTreeComponent<V> {
     }
 
     /// The body of [`Self::bulk_load`] once the extent is allocated.
-    fn write_pages(&mut self, device: &dyn Device, entries: impl Iterator<Item = (u64, V)>) -> Result<()> {
+    fn write_pages<S: crate::cache::PageSink + ?Sized>(
+        &mut self,
+        device: &S,
+        entries: impl Iterator<Item = (u64, V)>,
+    ) -> Result<()> {
         let ps = self.page_size;
         let leaf_shape = Self::leaf_shape(ps);
         let cap = leaf_shape.capacity;

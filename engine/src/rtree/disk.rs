@@ -98,12 +98,13 @@ impl DiskRTree {
     /// one freshly allocated contiguous extent of `device` (leaves first, in order, then each upper
     /// level, root last). Zero entries is allowed (one empty leaf as root).
     ///
-    /// Pages are written sequentially straight to the device, bypassing any cache, as AsterixDB's
-    /// bulk loader does. Fails with [`Error::Config`] if the page size cannot hold one leaf entry
+    /// Pages are written sequentially to `device`: straight to a device, bypassing any cache, as
+    /// AsterixDB's bulk loader does, or through a [`crate::cache::CacheSink`] that lets the cache
+    /// admit them. Fails with [`Error::Config`] if the page size cannot hold one leaf entry
     /// and two internal entries, or if the iterator yields a different number of entries than its
     /// `len()` promised; on any error the extent is freed again.
-    pub fn bulk_load(
-        device: &dyn Device,
+    pub fn bulk_load<S: crate::cache::PageSink + ?Sized>(
+        device: &S,
         entries: impl ExactSizeIterator<Item = SpatialEntry>,
     ) -> Result<Self> {
         let page_size = device.page_size();
@@ -150,7 +151,11 @@ impl DiskRTree {
     }
 
     /// Writes every page of the extent in order and returns the root's MBR.
-    fn write_pages(&self, device: &dyn Device, entries: impl Iterator<Item = SpatialEntry>) -> Result<Rect> {
+    fn write_pages<S: crate::cache::PageSink + ?Sized>(
+        &self,
+        device: &S,
+        entries: impl Iterator<Item = SpatialEntry>,
+    ) -> Result<Rect> {
         let mut buf = vec![0u8; self.page_size];
         let mut mbrs: Vec<Rect> = Vec::with_capacity(self.level_pages[0] as usize);
 
@@ -204,9 +209,9 @@ impl DiskRTree {
     }
 
     /// Stamps the header onto `buf`, writes it as node `idx` of `level`, and zeroes `buf`.
-    fn write_node(
+    fn write_node<S: crate::cache::PageSink + ?Sized>(
         &self,
-        device: &dyn Device,
+        device: &S,
         buf: &mut [u8],
         level: usize,
         idx: u64,

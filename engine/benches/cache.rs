@@ -1,0 +1,255 @@
+//! The buffer cache's read path against two peers: `quick_cache` (its sync, sharded cache) and the
+//! `lru` crate behind a mutex. Every cache holds the same `Arc<[u8]>` pages of one memory device.
+//!
+//! - `cache_hit`: reads of resident pages only (a 10,000-page cache, ids drawn at random among the
+//!   resident pages), the cost of one hit;
+//! - `cache_miss_mix`: ids drawn uniformly from 4x the capacity, so about three reads in four miss,
+//!   read the device and evict.
+//!
+//! Times are the benchmarking thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time: on a
+//! shared machine the wall clock also counts the time the thread waits to be scheduled, which
+//! swamps a 100 ns operation. Each benchmark is single-threaded, so on an idle machine both agree.
+//!
+//! Run: `cargo bench -p lsmlab-engine --bench cache -- --warm-up-time 1 --measurement-time 3`.
+
+use criterion::measurement::{Measurement, ValueFormatter};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use lsmlab_engine::cache::{BufferCache, CacheConfig, PageRef, PolicyKind};
+use lsmlab_engine::storage::{Device, MemDevice, PageId};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+const CAPACITY: usize = 10_000;
+const PAGE_SIZE: usize = 1024;
+/// Reads per iteration, drawn ahead of time so that the loop measures only the cache.
+const BATCH: usize = 4096;
+
+fn device(pages: u64) -> Arc<dyn Device> {
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE_SIZE));
+    let first = dev.allocate(pages);
+    for i in 0..pages {
+        dev.write_page(first + i, &[i as u8; PAGE_SIZE]).unwrap();
+    }
+    dev
+}
+
+/// A device read into a fresh shared page, as the buffer cache does on a miss.
+fn read_device(dev: &dyn Device, id: PageId) -> PageRef {
+    let mut page: PageRef = std::iter::repeat_n(0u8, PAGE_SIZE).collect();
+    dev.read_page(id, Arc::get_mut(&mut page).unwrap()).unwrap();
+    page
+}
+
+fn ids(range: u64, seed: u64) -> Vec<PageId> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    (0..BATCH).map(|_| rng.random_range(0..range)).collect()
+}
+
+/// The three caches behind one read-through interface.
+enum Peer {
+    Ours(BufferCache),
+    Quick(quick_cache::sync::Cache<PageId, PageRef>, Arc<dyn Device>),
+    MutexLru(Mutex<lru::LruCache<PageId, PageRef>>, Arc<dyn Device>),
+}
+
+impl Peer {
+    fn all(dev: &Arc<dyn Device>) -> Vec<(&'static str, Peer)> {
+        let ours = |policy| {
+            Peer::Ours(BufferCache::from_config(
+                dev.clone(),
+                &CacheConfig {
+                    policy,
+                    capacity_pages: CAPACITY,
+                },
+            ))
+        };
+        vec![
+            ("lsmlab-lru", ours(PolicyKind::Lru)),
+            ("lsmlab-clock", ours(PolicyKind::Clock)),
+            (
+                "quick_cache",
+                Peer::Quick(quick_cache::sync::Cache::new(CAPACITY), dev.clone()),
+            ),
+            (
+                "mutex-lru",
+                Peer::MutexLru(
+                    Mutex::new(lru::LruCache::new(NonZeroUsize::new(CAPACITY).unwrap())),
+                    dev.clone(),
+                ),
+            ),
+        ]
+    }
+
+    #[inline]
+    fn read(&self, id: PageId) -> PageRef {
+        match self {
+            Peer::Ours(c) => c.read(id).unwrap(),
+            Peer::Quick(c, dev) => match c.get(&id) {
+                Some(p) => p,
+                None => {
+                    let p = read_device(dev.as_ref(), id);
+                    c.insert(id, p.clone());
+                    p
+                }
+            },
+            Peer::MutexLru(c, dev) => {
+                if let Some(p) = c.lock().unwrap().get(&id) {
+                    return p.clone();
+                }
+                let p = read_device(dev.as_ref(), id);
+                c.lock().unwrap().put(id, p.clone());
+                p
+            }
+        }
+    }
+
+    fn contains(&self, id: PageId) -> bool {
+        match self {
+            Peer::Ours(c) => c.contains(id),
+            Peer::Quick(c, _) => c.peek(&id).is_some(),
+            Peer::MutexLru(c, _) => c.lock().unwrap().contains(&id),
+        }
+    }
+}
+
+/// CPU time consumed by the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes one timespec through the valid pointer it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Criterion measurement: the benchmarking thread's CPU time.
+struct ThreadCpuTime;
+
+impl Measurement for ThreadCpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+    fn end(&self, start: u64) -> u64 {
+        thread_cpu_ns() - start
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, v: &u64) -> f64 {
+        *v as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &CpuNanos
+    }
+}
+
+/// Formats nanoseconds of CPU time the way criterion formats durations.
+struct CpuNanos;
+
+impl ValueFormatter for CpuNanos {
+    fn scale_values(&self, typical: f64, values: &mut [f64]) -> &'static str {
+        let (factor, unit) = match typical {
+            t if t < 1e3 => (1.0, "ns"),
+            t if t < 1e6 => (1e-3, "µs"),
+            t if t < 1e9 => (1e-6, "ms"),
+            _ => (1e-9, "s"),
+        };
+        values.iter_mut().for_each(|v| *v *= factor);
+        unit
+    }
+
+    fn scale_throughputs(&self, _typical: f64, throughput: &Throughput, values: &mut [f64]) -> &'static str {
+        let per_iter = match *throughput {
+            Throughput::Elements(n)
+            | Throughput::Bytes(n)
+            | Throughput::BytesDecimal(n)
+            | Throughput::Bits(n) => n as f64,
+        };
+        // Millions of elements (or bytes, bits) per CPU second.
+        values.iter_mut().for_each(|v| *v = per_iter * 1e3 / *v);
+        match throughput {
+            Throughput::Elements(_) => "Melem/s",
+            _ => "M/s",
+        }
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+type Crit = Criterion<ThreadCpuTime>;
+
+fn hit(c: &mut Crit) {
+    let dev = device(CAPACITY as u64);
+    let mut group = c.benchmark_group("cache_hit");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    // Every cache is filled before any is measured, so that none runs on a heap or a CPU state
+    // the others left behind differently.
+    let peers = Peer::all(&dev);
+    let mut batches = Vec::new();
+    for (_, peer) in &peers {
+        for id in 0..CAPACITY as u64 {
+            peer.read(id);
+        }
+        // Draw only among pages the cache actually kept (an approximate cache may admit fewer).
+        let resident: Vec<PageId> = (0..CAPACITY as u64).filter(|&id| peer.contains(id)).collect();
+        batches.push(
+            ids(resident.len() as u64, 1)
+                .into_iter()
+                .map(|i| resident[i as usize])
+                .collect::<Vec<_>>(),
+        );
+    }
+    for ((name, peer), batch) in peers.iter().zip(&batches) {
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                for &id in batch {
+                    std::hint::black_box(peer.read(id));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+fn miss_mix(c: &mut Crit) {
+    let pages = 4 * CAPACITY as u64;
+    let dev = device(pages);
+    let batch = ids(pages, 2);
+    let mut group = c.benchmark_group("cache_miss_mix");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    let peers = Peer::all(&dev);
+    for (_, peer) in &peers {
+        for &id in ids(pages, 3).iter().cycle().take(4 * CAPACITY) {
+            peer.read(id);
+        }
+    }
+    for (name, peer) in &peers {
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                for &id in &batch {
+                    std::hint::black_box(peer.read(id));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpuTime);
+    targets = hit, miss_mix
+}
+criterion_main!(benches);

@@ -1,0 +1,465 @@
+//! The buffer cache: page contents in frames, a replacement policy that picks victims, device I/O.
+
+use super::clock::Clock;
+use super::lru::Lru;
+use super::policy::{Arrival, CacheConfig, FrameId, PolicyKind, ReplacementPolicy};
+use super::stats::CacheStats;
+use crate::storage::{Device, PageId};
+use crate::{Error, Result};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A page as the cache hands it out: shared and immutable. An in-place write replaces the cached
+/// copy; readers holding the old one keep seeing the old bytes.
+pub type PageRef = Arc<[u8]>;
+
+/// A cache of `capacity` whole pages over one device, shared by every index of a run
+/// (`Arc<BufferCache>`, used from many threads).
+///
+/// One mutex guards the page table, the frames and the policy, so the policy sees one global
+/// order of accesses (exact LRU needs it). A read miss releases the lock while it reads the
+/// device. Write-backs of dirty pages happen under the lock, so no reader can fetch a page from
+/// the device while its newer bytes are on their way there.
+pub struct BufferCache {
+    device: Arc<dyn Device>,
+    capacity: usize,
+    state: Mutex<State>,
+}
+
+/// The policy, with the shipped ones dispatched statically so that the hit path inlines them.
+enum Policy {
+    Lru(Lru),
+    Clock(Clock),
+    Custom(Box<dyn ReplacementPolicy>),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $p:ident => $e:expr) => {
+        match $self {
+            Policy::Lru($p) => $e,
+            Policy::Clock($p) => $e,
+            Policy::Custom($p) => $e,
+        }
+    };
+}
+
+impl Policy {
+    fn of(kind: PolicyKind) -> Self {
+        match kind {
+            PolicyKind::Lru => Policy::Lru(Lru::default()),
+            PolicyKind::Clock => Policy::Clock(Clock::default()),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        dispatch!(self, p => p.name())
+    }
+
+    fn inserted(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        dispatch!(self, p => p.inserted(frame, page, how))
+    }
+
+    #[inline(always)]
+    fn touched(&mut self, frame: FrameId) {
+        dispatch!(self, p => p.touched(frame))
+    }
+
+    fn removed(&mut self, frame: FrameId) {
+        dispatch!(self, p => p.removed(frame))
+    }
+
+    fn victim(&mut self) -> Option<FrameId> {
+        dispatch!(self, p => p.victim())
+    }
+
+    fn clear(&mut self) {
+        dispatch!(self, p => p.clear())
+    }
+}
+
+/// One resident page, kept in the page table itself so that a hit reads one table entry.
+struct Frame {
+    /// The frame number the policy knows the page by.
+    frame: FrameId,
+    data: PageRef,
+    /// Written in place and not yet written back.
+    dirty: bool,
+    /// Arrived by prefetch admission and not read since.
+    prefetched: bool,
+}
+
+struct State {
+    /// Resident page -> its frame. Iterated only where the result is sorted by page id.
+    table: FxHashMap<PageId, Frame>,
+    /// Frame number -> the page in it (meaningful for frames not on the free list), for victims.
+    owners: Vec<PageId>,
+    /// Frames without a page, reused last-freed first.
+    free: Vec<FrameId>,
+    policy: Policy,
+    stats: CacheStats,
+    /// Bumped by every invalidation. A miss whose device read overlapped one does not cache the
+    /// page it read: the page's extent may have been retired (and reused) meanwhile.
+    epoch: u64,
+}
+
+impl State {
+    /// The read hit path: count, tell the policy, hand out the page.
+    #[inline]
+    fn hit(&mut self, id: PageId) -> Option<PageRef> {
+        let frame = self.table.get_mut(&id)?;
+        let page = frame.data.clone();
+        if frame.prefetched {
+            frame.prefetched = false;
+            self.stats.prefetch_hits += 1;
+        }
+        self.stats.hits += 1;
+        self.policy.touched(frame.frame);
+        Some(page)
+    }
+
+    /// Puts a page that is not resident into a free frame (the caller made room).
+    fn install(&mut self, id: PageId, data: PageRef, how: Arrival) {
+        let f = match self.free.pop() {
+            Some(f) => {
+                self.owners[f as usize] = id;
+                f
+            }
+            None => {
+                self.owners.push(id);
+                (self.owners.len() - 1) as FrameId
+            }
+        };
+        let frame = Frame {
+            frame: f,
+            data,
+            dirty: how == Arrival::Write,
+            prefetched: how == Arrival::Prefetch,
+        };
+        let old = self.table.insert(id, frame);
+        debug_assert!(old.is_none(), "page {id} installed twice");
+        self.policy.inserted(f, id, how);
+    }
+
+    /// Takes a resident page out of every structure (no write-back, no counting).
+    fn remove(&mut self, id: PageId) {
+        let frame = self.table.remove(&id).expect("removing a resident page");
+        self.policy.removed(frame.frame);
+        self.free.push(frame.frame);
+    }
+
+    /// Writes a dirty page back and marks it clean (the page stays dirty if the write fails).
+    fn write_back(&mut self, device: &dyn Device, id: PageId) -> Result<()> {
+        let frame = self.table.get_mut(&id).expect("writing back a resident page");
+        if frame.dirty {
+            device.write_page(id, &frame.data)?;
+            frame.dirty = false;
+            self.stats.write_backs += 1;
+        }
+        Ok(())
+    }
+
+    /// Evicts victims until one more page fits in `capacity`.
+    fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<()> {
+        while self.table.len() >= capacity {
+            let f = self.policy.victim().expect("a full cache has a victim");
+            let id = self.owners[f as usize];
+            self.write_back(device, id)?;
+            self.remove(id);
+            self.stats.evictions += 1;
+        }
+        Ok(())
+    }
+}
+
+impl BufferCache {
+    /// An exact-LRU cache of `capacity` pages (0 disables caching: every read goes to the device).
+    pub fn new(device: Arc<dyn Device>, capacity: usize) -> Self {
+        Self::build(device, capacity, Policy::of(PolicyKind::Lru))
+    }
+
+    /// The cache a [`CacheConfig`] describes.
+    pub fn from_config(device: Arc<dyn Device>, config: &CacheConfig) -> Self {
+        Self::build(device, config.capacity_pages, Policy::of(config.policy))
+    }
+
+    /// A cache with a replacement policy of the caller's (one not in [`PolicyKind`]).
+    pub fn with_policy(device: Arc<dyn Device>, capacity: usize, policy: Box<dyn ReplacementPolicy>) -> Self {
+        Self::build(device, capacity, Policy::Custom(policy))
+    }
+
+    fn build(device: Arc<dyn Device>, capacity: usize, policy: Policy) -> Self {
+        BufferCache {
+            device,
+            capacity,
+            state: Mutex::new(State {
+                table: FxHashMap::default(),
+                owners: Vec::new(),
+                free: Vec::new(),
+                policy,
+                stats: CacheStats::default(),
+                epoch: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .expect("a thread panicked while holding the buffer cache lock")
+    }
+
+    fn check_len(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        let ps = self.device.page_size();
+        if bytes.len() == ps {
+            Ok(())
+        } else {
+            Err(Error::Config(format!(
+                "page {id}: {} bytes given to the cache, the page size is {ps}",
+                bytes.len()
+            )))
+        }
+    }
+
+    /// Reads a page from the device straight into a fresh shared page (one allocation, no copy).
+    fn read_device(&self, id: PageId) -> Result<PageRef> {
+        let mut page: PageRef = std::iter::repeat_n(0u8, self.device.page_size()).collect();
+        let buf = Arc::get_mut(&mut page).expect("a page just allocated is not shared");
+        self.device.read_page(id, buf)?;
+        Ok(page)
+    }
+
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.device.page_size()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Name of the replacement policy.
+    pub fn policy_name(&self) -> &'static str {
+        self.lock().policy.name()
+    }
+
+    /// Reads a page, from the cache if it is there (a hit), else from the device (a miss; the page
+    /// is then cached, which may evict a victim and write it back if it is dirty).
+    pub fn read(&self, id: PageId) -> Result<PageRef> {
+        let epoch = {
+            let mut st = self.lock();
+            if let Some(page) = st.hit(id) {
+                return Ok(page);
+            }
+            st.stats.misses += 1;
+            st.epoch
+        };
+        self.read_miss(id, epoch)
+    }
+
+    /// The rest of a miss, kept out of line so that the hit path stays small.
+    #[inline(never)]
+    fn read_miss(&self, id: PageId, epoch: u64) -> Result<PageRef> {
+        let page = self.read_device(id)?;
+        if self.capacity == 0 {
+            return Ok(page);
+        }
+        let mut st = self.lock();
+        if st.epoch != epoch {
+            return Ok(page);
+        }
+        if let Some(frame) = st.table.get(&id) {
+            // Another thread cached the page while this one read the device: keep that copy (it
+            // may have been written in place since) and count nothing more.
+            let (f, page) = (frame.frame, frame.data.clone());
+            st.policy.touched(f);
+            return Ok(page);
+        }
+        st.make_room(&*self.device, self.capacity)?;
+        st.install(id, page.clone(), Arrival::Demand);
+        Ok(page)
+    }
+
+    /// Updates a page in place: the cached copy becomes `bytes` and is marked dirty; the device
+    /// sees it on eviction, [`Self::flush_dirty`] or [`Self::clear`]. A cache of capacity 0
+    /// writes straight to the device. Fails if `bytes` is not one page long, or if making room
+    /// required writing back a dirty victim and that failed.
+    pub fn write(&self, id: PageId, bytes: &[u8]) -> Result<()> {
+        self.check_len(id, bytes)?;
+        if self.capacity == 0 {
+            self.device.write_page(id, bytes)?;
+            let mut st = self.lock();
+            st.stats.writes += 1;
+            st.stats.write_backs += 1;
+            return Ok(());
+        }
+        let data: PageRef = bytes.into();
+        let mut st = self.lock();
+        if let Some(frame) = st.table.get_mut(&id) {
+            frame.data = data;
+            frame.dirty = true;
+            let f = frame.frame;
+            st.policy.touched(f);
+        } else {
+            st.make_room(&*self.device, self.capacity)?;
+            st.install(id, data, Arrival::Write);
+        }
+        st.stats.writes += 1;
+        Ok(())
+    }
+
+    /// Puts a page in without device I/O (a prefetcher that already holds the bytes, or a run
+    /// being written). `bytes` must be the device's contents of the page. Returns whether the page
+    /// was admitted: a resident page is not (a clean copy takes the given bytes, a dirty one keeps
+    /// its newer bytes), nor is any page by a cache of capacity 0.
+    pub fn admit(&self, id: PageId, bytes: &[u8]) -> Result<bool> {
+        self.check_len(id, bytes)?;
+        if self.capacity == 0 {
+            return Ok(false);
+        }
+        let data: PageRef = bytes.into();
+        let mut st = self.lock();
+        if let Some(frame) = st.table.get_mut(&id) {
+            if !frame.dirty {
+                frame.data = data;
+            }
+            return Ok(false);
+        }
+        st.make_room(&*self.device, self.capacity)?;
+        st.install(id, data, Arrival::Prefetch);
+        st.stats.prefetch_admissions += 1;
+        Ok(true)
+    }
+
+    /// Reads a page from the device into the cache ahead of use, counted as a prefetch read (not a
+    /// miss). Returns whether it was admitted (not if it is already resident, or capacity is 0).
+    pub fn prefetch(&self, id: PageId) -> Result<bool> {
+        if self.capacity == 0 {
+            return Ok(false);
+        }
+        let epoch = {
+            let st = self.lock();
+            if st.table.contains_key(&id) {
+                return Ok(false);
+            }
+            st.epoch
+        };
+        let page = self.read_device(id)?;
+        let mut st = self.lock();
+        st.stats.prefetch_reads += 1;
+        if st.epoch != epoch || st.table.contains_key(&id) {
+            return Ok(false);
+        }
+        st.make_room(&*self.device, self.capacity)?;
+        st.install(id, page, Arrival::Prefetch);
+        st.stats.prefetch_admissions += 1;
+        Ok(true)
+    }
+
+    /// Drops one page, writing it back first if it is dirty (counted as an eviction). Returns
+    /// whether it was resident.
+    pub fn evict(&self, id: PageId) -> Result<bool> {
+        let mut st = self.lock();
+        if !st.table.contains_key(&id) {
+            return Ok(false);
+        }
+        st.write_back(&*self.device, id)?;
+        st.remove(id);
+        st.stats.evictions += 1;
+        Ok(true)
+    }
+
+    /// Drops the cached copies of an extent (a component retired by a merge). Dirty pages are
+    /// dropped without write-back: the extent's contents are dead.
+    pub fn invalidate(&self, first: PageId, count: u64) {
+        let mut st = self.lock();
+        st.epoch += 1;
+        for id in first..first + count {
+            if st.table.is_empty() {
+                break;
+            }
+            if st.table.contains_key(&id) {
+                st.remove(id);
+                st.stats.invalidations += 1;
+            }
+        }
+    }
+
+    /// Invalidates an extent and returns it to the device.
+    pub fn free(&self, first: PageId, count: u64) {
+        self.invalidate(first, count);
+        self.device.free(first, count);
+    }
+
+    /// Writes every dirty page back (in page order, so the device sees ascending writes) and keeps
+    /// them resident, clean. Returns how many were written. On a device error the pages not yet
+    /// written stay dirty.
+    pub fn flush_dirty(&self) -> Result<u64> {
+        let mut st = self.lock();
+        Self::flush_locked(&mut st, &*self.device)
+    }
+
+    fn flush_locked(st: &mut State, device: &dyn Device) -> Result<u64> {
+        let mut dirty: Vec<PageId> = st
+            .table
+            .iter()
+            .filter(|(_, f)| f.dirty)
+            .map(|(&id, _)| id)
+            .collect();
+        dirty.sort_unstable();
+        for &id in &dirty {
+            st.write_back(device, id)?;
+        }
+        Ok(dirty.len() as u64)
+    }
+
+    /// Empties the cache for a cold-cache run: dirty pages are written back first, then every page
+    /// leaves (not counted as evictions). On a write-back error nothing is dropped.
+    pub fn clear(&self) -> Result<()> {
+        let mut st = self.lock();
+        Self::flush_locked(&mut st, &*self.device)?;
+        st.table.clear();
+        st.owners.clear();
+        st.free.clear();
+        st.policy.clear();
+        Ok(())
+    }
+
+    /// Whether a page is resident (no effect on the policy or the counters).
+    pub fn contains(&self, id: PageId) -> bool {
+        self.lock().table.contains_key(&id)
+    }
+
+    /// Whether a page is resident and written in place since it was last written back.
+    pub fn is_dirty(&self, id: PageId) -> bool {
+        self.lock().table.get(&id).is_some_and(|f| f.dirty)
+    }
+
+    /// The resident pages, ascending.
+    pub fn resident(&self) -> Vec<PageId> {
+        let st = self.lock();
+        let mut ids: Vec<PageId> = st.table.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Resident pages that are dirty.
+    pub fn dirty_len(&self) -> usize {
+        self.lock().table.values().filter(|f| f.dirty).count()
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        self.lock().stats
+    }
+
+    /// Pages currently cached.
+    pub fn len(&self) -> usize {
+        self.lock().table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

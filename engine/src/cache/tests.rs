@@ -1,0 +1,787 @@
+//! Behaviour of the buffer cache as a whole: LRU against a brute-force model, CLOCK, the write
+//! path, prefetch admission, observed bulk loads and sharing across threads.
+
+use super::*;
+use crate::storage::{Device, IoStats, MemDevice, PageId};
+use crate::Error;
+use proptest::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const PS: usize = 64;
+
+/// A device with `n` pages, page `i` filled with byte `i`.
+fn device(n: u64) -> Arc<dyn Device> {
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PS));
+    let first = dev.allocate(n);
+    assert_eq!(first, 0);
+    for i in 0..n {
+        dev.write_page(i, &[i as u8; PS]).unwrap();
+    }
+    dev
+}
+
+/// Device I/O since `before`.
+fn io(dev: &Arc<dyn Device>, before: IoStats) -> IoStats {
+    dev.stats().since(&before)
+}
+
+#[test]
+fn lru_hits_misses_and_evicts_the_least_recently_used() {
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(64));
+    let first = dev.allocate(3);
+    for i in 0..3 {
+        dev.write_page(first + i, &[i as u8; 64]).unwrap();
+    }
+    let cache = BufferCache::new(dev.clone(), 2);
+    assert_eq!(cache.read(first).unwrap()[0], 0); // miss
+    cache.read(first + 1).unwrap(); // miss
+    cache.read(first).unwrap(); // hit: page 1 is now least recent
+    cache.read(first + 2).unwrap(); // miss, evicts page first+1
+    cache.read(first).unwrap(); // hit
+    cache.read(first + 1).unwrap(); // miss again
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.evictions), (2, 4, 2));
+    assert_eq!(dev.stats().page_reads, 4);
+    cache.invalidate(first, 3);
+    assert!(cache.is_empty());
+    assert_eq!(cache.stats().invalidations, 2);
+}
+
+#[test]
+fn cache_is_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<BufferCache>();
+    shareable::<Arc<BufferCache>>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact LRU against a brute-force model.
+
+#[derive(Clone, Debug)]
+enum Op {
+    Read(PageId),
+    Write(PageId, u8),
+    Admit(PageId),
+    Prefetch(PageId),
+    Evict(PageId),
+    Invalidate(PageId, u64),
+    Flush,
+    Clear,
+}
+
+/// One resident page of the model.
+#[derive(Clone, Debug)]
+struct ModelPage {
+    id: PageId,
+    value: u8,
+    dirty: bool,
+    prefetched: bool,
+}
+
+/// LRU the slow, obvious way: a vector in recency order (most recent first), the device's
+/// contents, and the counters the cache should report.
+struct Model {
+    capacity: usize,
+    pages: Vec<ModelPage>,
+    disk: Vec<u8>,
+    stats: CacheStats,
+    io: IoStats,
+}
+
+impl Model {
+    fn new(capacity: usize, n: u64) -> Self {
+        Model {
+            capacity,
+            pages: Vec::new(),
+            disk: (0..n).map(|i| i as u8).collect(),
+            stats: CacheStats::default(),
+            io: IoStats::default(),
+        }
+    }
+
+    fn pos(&self, id: PageId) -> Option<usize> {
+        self.pages.iter().position(|p| p.id == id)
+    }
+
+    fn write_back(&mut self, i: usize) {
+        if self.pages[i].dirty {
+            self.pages[i].dirty = false;
+            self.disk[self.pages[i].id as usize] = self.pages[i].value;
+            self.stats.write_backs += 1;
+            self.io.page_writes += 1;
+        }
+    }
+
+    fn make_room(&mut self) {
+        while self.pages.len() >= self.capacity {
+            let last = self.pages.len() - 1;
+            self.write_back(last);
+            self.pages.pop();
+            self.stats.evictions += 1;
+        }
+    }
+
+    /// Applies `op`; for a read, returns the byte the page should hold.
+    fn apply(&mut self, op: &Op) -> Option<u8> {
+        match *op {
+            Op::Read(id) => {
+                if let Some(i) = self.pos(id) {
+                    let mut p = self.pages.remove(i);
+                    self.stats.hits += 1;
+                    if p.prefetched {
+                        p.prefetched = false;
+                        self.stats.prefetch_hits += 1;
+                    }
+                    let v = p.value;
+                    self.pages.insert(0, p);
+                    return Some(v);
+                }
+                self.stats.misses += 1;
+                self.io.page_reads += 1;
+                let value = self.disk[id as usize];
+                if self.capacity > 0 {
+                    self.make_room();
+                    self.pages.insert(
+                        0,
+                        ModelPage {
+                            id,
+                            value,
+                            dirty: false,
+                            prefetched: false,
+                        },
+                    );
+                }
+                Some(value)
+            }
+            Op::Write(id, value) => {
+                self.stats.writes += 1;
+                if self.capacity == 0 {
+                    self.disk[id as usize] = value;
+                    self.stats.write_backs += 1;
+                    self.io.page_writes += 1;
+                } else if let Some(i) = self.pos(id) {
+                    let mut p = self.pages.remove(i);
+                    p.value = value;
+                    p.dirty = true;
+                    self.pages.insert(0, p);
+                } else {
+                    self.make_room();
+                    self.pages.insert(
+                        0,
+                        ModelPage {
+                            id,
+                            value,
+                            dirty: true,
+                            prefetched: false,
+                        },
+                    );
+                }
+                None
+            }
+            Op::Admit(id) | Op::Prefetch(id) => {
+                if self.capacity == 0 || self.pos(id).is_some() {
+                    return None;
+                }
+                if matches!(op, Op::Prefetch(_)) {
+                    self.stats.prefetch_reads += 1;
+                    self.io.page_reads += 1;
+                }
+                self.make_room();
+                let value = self.disk[id as usize];
+                self.pages.insert(
+                    0,
+                    ModelPage {
+                        id,
+                        value,
+                        dirty: false,
+                        prefetched: true,
+                    },
+                );
+                self.stats.prefetch_admissions += 1;
+                None
+            }
+            Op::Evict(id) => {
+                if let Some(i) = self.pos(id) {
+                    self.write_back(i);
+                    self.pages.remove(i);
+                    self.stats.evictions += 1;
+                }
+                None
+            }
+            Op::Invalidate(first, count) => {
+                let before = self.pages.len();
+                self.pages.retain(|p| !(first..first + count).contains(&p.id));
+                self.stats.invalidations += (before - self.pages.len()) as u64;
+                None
+            }
+            Op::Flush | Op::Clear => {
+                let mut order: Vec<usize> = (0..self.pages.len()).collect();
+                order.sort_by_key(|&i| self.pages[i].id);
+                for i in order {
+                    self.write_back(i);
+                }
+                if matches!(op, Op::Clear) {
+                    self.pages.clear();
+                }
+                None
+            }
+        }
+    }
+
+    fn resident(&self) -> Vec<PageId> {
+        let mut ids: Vec<PageId> = self.pages.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+const MODEL_PAGES: u64 = 24;
+
+fn op() -> impl Strategy<Value = Op> {
+    let id = 0..MODEL_PAGES;
+    prop_oneof![
+        12 => id.clone().prop_map(Op::Read),
+        3 => (id.clone(), any::<u8>()).prop_map(|(i, v)| Op::Write(i, v)),
+        2 => id.clone().prop_map(Op::Admit),
+        2 => id.clone().prop_map(Op::Prefetch),
+        2 => id.clone().prop_map(Op::Evict),
+        2 => (id, 1..6u64).prop_map(|(f, c)| Op::Invalidate(f, c.min(MODEL_PAGES - f))),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Clear),
+    ]
+}
+
+/// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
+/// device's I/O and every byte read after each step.
+/// `boxed` runs LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one.
+fn check_against_model(capacity: usize, ops: &[Op], boxed: bool) -> std::result::Result<(), TestCaseError> {
+    let dev = device(MODEL_PAGES);
+    let io0 = dev.stats();
+    let cache = if boxed {
+        BufferCache::with_policy(dev.clone(), capacity, Box::new(lru::Lru::default()))
+    } else {
+        BufferCache::new(dev.clone(), capacity)
+    };
+    let mut model = Model::new(capacity, MODEL_PAGES);
+    for (step, op) in ops.iter().enumerate() {
+        let expected = model.apply(op);
+        match *op {
+            Op::Read(id) => {
+                let page = cache.read(id).unwrap();
+                prop_assert!(page.iter().all(|&b| Some(b) == expected), "step {step} {op:?}");
+            }
+            Op::Write(id, v) => cache.write(id, &[v; PS]).unwrap(),
+            // A prefetcher admits the device's contents of the page (the model's disk).
+            Op::Admit(id) => {
+                cache.admit(id, &[model.disk[id as usize]; PS]).unwrap();
+            }
+            Op::Prefetch(id) => {
+                cache.prefetch(id).unwrap();
+            }
+            Op::Evict(id) => {
+                cache.evict(id).unwrap();
+            }
+            Op::Invalidate(first, count) => cache.invalidate(first, count),
+            Op::Flush => {
+                cache.flush_dirty().unwrap();
+            }
+            Op::Clear => cache.clear().unwrap(),
+        }
+        prop_assert_eq!(cache.stats(), model.stats, "step {} {:?}", step, op);
+        prop_assert_eq!(cache.resident(), model.resident(), "step {} {:?}", step, op);
+        prop_assert_eq!(io(&dev, io0), model.io, "step {} {:?}", step, op);
+        prop_assert_eq!(cache.len(), model.pages.len());
+        prop_assert_eq!(cache.dirty_len(), model.pages.iter().filter(|p| p.dirty).count());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(192))]
+
+    /// Reads and invalidations only: today's read-only cache's operations.
+    #[test]
+    fn lru_matches_the_model_on_reads_and_invalidations(
+        capacity in 0usize..10,
+        ops in proptest::collection::vec(
+            prop_oneof![
+                8 => (0..MODEL_PAGES).prop_map(Op::Read),
+                1 => (0..MODEL_PAGES, 1..8u64).prop_map(|(f, c)| Op::Invalidate(f, c.min(MODEL_PAGES - f))),
+            ],
+            0..300,
+        ),
+    ) {
+        check_against_model(capacity, &ops, false)?;
+    }
+
+    /// Every operation: writes, admissions, prefetches, evictions, flushes and clears too.
+    #[test]
+    fn lru_matches_the_model_on_every_operation(
+        capacity in 0usize..10,
+        ops in proptest::collection::vec(op(), 0..300),
+        boxed in any::<bool>(),
+    ) {
+        check_against_model(capacity, &ops, boxed)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLOCK.
+
+#[test]
+fn clock_gives_a_second_chance_where_lru_keeps_recency() {
+    let run = |kind: PolicyKind| {
+        let dev = device(8);
+        let cache = BufferCache::from_config(
+            dev,
+            &CacheConfig {
+                policy: kind,
+                capacity_pages: 3,
+            },
+        );
+        assert_eq!(cache.policy_name(), kind.name());
+        for id in [0, 1, 2, 0, 3] {
+            cache.read(id).unwrap();
+        }
+        (cache.resident(), cache.stats())
+    };
+    // LRU evicts page 1, the least recently used. CLOCK's sweep finds every page referenced,
+    // clears them all and comes back to page 0.
+    let (lru, lru_stats) = run(PolicyKind::Lru);
+    let (clock, clock_stats) = run(PolicyKind::Clock);
+    assert_eq!(lru, [0, 2, 3]);
+    assert_eq!(clock, [1, 2, 3]);
+    for s in [lru_stats, clock_stats] {
+        assert_eq!((s.hits, s.misses, s.evictions), (1, 4, 1));
+    }
+}
+
+#[test]
+fn clock_spares_a_page_used_since_the_last_sweep() {
+    let dev = device(8);
+    let cache = BufferCache::from_config(
+        dev,
+        &CacheConfig {
+            policy: PolicyKind::Clock,
+            capacity_pages: 3,
+        },
+    );
+    for id in [0, 1, 2, 3] {
+        cache.read(id).unwrap(); // page 3 replaces page 0; every bit is now clear but page 3's
+    }
+    cache.read(1).unwrap(); // page 1 referenced again
+    cache.read(4).unwrap(); // page 1 gets its second chance; page 2 goes
+    assert_eq!(cache.resident(), [1, 3, 4]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The write path.
+
+#[test]
+fn reads_see_writes_and_the_device_sees_them_on_eviction() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 2);
+    let io0 = dev.stats();
+    cache.write(0, &[200; PS]).unwrap();
+    assert!(cache.is_dirty(0));
+    assert_eq!(cache.read(0).unwrap()[0], 200);
+    assert_eq!(
+        io(&dev, io0),
+        IoStats::default(),
+        "a dirty page stays in the cache"
+    );
+    cache.read(1).unwrap();
+    cache.read(2).unwrap(); // evicts page 0, which is written back
+    assert!(!cache.contains(0));
+    assert_eq!(
+        io(&dev, io0),
+        IoStats {
+            page_reads: 2,
+            page_writes: 1
+        }
+    );
+    let s = cache.stats();
+    assert_eq!(
+        (s.writes, s.write_backs, s.evictions, s.hits, s.misses),
+        (1, 1, 1, 1, 2)
+    );
+    assert_eq!(cache.read(0).unwrap()[0], 200, "read back from the device");
+}
+
+#[test]
+fn flush_dirty_writes_each_dirty_page_once_and_keeps_it() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 4);
+    cache.write(3, &[30; PS]).unwrap();
+    cache.write(1, &[10; PS]).unwrap();
+    cache.write(1, &[11; PS]).unwrap(); // rewritten before any write-back
+    cache.read(2).unwrap();
+    let io0 = dev.stats();
+    assert_eq!(cache.flush_dirty().unwrap(), 2);
+    assert_eq!(io(&dev, io0).page_writes, 2);
+    assert_eq!(cache.dirty_len(), 0);
+    assert_eq!(cache.len(), 3);
+    assert_eq!(cache.flush_dirty().unwrap(), 0, "nothing left to write");
+    let mut buf = vec![0u8; PS];
+    dev.read_page(1, &mut buf).unwrap();
+    assert_eq!(buf, [11; PS]);
+    let s = cache.stats();
+    assert_eq!((s.writes, s.write_backs), (3, 2));
+}
+
+#[test]
+fn clear_writes_dirty_pages_back_then_empties_the_cache() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 4);
+    cache.write(2, &[7; PS]).unwrap();
+    cache.read(0).unwrap();
+    let before = cache.stats();
+    let io0 = dev.stats();
+    cache.clear().unwrap();
+    assert!(cache.is_empty());
+    assert_eq!(io(&dev, io0).page_writes, 1);
+    let d = cache.stats().since(&before);
+    assert_eq!((d.write_backs, d.evictions, d.invalidations), (1, 0, 0));
+    assert_eq!(cache.read(2).unwrap()[0], 7);
+    assert_eq!(cache.stats().since(&before).misses, 1, "cold after clear");
+}
+
+#[test]
+fn invalidating_a_dirty_page_drops_it_without_writing_back() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 4);
+    cache.write(1, &[99; PS]).unwrap();
+    let io0 = dev.stats();
+    cache.invalidate(0, 4);
+    assert!(cache.is_empty());
+    assert_eq!(io(&dev, io0), IoStats::default());
+    let s = cache.stats();
+    assert_eq!((s.invalidations, s.write_backs), (1, 0));
+    assert_eq!(cache.read(1).unwrap()[0], 1, "the device still has the old bytes");
+}
+
+#[test]
+fn capacity_zero_caches_nothing_and_writes_straight_through() {
+    let dev = device(2);
+    let cache = BufferCache::new(dev.clone(), 0);
+    let io0 = dev.stats();
+    cache.write(1, &[5; PS]).unwrap();
+    assert_eq!(io(&dev, io0).page_writes, 1);
+    assert!(cache.is_empty());
+    assert_eq!(cache.read(1).unwrap()[0], 5);
+    assert_eq!(cache.read(1).unwrap()[0], 5);
+    assert!(!cache.admit(0, &[0; PS]).unwrap());
+    assert!(!cache.prefetch(0).unwrap());
+    assert!(cache.is_empty());
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.writes, s.write_backs), (0, 2, 1, 1));
+    assert_eq!((s.prefetch_admissions, s.prefetch_reads), (0, 0));
+    assert_eq!(
+        io(&dev, io0),
+        IoStats {
+            page_reads: 2,
+            page_writes: 1
+        }
+    );
+}
+
+#[test]
+fn pages_of_the_wrong_size_are_refused_with_their_id() {
+    let cache = BufferCache::new(device(2), 2);
+    for r in [cache.write(1, &[0; 10]), cache.admit(1, &[0; PS + 1]).map(|_| ())] {
+        match r {
+            Err(Error::Config(msg)) => assert!(msg.contains("page 1") && msg.contains("64"), "{msg}"),
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+    assert!(cache.is_empty());
+    assert_eq!(cache.stats(), CacheStats::default());
+}
+
+/// A memory device whose writes fail while `failing` is set.
+struct FlakyWrites {
+    inner: MemDevice,
+    failing: AtomicBool,
+}
+
+impl Device for FlakyWrites {
+    fn page_size(&self) -> usize {
+        Device::page_size(&self.inner)
+    }
+    fn allocate(&self, count: u64) -> PageId {
+        Device::allocate(&self.inner, count)
+    }
+    fn free(&self, first: PageId, count: u64) {
+        Device::free(&self.inner, first, count)
+    }
+    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
+        if self.failing.load(Ordering::Relaxed) {
+            return Err(Error::Io(std::io::Error::other("injected write failure")));
+        }
+        Device::write_page(&self.inner, id, data)
+    }
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
+        Device::read_page(&self.inner, id, buf)
+    }
+    fn stats(&self) -> IoStats {
+        Device::stats(&self.inner)
+    }
+    fn allocated_pages(&self) -> u64 {
+        Device::allocated_pages(&self.inner)
+    }
+}
+
+#[test]
+fn a_failed_write_back_keeps_the_dirty_page() {
+    let flaky = Arc::new(FlakyWrites {
+        inner: MemDevice::new(PS),
+        failing: AtomicBool::new(false),
+    });
+    Device::allocate(&*flaky, 3);
+    for i in 0..3 {
+        Device::write_page(&*flaky, i, &[i as u8; PS]).unwrap();
+    }
+    let cache = BufferCache::new(flaky.clone(), 1);
+    cache.write(0, &[50; PS]).unwrap();
+    flaky.failing.store(true, Ordering::Relaxed);
+    assert!(matches!(cache.read(1), Err(Error::Io(_))));
+    assert!(matches!(cache.evict(0), Err(Error::Io(_))));
+    assert!(matches!(cache.clear(), Err(Error::Io(_))));
+    assert!(cache.is_dirty(0), "the only copy of the new bytes is kept");
+    assert_eq!(cache.read(0).unwrap()[0], 50);
+    flaky.failing.store(false, Ordering::Relaxed);
+    cache.read(1).unwrap();
+    let s = cache.stats();
+    assert_eq!((s.evictions, s.write_backs), (1, 1));
+    assert_eq!(cache.read(0).unwrap()[0], 50);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admission, prefetch and explicit eviction.
+
+#[test]
+fn admitted_pages_count_one_prefetch_hit_per_admission() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 4);
+    let io0 = dev.stats();
+    assert!(cache.admit(1, &[1; PS]).unwrap());
+    assert!(!cache.admit(1, &[1; PS]).unwrap(), "already resident");
+    assert!(cache.prefetch(2).unwrap());
+    assert!(!cache.prefetch(2).unwrap(), "already resident: no device read");
+    assert_eq!(io(&dev, io0).page_reads, 1);
+    for _ in 0..3 {
+        cache.read(1).unwrap();
+        cache.read(2).unwrap();
+    }
+    cache.read(3).unwrap();
+    let s = cache.stats();
+    assert_eq!(
+        (s.prefetch_admissions, s.prefetch_reads, s.prefetch_hits),
+        (2, 1, 2)
+    );
+    assert_eq!((s.hits, s.misses), (6, 1));
+    // Evicted and admitted again: a new admission, a new first hit.
+    assert!(cache.evict(1).unwrap());
+    assert!(!cache.evict(1).unwrap());
+    assert!(cache.admit(1, &[1; PS]).unwrap());
+    cache.read(1).unwrap();
+    let s = cache.stats();
+    assert_eq!((s.prefetch_admissions, s.prefetch_hits, s.evictions), (3, 3, 1));
+}
+
+#[test]
+fn admitting_over_a_dirty_page_keeps_its_newer_bytes() {
+    let cache = BufferCache::new(device(2), 2);
+    cache.write(0, &[9; PS]).unwrap();
+    assert!(!cache.admit(0, &[0; PS]).unwrap());
+    assert_eq!(cache.read(0).unwrap()[0], 9);
+    assert!(cache.is_dirty(0));
+    assert_eq!(cache.stats().prefetch_admissions, 0);
+}
+
+#[test]
+fn evicting_a_dirty_page_writes_it_back() {
+    let dev = device(2);
+    let cache = BufferCache::new(dev.clone(), 2);
+    cache.write(1, &[42; PS]).unwrap();
+    let io0 = dev.stats();
+    assert!(cache.evict(1).unwrap());
+    assert_eq!(io(&dev, io0).page_writes, 1);
+    let mut buf = vec![0u8; PS];
+    dev.read_page(1, &mut buf).unwrap();
+    assert_eq!(buf, [42; PS]);
+    let s = cache.stats();
+    assert_eq!((s.evictions, s.write_backs), (1, 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observed bulk loads.
+
+#[test]
+fn a_prepopulating_sink_admits_the_pages_of_a_new_run() {
+    use crate::btree::BTreeComponent;
+    use crate::geom::{Point, Rect};
+    use crate::rtree::{DiskRTree, SpatialEntry};
+
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(512));
+    let cache = BufferCache::new(dev.clone(), 1 << 12);
+    let entries: Vec<SpatialEntry> = (0..500u64)
+        .map(|i| SpatialEntry {
+            oid: i,
+            ts: i,
+            point: Point::new(i as f64, (i % 7) as f64),
+        })
+        .collect();
+    let sink = CacheSink::prepopulate(&cache);
+    let io0 = dev.stats();
+    let tree = DiskRTree::bulk_load(&sink, entries.iter().copied()).unwrap();
+    let pages = tree.pages();
+    assert_eq!(sink.pages_written(), pages);
+    assert_eq!(
+        io(&dev, io0),
+        IoStats {
+            page_reads: 0,
+            page_writes: pages
+        }
+    );
+    assert_eq!(cache.len() as u64, pages);
+    assert_eq!(cache.stats().prefetch_admissions, pages);
+    let mut found = 0;
+    tree.search(&cache, &Rect::new(0.0, 0.0, 1000.0, 10.0), |_| found += 1)
+        .unwrap();
+    assert_eq!(found, 500);
+    let s = cache.stats();
+    assert_eq!(s.misses, 0, "every node was admitted while the run was written");
+    assert_eq!(s.prefetch_hits, pages);
+
+    // A rule that admits nothing leaves the cache untouched; the bare device is a sink too.
+    let quiet = CacheSink::new(&cache, AdmitNone);
+    let before = cache.len();
+    let b = BTreeComponent::<u64>::bulk_load(
+        &quiet,
+        (0..300u64).map(|k| (k, k * 2)).collect::<Vec<_>>().into_iter(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(cache.len(), before);
+    assert_eq!(b.get(&cache, 17).unwrap(), Some(34));
+    let direct =
+        BTreeComponent::<u64>::bulk_load(dev.as_ref(), vec![(0u64, 0u64), (1, 1), (2, 2)].into_iter(), None)
+            .unwrap();
+    assert_eq!(direct.get(&cache, 2).unwrap(), Some(2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sharing across threads.
+
+#[test]
+fn concurrent_readers_and_writers_keep_the_counters_and_bytes_consistent() {
+    let n = 64u64;
+    let dev = device(n);
+    let cache = Arc::new(BufferCache::new(dev.clone(), 16));
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                let mut x = t * 7919 + 1;
+                for _ in 0..2000 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let id = (x >> 33) % n;
+                    if (x >> 40) % 8 == 0 {
+                        cache.write(id, &[t as u8 + 100; PS]).unwrap();
+                    } else {
+                        let page = cache.read(id).unwrap();
+                        assert!(page.iter().all(|&b| b == page[0]), "a torn page");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = cache.stats();
+    assert_eq!(s.hits + s.misses + s.writes, 8000);
+    assert!(s.writes > 0);
+    assert_eq!(dev.stats().page_reads, s.misses);
+    assert_eq!(cache.len(), 16);
+    // Each installed miss either is still resident or was evicted; a miss whose page another
+    // thread cached meanwhile installs nothing.
+    assert!(s.evictions + cache.len() as u64 <= s.misses + s.writes);
+    assert_eq!(cache.resident().len(), 16);
+    // Every write reached the device or is still dirty in the cache.
+    cache.flush_dirty().unwrap();
+    assert_eq!(cache.stats().write_backs, dev.stats().page_writes - n);
+}
+
+/// A memory device that, while armed, invalidates page 0 of the cache during every read: an
+/// extent retired by another thread while a miss was reading it.
+struct RetiringReads {
+    inner: MemDevice,
+    cache: std::sync::OnceLock<std::sync::Weak<BufferCache>>,
+    armed: AtomicBool,
+}
+
+impl Device for RetiringReads {
+    fn page_size(&self) -> usize {
+        Device::page_size(&self.inner)
+    }
+    fn allocate(&self, count: u64) -> PageId {
+        Device::allocate(&self.inner, count)
+    }
+    fn free(&self, first: PageId, count: u64) {
+        Device::free(&self.inner, first, count)
+    }
+    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
+        Device::write_page(&self.inner, id, data)
+    }
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
+        if self.armed.load(Ordering::Relaxed) {
+            if let Some(cache) = self.cache.get().and_then(|w| w.upgrade()) {
+                cache.invalidate(0, 1);
+            }
+        }
+        Device::read_page(&self.inner, id, buf)
+    }
+    fn stats(&self) -> IoStats {
+        Device::stats(&self.inner)
+    }
+    fn allocated_pages(&self) -> u64 {
+        Device::allocated_pages(&self.inner)
+    }
+}
+
+#[test]
+fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
+    let dev = Arc::new(RetiringReads {
+        inner: MemDevice::new(PS),
+        cache: std::sync::OnceLock::new(),
+        armed: AtomicBool::new(false),
+    });
+    Device::allocate(&*dev, 4);
+    for i in 0..4 {
+        Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
+    }
+    let cache = Arc::new(BufferCache::new(dev.clone(), 4));
+    dev.cache.set(Arc::downgrade(&cache)).unwrap();
+    cache.read(2).unwrap();
+    dev.armed.store(true, Ordering::Relaxed);
+    assert_eq!(cache.read(3).unwrap()[0], 3, "the reader still gets the page");
+    assert!(!cache.prefetch(1).unwrap());
+    assert_eq!(
+        cache.resident(),
+        [2],
+        "neither page read across an invalidation is cached"
+    );
+    dev.armed.store(false, Ordering::Relaxed);
+    cache.read(3).unwrap();
+    assert_eq!(cache.resident(), [2, 3]);
+    let s = cache.stats();
+    assert_eq!(
+        (s.misses, s.prefetch_reads, s.prefetch_admissions, s.evictions),
+        (3, 1, 0, 0)
+    );
+}
