@@ -6,8 +6,9 @@ use super::policy::{Arrival, CacheConfig, FrameId, PolicyKind, ReplacementPolicy
 use super::stats::CacheStats;
 use crate::storage::{Device, PageId};
 use crate::{Error, Result};
+use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// A page as the cache hands it out: shared and immutable. An in-place write replaces the cached
 /// copy; readers holding the old one keep seeing the old bytes.
@@ -203,9 +204,7 @@ impl BufferCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .expect("a thread panicked while holding the buffer cache lock")
+        self.state.lock()
     }
 
     fn check_len(&self, id: PageId, bytes: &[u8]) -> Result<()> {
