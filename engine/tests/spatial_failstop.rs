@@ -133,7 +133,10 @@ impl Run {
             return;
         };
         let applied = index.clock() > before;
-        assert!(applied || result.is_err(), "{what}: a write succeeded without a timestamp");
+        assert!(
+            applied || result.is_err(),
+            "{what}: a write succeeded without a timestamp"
+        );
         if applied {
             match new {
                 Some(p) => self.live.insert(oid, p),
@@ -209,7 +212,11 @@ fn stream(variant: Variant, name: &str, seed: u64, reads: Fault, writes: Fault) 
         );
     }
     drop(index);
-    assert_eq!(dev.allocated_pages(), 0, "{what}: dropping the index frees every page");
+    assert_eq!(
+        dev.allocated_pages(),
+        0,
+        "{what}: dropping the index frees every page"
+    );
     run.out
 }
 
@@ -235,7 +242,10 @@ fn sweep(name: &str, variant: Variant) {
         failed_writes > 50,
         "{name}: only {failed_writes} writes saw a failed flush or merge"
     );
-    assert!(failed_queries > 50, "{name}: only {failed_queries} queries failed");
+    assert!(
+        failed_queries > 50,
+        "{name}: only {failed_queries} queries failed"
+    );
 }
 
 fn parsed(name: &str) -> Strategy {
@@ -249,19 +259,26 @@ fn eager_loses_nothing_when_the_device_fails() {
 
 #[test]
 fn eager_with_primary_lookups_loses_nothing_when_the_device_fails() {
-    sweep("Eager (primary lookup)", (Strategy::Eager, |c| c.eager_primary_lookup = true));
+    sweep(
+        "Eager (primary lookup)",
+        (Strategy::Eager, |c| c.eager_primary_lookup = true),
+    );
 }
 
 #[test]
 fn validation_with_merge_repair_loses_nothing_when_the_device_fails() {
-    sweep("Validation", (Strategy::Validation, |c| c.validation_merge_repair = true));
+    sweep(
+        "Validation",
+        (Strategy::Validation, |c| c.validation_merge_repair = true),
+    );
 }
 
 #[test]
 fn validation_without_merge_repair_loses_nothing_when_the_device_fails() {
-    sweep("Validation (no repair)", (Strategy::Validation, |c| {
-        c.validation_merge_repair = false
-    }));
+    sweep(
+        "Validation (no repair)",
+        (Strategy::Validation, |c| c.validation_merge_repair = false),
+    );
 }
 
 #[test]

@@ -90,7 +90,11 @@ impl SpatialRuns {
 
     /// Builds a component of `entries` (already in Hilbert order) and `antimatter` (ascending oids).
     /// On error nothing stays allocated.
-    pub fn build_component(&self, entries: Vec<SpatialEntry>, antimatter: Vec<u64>) -> Result<SpatialComponent> {
+    pub fn build_component(
+        &self,
+        entries: Vec<SpatialEntry>,
+        antimatter: Vec<u64>,
+    ) -> Result<SpatialComponent> {
         let rtree = DiskRTree::bulk_load(self.device(), entries.into_iter())?;
         match SpatialComponent::build_antimatter(self.device(), antimatter, self.bloom_fp) {
             Ok(antimatter) => Ok(SpatialComponent { rtree, antimatter }),

@@ -2,7 +2,9 @@
 //! cleaning switches of Section 4: Buffered and Vacuum Cleaning of memory leaves (Algorithm 4),
 //! Clean Upon Flush and Clean Upon Merge.
 
-use super::maintenance::{Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, ObjectStamps, Source};
+use super::maintenance::{
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, ObjectStamps, Source,
+};
 use super::stats::CleaningCounts;
 use super::strategy::CleaningSwitches;
 use super::um::UpdateMemo;
