@@ -23,11 +23,11 @@ const ARMED: usize = 900;
 /// A strategy plus a tweak of its configuration.
 type Variant = (Strategy, fn(&mut SpatialConfig));
 
-/// Small pages (7 entries a leaf), a memory component of 4 pages and a 2-page key index, so that
-/// a stream crosses many flushes and merges.
-fn index(dev: Arc<dyn Device>, (strategy, tweak): Variant) -> LsmRTree {
+/// Small pages (7 entries a leaf), a memory component of `memory_pages` pages and a 2-page key
+/// index, so that a stream crosses many flushes and merges.
+fn index(dev: Arc<dyn Device>, (strategy, tweak): Variant, memory_pages: u64) -> LsmRTree {
     let cache = Arc::new(BufferCache::new(dev, 16));
-    let mut cfg = SpatialConfig::new(strategy, EXTENT, 4);
+    let mut cfg = SpatialConfig::new(strategy, EXTENT, memory_pages);
     cfg.merge_policy = MergePolicyConfig::Prefix {
         max_mergeable_pages: 40,
         max_tolerance_components: 3,
@@ -160,7 +160,7 @@ impl Run {
 fn stream(variant: Variant, name: &str, seed: u64, reads: Fault, writes: Fault) -> Outcome {
     let faulty = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(256))));
     let dev: Arc<dyn Device> = faulty.clone();
-    let mut index = index(dev.clone(), variant);
+    let mut index = index(dev.clone(), variant, 4);
     let mut run = Run {
         rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         live: BTreeMap::new(),
@@ -286,4 +286,119 @@ fn every_update_memo_strategy_loses_nothing_when_the_device_fails() {
     for name in ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"] {
         sweep(name, (parsed(name), |_| {}));
     }
+}
+
+/// Every variant the sweeps cover.
+fn variants() -> Vec<(String, Variant)> {
+    let mut v: Vec<(String, Variant)> = vec![
+        ("Eager".into(), (Strategy::Eager, |_| {})),
+        (
+            "Eager (primary lookup)".into(),
+            (Strategy::Eager, |c| c.eager_primary_lookup = true),
+        ),
+        ("Validation".into(), (Strategy::Validation, |_| {})),
+        (
+            "Validation (no repair)".into(),
+            (Strategy::Validation, |c| c.validation_merge_repair = false),
+        ),
+    ];
+    for name in ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"] {
+        v.push((name.into(), (parsed(name), |_| {})));
+    }
+    v
+}
+
+/// Everything a flush or merge decides, as the index reports it.
+fn state(index: &LsmRTree) -> impl PartialEq + std::fmt::Debug {
+    let st = index.stats();
+    (
+        index_answer(index, &ALL),
+        (index.disk_components(), index.disk_entries(), index.disk_pages()),
+        (
+            st.rtree.flushes,
+            st.rtree.merges,
+            st.rtree.flushed_entries,
+            st.rtree.merged_entries,
+        ),
+        st.cleaned,
+        index.memory_entries(),
+        index.update_memo().map(|um| um.snapshot()),
+    )
+}
+
+/// A flush (and the merges it starts) that fails at its k-th write or read and is then retried on
+/// a healed device ends exactly where the same flush on a healthy twin does: same components, same
+/// cleaning, same Update Memo. k runs over every access of the flushes and their merges (until the
+/// fault no longer fires). A failure that leaves anything half done shows up here.
+#[test]
+fn a_failed_flush_or_merge_retried_ends_exactly_where_a_healthy_one_does() {
+    for (name, variant) in variants() {
+        for reads in [false, true] {
+            // The streams differ with k (their seed), so stop only after a few misses in a row.
+            let (mut k, mut hits, mut misses) = (1, 0, 0);
+            while misses < 5 {
+                if twin(&name, variant, k, reads) {
+                    (hits, misses) = (hits + 1, 0);
+                } else {
+                    misses += 1;
+                }
+                k += 1;
+            }
+            // Reads fail only in merges (and in key-index lookups): so merges were hit.
+            let what = if reads { "reads" } else { "writes" };
+            assert!(
+                hits > 5,
+                "{name}: only {hits} flushes failed at one of their {what}"
+            );
+        }
+    }
+}
+
+/// Drives an index on a faulty device and a healthy twin through the same stream with explicit
+/// flushes; from the 3rd on, each flush of the faulty one fails its k-th read or write (if it makes
+/// that many). Returns whether any did.
+fn twin(name: &str, variant: Variant, k: u64, reads: bool) -> bool {
+    let faulty = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(256))));
+    let dev: Arc<dyn Device> = faulty.clone();
+    let healthy_dev: Arc<dyn Device> = Arc::new(MemDevice::new(256));
+    // A memory component large enough that mostly the explicit flushes write, small enough that
+    // components get merged.
+    let mut faulty_index = index(dev.clone(), variant, 16);
+    let mut healthy = index(healthy_dev.clone(), variant, 16);
+    let mut runs = [0, 1].map(|_| Run {
+        rng: Xoshiro256PlusPlus::seed_from_u64(k),
+        live: BTreeMap::new(),
+        objects: 0,
+        out: Outcome::default(),
+    });
+    let what = format!("{name}, k {k}, reads {reads}");
+    let mut failed = false;
+    for round in 0..10 {
+        for _ in 0..40 {
+            runs[0].step(&mut faulty_index, &what);
+            runs[1].step(&mut healthy, &what);
+        }
+        if round >= 2 {
+            let fault = Fault::Nth(k);
+            if reads {
+                faulty.arm(fault, Fault::Never);
+            } else {
+                faulty.arm(Fault::Never, fault);
+            }
+        }
+        let result = faulty_index.flush();
+        faulty.disarm();
+        if result.is_err() {
+            failed = true;
+            faulty_index.flush().unwrap();
+        }
+        healthy.flush().unwrap();
+        assert_eq!(state(&faulty_index), state(&healthy), "{what}, round {round}");
+        assert_eq!(runs[0].live, runs[1].live, "{what}: the streams diverged");
+    }
+    assert_eq!(faulty_index.audit_update_memo().unwrap(), Ok(()), "{what}");
+    if faulty_index.stats().key_index.is_none() {
+        assert_eq!(dev.allocated_pages(), healthy_dev.allocated_pages(), "{what}");
+    }
+    failed
 }
