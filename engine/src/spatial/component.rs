@@ -209,3 +209,69 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Point, Rect};
+    use crate::storage::{Fault, FaultyDevice, MemDevice};
+
+    fn runs() -> (SpatialRuns, Arc<FaultyDevice>) {
+        let faulty = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(256))));
+        let cache = Arc::new(BufferCache::new(faulty.clone(), 8));
+        let hilbert = HilbertCurve::new(Rect::new(0.0, 0.0, 10.0, 10.0));
+        (SpatialRuns::new(cache, hilbert, None), faulty)
+    }
+
+    fn entries(n: u64) -> Vec<SpatialEntry> {
+        (0..n)
+            .map(|i| SpatialEntry::new(Point::new((i % 10) as f64, (i / 10) as f64), i, i + 1))
+            .collect()
+    }
+
+    #[test]
+    fn a_component_reports_both_extents_and_their_pages() {
+        let (runs, faulty) = runs();
+        let mut es = entries(30);
+        runs.hilbert_sort(&mut es);
+        let c = runs.build_component(es.clone(), vec![3, 4, 5]).unwrap();
+        let info = runs.describe(&c);
+        assert_eq!(info.extents.len(), 2);
+        assert_eq!(info.extents[0].pages, c.rtree.pages());
+        assert_eq!(
+            info.pages,
+            c.rtree.pages() + c.antimatter.as_ref().unwrap().pages()
+        );
+        assert_eq!((info.entries, info.keys), (30, None));
+        assert_eq!(faulty.allocated_pages(), info.pages);
+        let leaf = DiskRTree::leaf_capacity(256) as u64;
+        assert_eq!(runs.entries_per_run(3), 3 * leaf);
+        // The scan gives the entries back in Hilbert order with their keys.
+        let scanned: Vec<_> = runs.scan(&c).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(scanned.iter().map(|(_, e)| *e).collect::<Vec<_>>(), es);
+        assert!(scanned.windows(2).all(|w| w[0].0 < w[1].0));
+        runs.destroy(c);
+        assert_eq!(faulty.allocated_pages(), 0);
+    }
+
+    #[test]
+    fn a_failed_build_leaves_nothing_allocated() {
+        let (runs, faulty) = runs();
+        let r_pages = {
+            let c = runs.build_component(entries(30), Vec::new()).unwrap();
+            let p = c.rtree.pages();
+            runs.destroy(c);
+            p
+        };
+        // Fail each write in turn: of the R-tree, then of the antimatter B+-tree.
+        for k in 1..=r_pages + 1 {
+            faulty.arm(Fault::Never, Fault::Nth(k));
+            assert!(
+                runs.build_component(entries(30), vec![1, 2]).is_err(),
+                "write {k}"
+            );
+            assert_eq!(faulty.allocated_pages(), 0, "write {k}");
+        }
+        faulty.disarm();
+    }
+}
