@@ -22,7 +22,7 @@ use super::strategy::Strategy;
 use super::um::UpdateMemo;
 use crate::cache::BufferCache;
 use crate::geom::{HilbertCurve, Point};
-use crate::lsm::RunStore;
+use crate::lsm::{LifecycleObserver, RunStore};
 use crate::rtree::{MemRTree, NodeId, SpatialEntry};
 use crate::Result;
 use std::sync::Arc;
@@ -53,6 +53,13 @@ impl LsmRTree {
             cfg,
             cache,
         })
+    }
+
+    /// Tells `observer` about every flush and merge of the R-tree from now on. Runs are keyed by
+    /// (Hilbert key, oid, timestamp) and report no key range (components overlap in space); a
+    /// component's extents are its R-tree's and, if any, its antimatter B+-tree's.
+    pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<(u64, u64, u64)>>) {
+        self.store.subscribe(observer);
     }
 
     pub fn config(&self) -> &SpatialConfig {
