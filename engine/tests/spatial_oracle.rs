@@ -429,3 +429,45 @@ fn update_memo_audit_holds_and_only_um_strategies_have_a_memo() {
         }
     }
 }
+
+/// The R-tree's flushes and merges run on the framework's executor: an observer sees one finished
+/// flush per flush and one finished merge per merge, each component with its R-tree extent and,
+/// under Eager, its deleted-key B+-tree extent, and the extents' pages add up to the disk pages.
+#[test]
+fn lifecycle_events_report_every_flush_and_merge_with_both_extents() {
+    use lsmlab_engine::lsm::{CompactionKind, EventLog, LifecycleEvent};
+    let (mut index, device) = small_index(Strategy::Eager, |_| {});
+    let log = Arc::new(EventLog::new());
+    index.subscribe(log.clone());
+    check_stream("Eager", &mut index, &random_ops(3, 2000));
+    let st = index.stats().rtree;
+    let events = log.events();
+    let flushed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            LifecycleEvent::FlushFinished { output, .. } => Some(output),
+            _ => None,
+        })
+        .collect();
+    let merges = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                LifecycleEvent::CompactionFinished {
+                    kind: CompactionKind::Merge,
+                    ..
+                }
+            )
+        })
+        .count() as u64;
+    assert_eq!((flushed.len() as u64, merges), (st.flushes, st.merges));
+    assert!(st.merges > 0);
+    assert!(
+        flushed.iter().any(|r| r.extents.len() == 2),
+        "Eager's flushed components carry deleted keys"
+    );
+    assert!(flushed.iter().all(|r| r.keys.is_none() && !r.extents.is_empty()));
+    // Without a key index every allocated page is a component's.
+    assert_eq!(device.allocated_pages(), index.disk_pages());
+}

@@ -11,7 +11,7 @@ use super::executor::{RunFormat, RunInfo, RunStore};
 use super::memory::{MemoryLevel, Memtable, SortedMemtable};
 use super::merge::EntryStream;
 use super::version::KeyRange;
-use super::{ComponentInfo, DiskComponent, LifecycleStats, MergePolicyConfig};
+use super::{LifecycleStats, MergePolicyConfig};
 use crate::btree::{BTreeComponent, FixedValue};
 use crate::cache::BufferCache;
 use crate::Result;
@@ -42,15 +42,6 @@ impl<V: FixedValue> FixedValue for Slot<V> {
             Slot::Live(V::decode(&bytes[1..]))
         } else {
             Slot::Deleted
-        }
-    }
-}
-
-impl<V: FixedValue> DiskComponent for BTreeComponent<V> {
-    fn info(&self) -> ComponentInfo {
-        ComponentInfo {
-            pages: self.pages(),
-            entries: self.entries(),
         }
     }
 }

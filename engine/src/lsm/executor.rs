@@ -77,6 +77,10 @@ pub trait Merger<F: RunFormat> {
         plan: &MergePlan,
         outputs: &mut Vec<F::Run>,
     ) -> Result<()>;
+
+    /// The outputs of the last [`Self::merge`] are installed and its inputs gone: side effects the
+    /// merger held back (an index's bookkeeping) can now be applied. Not called after a failure.
+    fn committed(&mut self) {}
 }
 
 /// What a merge is asked to produce.
@@ -423,6 +427,7 @@ impl<F: RunFormat> RunStore<F> {
             self.stats.merged_entries += meta.entries;
         }
         self.stats.merges += 1;
+        merger.committed();
         let outputs: Vec<_> = outputs.iter().map(|m| self.extents(m)).collect();
         self.emit(LifecycleEvent::CompactionFinished {
             kind: CompactionKind::Merge,

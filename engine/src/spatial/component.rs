@@ -1,26 +1,23 @@
 //! One disk component of the LSM R-tree: a packed R-tree and, when the strategy writes antimatter
-//! (Eager's deleted keys), a B+-tree of the oids it deletes from older components.
+//! (Eager's deleted keys), a B+-tree of the oids it deletes from older components. [`SpatialRuns`]
+//! is how the framework's executor ([`crate::lsm::RunStore`]) builds, scans and frees them, and
+//! [`SpatialMerger`] how it merges them through the strategy.
 
+use super::maintenance::{Cleanup, Maintenance};
 use crate::btree::BTreeComponent;
 use crate::cache::BufferCache;
-use crate::lsm::{ComponentInfo, DiskComponent};
-use crate::rtree::DiskRTree;
+use crate::geom::HilbertCurve;
+use crate::lsm::merge::EntryStream;
+use crate::lsm::{Extent, MergePlan, Merger, RunFormat, RunInfo};
+use crate::rtree::{DiskRTree, SpatialEntry};
 use crate::storage::Device;
 use crate::Result;
+use std::sync::Arc;
 
 /// A packed R-tree and its optional antimatter B+-tree.
 pub(crate) struct SpatialComponent {
     pub rtree: DiskRTree,
     pub antimatter: Option<BTreeComponent<()>>,
-}
-
-impl DiskComponent for SpatialComponent {
-    fn info(&self) -> ComponentInfo {
-        ComponentInfo {
-            pages: self.rtree.pages() + self.antimatter.as_ref().map_or(0, |d| d.pages()),
-            entries: self.rtree.entries(),
-        }
-    }
 }
 
 impl SpatialComponent {
@@ -53,5 +50,228 @@ impl SpatialComponent {
         if let Some(d) = self.antimatter {
             d.destroy(cache);
         }
+    }
+}
+
+/// An entry's place in a component: its Hilbert key, then oid and timestamp (unique per entry), the
+/// order bulk loads pack entries in.
+pub(crate) type SpatialKey = (u64, u64, u64);
+
+/// How the LSM R-tree's components are built: entries in Hilbert order bulk-loaded into a packed
+/// R-tree, antimatter into a B+-tree beside it.
+pub(crate) struct SpatialRuns {
+    cache: Arc<BufferCache>,
+    hilbert: HilbertCurve,
+    bloom_fp: Option<f64>,
+}
+
+impl SpatialRuns {
+    pub fn new(cache: Arc<BufferCache>, hilbert: HilbertCurve, bloom_fp: Option<f64>) -> Self {
+        SpatialRuns {
+            cache,
+            hilbert,
+            bloom_fp,
+        }
+    }
+
+    fn device(&self) -> &dyn Device {
+        self.cache.device().as_ref()
+    }
+
+    pub fn key(&self, e: &SpatialEntry) -> SpatialKey {
+        (self.hilbert.key(e.point), e.oid, e.ts)
+    }
+
+    /// Sorts entries along the Hilbert curve (ties by oid and timestamp).
+    pub fn hilbert_sort(&self, entries: &mut [SpatialEntry]) {
+        let h = self.hilbert;
+        entries.sort_by_cached_key(|e| (h.key(e.point), e.oid, e.ts));
+    }
+
+    /// Builds a component of `entries` (already in Hilbert order) and `antimatter` (ascending oids).
+    /// On error nothing stays allocated.
+    pub fn build_component(
+        &self,
+        entries: Vec<SpatialEntry>,
+        antimatter: Vec<u64>,
+    ) -> Result<SpatialComponent> {
+        let rtree = DiskRTree::bulk_load(self.device(), entries.into_iter())?;
+        match SpatialComponent::build_antimatter(self.device(), antimatter, self.bloom_fp) {
+            Ok(antimatter) => Ok(SpatialComponent { rtree, antimatter }),
+            Err(e) => {
+                rtree.destroy(&self.cache);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl RunFormat for SpatialRuns {
+    type Key = SpatialKey;
+    type Value = SpatialEntry;
+    type Run = SpatialComponent;
+
+    /// A component without antimatter.
+    fn build(&self, entries: Vec<(SpatialKey, SpatialEntry)>) -> Result<SpatialComponent> {
+        self.build_component(entries.into_iter().map(|(_, e)| e).collect(), Vec::new())
+    }
+
+    /// The R-tree's entries in leaf order (Hilbert order), read straight from the device.
+    fn scan<'a>(&'a self, run: &'a SpatialComponent) -> Result<EntryStream<'a, SpatialKey, SpatialEntry>> {
+        let entries = run.rtree.scan(self.device())?;
+        Ok(Box::new(entries.into_iter().map(move |e| Ok((self.key(&e), e)))))
+    }
+
+    fn destroy(&self, run: SpatialComponent) {
+        run.destroy(&self.cache);
+    }
+
+    /// Both extents; the pages (what the prefix policy compares) are the R-tree's and the
+    /// antimatter's together, the entries the R-tree's. Components overlap in space, so no key
+    /// range is reported: every query consults every component.
+    fn describe(&self, run: &SpatialComponent) -> RunInfo<SpatialKey> {
+        let mut extents = vec![Extent {
+            first: run.rtree.first_page(),
+            pages: run.rtree.pages(),
+        }];
+        if let Some(d) = &run.antimatter {
+            extents.push(Extent {
+                first: d.first_page(),
+                pages: d.pages(),
+            });
+        }
+        RunInfo {
+            pages: extents.iter().map(|x| x.pages).sum(),
+            entries: run.rtree.entries(),
+            keys: None,
+            extents,
+        }
+    }
+
+    /// Full R-tree leaves of `pages` pages.
+    fn entries_per_run(&self, pages: u64) -> u64 {
+        DiskRTree::leaf_capacity(self.cache.page_size()) as u64 * pages
+    }
+}
+
+/// The LSM R-tree's merge: every entry of the inputs (newest input first, each in scan order)
+/// passes the strategy's merge filter (Eager's annihilation, Validation's repair, Clean Upon
+/// Merge); the survivors are sorted in Hilbert order and bulk-loaded with the antimatter the filter
+/// keeps. What the filter decided beside the output is committed only once the executor has
+/// installed it ([`Merger::committed`]).
+pub(crate) struct SpatialMerger<'a> {
+    pub maintenance: &'a mut dyn Maintenance,
+    pending: Option<Cleanup>,
+}
+
+impl<'a> SpatialMerger<'a> {
+    pub fn new(maintenance: &'a mut dyn Maintenance) -> Self {
+        SpatialMerger {
+            maintenance,
+            pending: None,
+        }
+    }
+}
+
+impl Merger<SpatialRuns> for SpatialMerger<'_> {
+    fn merge(
+        &mut self,
+        format: &SpatialRuns,
+        inputs: &[&SpatialComponent],
+        plan: &MergePlan,
+        outputs: &mut Vec<SpatialComponent>,
+    ) -> Result<()> {
+        self.pending = None;
+        let device = format.device();
+        let antimatter = inputs
+            .iter()
+            .map(|p| p.scan_antimatter(device))
+            .collect::<Result<Vec<_>>>()?;
+        let mut filter = self.maintenance.merge_filter(antimatter, plan.bottommost);
+        let mut entries: Vec<SpatialEntry> = Vec::new();
+        for (input, part) in inputs.iter().enumerate() {
+            for e in part.rtree.scan(device)? {
+                if filter.keep(input, &e)? {
+                    entries.push(e);
+                }
+            }
+        }
+        let (kept_antimatter, cleanup) = filter.finish();
+        format.hilbert_sort(&mut entries);
+        outputs.push(format.build_component(entries, kept_antimatter)?);
+        self.pending = Some(cleanup);
+        Ok(())
+    }
+
+    fn committed(&mut self) {
+        if let Some(cleanup) = self.pending.take() {
+            self.maintenance.commit(cleanup);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::{Point, Rect};
+    use crate::storage::{Fault, FaultyDevice, MemDevice};
+
+    fn runs() -> (SpatialRuns, Arc<FaultyDevice>) {
+        let faulty = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(256))));
+        let cache = Arc::new(BufferCache::new(faulty.clone(), 8));
+        let hilbert = HilbertCurve::new(Rect::new(0.0, 0.0, 10.0, 10.0));
+        (SpatialRuns::new(cache, hilbert, None), faulty)
+    }
+
+    fn entries(n: u64) -> Vec<SpatialEntry> {
+        (0..n)
+            .map(|i| SpatialEntry::new(Point::new((i % 10) as f64, (i / 10) as f64), i, i + 1))
+            .collect()
+    }
+
+    #[test]
+    fn a_component_reports_both_extents_and_their_pages() {
+        let (runs, faulty) = runs();
+        let mut es = entries(30);
+        runs.hilbert_sort(&mut es);
+        let c = runs.build_component(es.clone(), vec![3, 4, 5]).unwrap();
+        let info = runs.describe(&c);
+        assert_eq!(info.extents.len(), 2);
+        assert_eq!(info.extents[0].pages, c.rtree.pages());
+        assert_eq!(
+            info.pages,
+            c.rtree.pages() + c.antimatter.as_ref().unwrap().pages()
+        );
+        assert_eq!((info.entries, info.keys), (30, None));
+        assert_eq!(faulty.allocated_pages(), info.pages);
+        let leaf = DiskRTree::leaf_capacity(256) as u64;
+        assert_eq!(runs.entries_per_run(3), 3 * leaf);
+        // The scan gives the entries back in Hilbert order with their keys.
+        let scanned: Vec<_> = runs.scan(&c).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(scanned.iter().map(|(_, e)| *e).collect::<Vec<_>>(), es);
+        assert!(scanned.windows(2).all(|w| w[0].0 < w[1].0));
+        runs.destroy(c);
+        assert_eq!(faulty.allocated_pages(), 0);
+    }
+
+    #[test]
+    fn a_failed_build_leaves_nothing_allocated() {
+        let (runs, faulty) = runs();
+        let r_pages = {
+            let c = runs.build_component(entries(30), Vec::new()).unwrap();
+            let p = c.rtree.pages();
+            runs.destroy(c);
+            p
+        };
+        // Fail each write in turn: of the R-tree, then of the antimatter B+-tree.
+        for k in 1..=r_pages + 1 {
+            faulty.arm(Fault::Never, Fault::Nth(k));
+            assert!(
+                runs.build_component(entries(30), vec![1, 2]).is_err(),
+                "write {k}"
+            );
+            assert_eq!(faulty.allocated_pages(), 0, "write {k}");
+        }
+        faulty.disarm();
     }
 }

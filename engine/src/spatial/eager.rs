@@ -3,7 +3,7 @@
 //! are flushed as an antimatter B+-tree beside each disk R-tree, shadow older components at query
 //! time, and annihilate their targets when a merge brings both together.
 
-use super::maintenance::{Maintenance, MaintenanceStats, MergeFilter, Source};
+use super::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeFilter, Source};
 use super::stats::CleaningCounts;
 use crate::btree::BTreeComponent;
 use crate::cache::BufferCache;
@@ -38,33 +38,11 @@ impl Eager {
         }
     }
 
-    /// The first half of an update (`new` = the new location) or delete (`new` = None): find the
-    /// old location (from the stream, or from the primary index, which then records `new`) and
-    /// delete the old entry as AsterixDB's LSM R-tree does: remove it from the memory R-tree if it is
-    /// there, and insert the deleted tuple into the memory component's deleted-key B+-tree in any
-    /// case (it shadows the tuple in older components).
-    fn retire_old(
-        &mut self,
-        memory: &mut MemRTree,
-        oid: u64,
-        from: Option<Point>,
-        new: Option<Point>,
-    ) -> Result<()> {
-        let old = match &mut self.primary_index {
-            Some(p) => {
-                let old = p.get(oid)?;
-                match new {
-                    Some(to) => p.upsert(oid, to)?,
-                    None => p.delete(oid)?,
-                }
-                old
-            }
-            None => Some(from.ok_or_else(|| {
-                Error::Config(format!(
-                    "Eager needs the old location of object {oid} to update or delete it"
-                ))
-            })?),
-        };
+    /// The first half of an update or delete, as AsterixDB's LSM R-tree deletes the old entry at
+    /// `old`: remove it from the memory R-tree if it is there, and insert the deleted tuple into the
+    /// memory component's deleted-key B+-tree in any case (it shadows the tuple in older
+    /// components).
+    fn retire_old(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>) {
         if let Some(old) = old {
             if memory.remove(old, oid).is_some() {
                 self.cleaned.memory_deletes += 1;
@@ -72,7 +50,15 @@ impl Eager {
             self.memory_deleted
                 .insert((oid, old.x.to_bits(), old.y.to_bits()));
         }
-        Ok(())
+    }
+
+    /// Records `new` (or the deletion) in the primary index, if there is one.
+    fn record_primary(&mut self, oid: u64, new: Option<Point>) -> Result<()> {
+        match (&mut self.primary_index, new) {
+            (Some(p), Some(to)) => p.upsert(oid, to),
+            (Some(p), None) => p.delete(oid),
+            (None, _) => Ok(()),
+        }
     }
 }
 
@@ -85,14 +71,30 @@ impl Maintenance for Eager {
         Ok(())
     }
 
-    fn update(&mut self, memory: &mut MemRTree, from: Option<Point>, e: SpatialEntry) -> Result<()> {
-        self.retire_old(memory, e.oid, from, Some(e.point))?;
-        memory.insert(e);
-        Ok(())
+    /// The old location from the primary index (a lookup that may fail before anything changed),
+    /// or else from the stream.
+    fn locate(&mut self, oid: u64, from: Option<Point>) -> Result<Option<Point>> {
+        match &mut self.primary_index {
+            Some(p) => p.get(oid),
+            None => Ok(Some(from.ok_or_else(|| {
+                Error::Config(format!(
+                    "Eager needs the old location of object {oid} to update or delete it"
+                ))
+            })?)),
+        }
     }
 
-    fn delete(&mut self, memory: &mut MemRTree, oid: u64, from: Option<Point>, _ts: u64) -> Result<()> {
-        self.retire_old(memory, oid, from, None)
+    /// `old` as [`Self::locate`] found it; the primary index then records the new location (its
+    /// flush may fail after the write is applied).
+    fn update(&mut self, memory: &mut MemRTree, old: Option<Point>, e: SpatialEntry) -> Result<()> {
+        self.retire_old(memory, e.oid, old);
+        memory.insert(e);
+        self.record_primary(e.oid, Some(e.point))
+    }
+
+    fn delete(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, _ts: u64) -> Result<()> {
+        self.retire_old(memory, oid, old);
+        self.record_primary(oid, None)
     }
 
     fn memory_antimatter_pages(&self) -> u64 {
@@ -106,11 +108,19 @@ impl Maintenance for Eager {
     /// On disk one key per object suffices: an Eager update or delete kills every older version of
     /// the object, whatever its location (a deviation from AsterixDB's per-tuple keys that only
     /// makes the disk deleted-key trees smaller).
-    fn take_memory_antimatter(&mut self) -> Vec<u64> {
-        let tuples = std::mem::take(&mut self.memory_deleted);
-        let mut keys: Vec<u64> = tuples.into_iter().map(|(oid, _, _)| oid).collect();
+    fn memory_antimatter(&self) -> Vec<u64> {
+        let mut keys: Vec<u64> = self.memory_deleted.iter().map(|&(oid, _, _)| oid).collect();
         keys.dedup();
         keys
+    }
+
+    fn flushed(&mut self, cleanup: Cleanup) {
+        self.memory_deleted.clear();
+        self.commit(cleanup);
+    }
+
+    fn commit(&mut self, cleanup: Cleanup) {
+        self.cleaned.add(&cleanup.cleaned);
     }
 
     fn flush_key_indexes(&mut self) -> Result<()> {
@@ -132,7 +142,7 @@ impl Maintenance for Eager {
             current: Vec::new(),
             shadow: BTreeMap::new(),
             consumed: BTreeSet::new(),
-            annihilated: &mut self.cleaned.annihilated,
+            annihilated: 0,
         })
     }
 
@@ -157,7 +167,7 @@ impl Maintenance for Eager {
         {
             return Ok(false);
         }
-        for c in newer {
+        for c in newer.iter() {
             if let Some(d) = &c.antimatter {
                 *lookups += 1;
                 if d.get(cache, e.oid)?.is_some() {
@@ -191,7 +201,7 @@ struct Touch {
 /// as the filter sees them, an entry survives iff no newer input touches (deletes or holds) its
 /// object, and it is annihilated iff the nearest newer input that touches it deletes it. Unless the
 /// merge includes the oldest component, deleted keys that annihilated nothing are kept.
-struct Annihilation<'a> {
+struct Annihilation {
     /// Per input, newest first: the oids it deletes, ascending.
     antimatter: Vec<Vec<u64>>,
     includes_oldest: bool,
@@ -203,10 +213,10 @@ struct Annihilation<'a> {
     shadow: BTreeMap<u64, Touch>,
     /// Deleted keys (input, oid) that annihilated an entry.
     consumed: BTreeSet<(usize, u64)>,
-    annihilated: &'a mut u64,
+    annihilated: u64,
 }
 
-impl Annihilation<'_> {
+impl Annihilation {
     /// Folds every input before `input` into the shadow: its entries' objects, then its deleted
     /// keys (a deletion decides the touch's kind: it applies before the input's own entries).
     fn advance_to(&mut self, input: usize) {
@@ -235,7 +245,7 @@ impl Annihilation<'_> {
     }
 }
 
-impl MergeFilter for Annihilation<'_> {
+impl MergeFilter for Annihilation {
     fn keep(&mut self, input: usize, e: &SpatialEntry) -> Result<bool> {
         self.advance_to(input);
         self.current.push(e.oid);
@@ -243,16 +253,23 @@ impl MergeFilter for Annihilation<'_> {
             None => Ok(true),
             Some(t) => {
                 if t.deletes && self.consumed.insert((t.input, e.oid)) {
-                    *self.annihilated += 1;
+                    self.annihilated += 1;
                 }
                 Ok(false)
             }
         }
     }
 
-    fn finish(self: Box<Self>) -> Vec<u64> {
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
+        let cleanup = Cleanup {
+            releases: Vec::new(),
+            cleaned: CleaningCounts {
+                annihilated: self.annihilated,
+                ..CleaningCounts::default()
+            },
+        };
         if self.includes_oldest {
-            return Vec::new();
+            return (Vec::new(), cleanup);
         }
         let mut kept = BTreeSet::new();
         for (input, oids) in self.antimatter.iter().enumerate() {
@@ -262,7 +279,7 @@ impl MergeFilter for Annihilation<'_> {
                 }
             }
         }
-        kept.into_iter().collect()
+        (kept.into_iter().collect(), cleanup)
     }
 }
 
@@ -315,7 +332,8 @@ mod tests {
                 }
             }
         }
-        let kept = filter.finish();
+        let (kept, cleanup) = filter.finish();
+        eager.commit(cleanup);
         survivors.sort_unstable();
         (survivors, eager.cleaned.annihilated, kept)
     }

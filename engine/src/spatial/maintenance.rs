@@ -6,7 +6,9 @@
 //!
 //! The flush and merge hooks are shaped as the filters of a generic LSM executor: a per-entry
 //! keep/drop decision, plus antimatter that survives a merge unless it includes the oldest
-//! component.
+//! component. Deciding is pure: what a decision changes beside the index (Update Memo releases,
+//! cleaning counters) is collected as a [`Cleanup`] and committed only once the flush or merge has
+//! succeeded, so a failed one leaves the strategy exactly as it was.
 
 use super::component::SpatialComponent;
 use super::stats::CleaningCounts;
@@ -25,7 +27,7 @@ pub(crate) enum Source<'a> {
     /// The memory R-tree.
     Memory,
     /// A disk component; `newer` are the disk components newer than it (newest first).
-    Disk { newer: &'a [SpatialComponent] },
+    Disk { newer: &'a [&'a SpatialComponent] },
 }
 
 /// What a strategy reports beside the R-tree's own lifecycle.
@@ -41,14 +43,38 @@ pub(crate) struct MaintenanceStats {
 /// Every object's entry stamps in the index (memory and disk), by oid: what the UM audit checks.
 pub(crate) type ObjectStamps = BTreeMap<u64, Vec<u64>>;
 
+/// What a flush or merge did beside writing its output, applied by [`Maintenance::commit`] once
+/// the output is installed.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cleanup {
+    /// Obsolete entries dropped, by object: one Update Memo release each (Algorithm 7).
+    pub releases: Vec<u64>,
+    /// Entries removed, by mechanism.
+    pub cleaned: CleaningCounts,
+}
+
+impl CleaningCounts {
+    /// Adds `other`'s counts.
+    pub(crate) fn add(&mut self, other: &CleaningCounts) {
+        self.buffered += other.buffered;
+        self.vacuum += other.vacuum;
+        self.flush += other.flush;
+        self.merge += other.merge;
+        self.merge_repair += other.merge_repair;
+        self.annihilated += other.annihilated;
+        self.memory_deletes += other.memory_deletes;
+    }
+}
+
 /// The per-entry filter of one merge, fed every entry of the merged components, newest component
 /// first and each component in scan order.
 pub(crate) trait MergeFilter {
     /// Whether entry `e` of input `input` (0 = the newest merged component) goes into the output.
     fn keep(&mut self, input: usize, e: &SpatialEntry) -> Result<bool>;
 
-    /// The antimatter (ascending oids) the merged component keeps, once every entry was seen.
-    fn finish(self: Box<Self>) -> Vec<u64>;
+    /// The antimatter (ascending oids) the merged component keeps, once every entry was seen, and
+    /// the cleanup to commit if the merge succeeds.
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup);
 }
 
 /// A filter that keeps every entry and carries no antimatter.
@@ -59,8 +85,8 @@ impl MergeFilter for KeepAll {
         Ok(true)
     }
 
-    fn finish(self: Box<Self>) -> Vec<u64> {
-        Vec::new()
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
+        (Vec::new(), Cleanup::default())
     }
 }
 
@@ -70,7 +96,15 @@ pub(crate) trait Maintenance: Send {
     /// A new object `e.oid` at `e.point`.
     fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()>;
 
-    /// Object `e.oid` moved to `e.point`; `from` is its old location as the stream knows it.
+    /// Where object `oid` is before an update or delete: `from` (the stream's knowledge), unless
+    /// the strategy looks it up itself. Called before the write is stamped; a failure here changes
+    /// nothing.
+    fn locate(&mut self, _oid: u64, from: Option<Point>) -> Result<Option<Point>> {
+        Ok(from)
+    }
+
+    /// Object `e.oid` moved to `e.point`; `from` is its old location as [`Self::locate`] gave it.
+    /// An error after the entry is in memory (a key index's failed flush) leaves the write applied.
     fn update(&mut self, memory: &mut MemRTree, from: Option<Point>, e: SpatialEntry) -> Result<()>;
 
     /// Object `oid` was deleted at `ts`; `from` as in [`Self::update`].
@@ -95,18 +129,26 @@ pub(crate) trait Maintenance: Send {
         false
     }
 
-    /// A flush emptied the memory R-tree (its leaf ids are void from now on).
-    fn memory_drained(&mut self) {}
-
-    /// Clean Upon Flush: whether an entry leaving memory is written to the flushed component.
-    fn keep_on_flush(&mut self, _e: &SpatialEntry) -> bool {
+    /// Clean Upon Flush: whether an entry leaving memory is written to the flushed component; an
+    /// entry dropped is recorded in `cleanup`.
+    fn keep_on_flush(&self, _e: &SpatialEntry, _cleanup: &mut Cleanup) -> bool {
         true
     }
 
-    /// Takes the memory component's antimatter for the flushed component, ascending oids.
-    fn take_memory_antimatter(&mut self) -> Vec<u64> {
+    /// The memory component's antimatter for the flushed component, ascending oids (kept in
+    /// memory until the flush succeeds).
+    fn memory_antimatter(&self) -> Vec<u64> {
         Vec::new()
     }
+
+    /// A flush succeeded: the memory R-tree was emptied (its leaf ids are void from now on), the
+    /// memory antimatter is on disk, and `cleanup` is committed.
+    fn flushed(&mut self, cleanup: Cleanup) {
+        self.commit(cleanup);
+    }
+
+    /// Applies what a successful flush or merge decided: Update Memo releases and counters.
+    fn commit(&mut self, cleanup: Cleanup);
 
     /// Flushes the key indexes kept beside the R-tree (together with every R-tree flush, as
     /// AsterixDB flushes every index of a dataset).

@@ -2,7 +2,9 @@
 //! cleaning switches of Section 4: Buffered and Vacuum Cleaning of memory leaves (Algorithm 4),
 //! Clean Upon Flush and Clean Upon Merge.
 
-use super::maintenance::{KeepAll, Maintenance, MaintenanceStats, MergeFilter, ObjectStamps, Source};
+use super::maintenance::{
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, ObjectStamps, Source,
+};
 use super::stats::CleaningCounts;
 use super::strategy::CleaningSwitches;
 use super::um::UpdateMemo;
@@ -65,11 +67,13 @@ impl UpdateMemoMaintenance {
         }
     }
 
-    /// Algorithm 4's test on one entry leaving memory or a merge: an obsolete entry is dropped and
-    /// released in the UM.
-    fn keep_fresh(um: &UpdateMemo, e: &SpatialEntry, dropped: &mut u64) -> bool {
+    /// Algorithm 4's test on one entry leaving memory or a merge: an obsolete entry is dropped, and
+    /// its UM release recorded for when the flush or merge has succeeded. (Deferring the releases
+    /// changes no decision: a UM entry goes only when its last obsolete entry is released, and the
+    /// object's remaining entry is then fresh either way.)
+    fn keep_fresh(um: &UpdateMemo, e: &SpatialEntry, releases: &mut Vec<u64>, dropped: &mut u64) -> bool {
         if um.is_obsolete(e.oid, e.ts) {
-            um.release(e.oid);
+            releases.push(e.oid);
             *dropped += 1;
             false
         } else {
@@ -108,14 +112,24 @@ impl Maintenance for UpdateMemoMaintenance {
         self.after_memory_insert(memory, leaf);
     }
 
-    fn memory_drained(&mut self) {
+    fn flushed(&mut self, cleanup: Cleanup) {
         self.vacuum_cursor = None;
         self.vacuum_counter = 0;
+        self.commit(cleanup);
+    }
+
+    /// Algorithm 7 for every obsolete entry the flush or merge dropped.
+    fn commit(&mut self, cleanup: Cleanup) {
+        for oid in cleanup.releases {
+            self.um.release(oid);
+        }
+        self.cleaned.add(&cleanup.cleaned);
     }
 
     /// Clean Upon Flush (Section 4.3): drop obsolete entries while ordering them for the flush.
-    fn keep_on_flush(&mut self, e: &SpatialEntry) -> bool {
-        !self.switches.flush || Self::keep_fresh(&self.um, e, &mut self.cleaned.flush)
+    fn keep_on_flush(&self, e: &SpatialEntry, cleanup: &mut Cleanup) -> bool {
+        !self.switches.flush
+            || Self::keep_fresh(&self.um, e, &mut cleanup.releases, &mut cleanup.cleaned.flush)
     }
 
     /// Clean Upon Merge (Section 4.4): validate every entry on the fly while bulk-loading the merge.
@@ -125,7 +139,7 @@ impl Maintenance for UpdateMemoMaintenance {
         }
         Box::new(CleanUponMerge {
             um: &self.um,
-            dropped: &mut self.cleaned.merge,
+            cleanup: Cleanup::default(),
         })
     }
 
@@ -181,15 +195,21 @@ impl Maintenance for UpdateMemoMaintenance {
 /// Clean Upon Merge's filter.
 struct CleanUponMerge<'a> {
     um: &'a UpdateMemo,
-    dropped: &'a mut u64,
+    cleanup: Cleanup,
 }
 
 impl MergeFilter for CleanUponMerge<'_> {
     fn keep(&mut self, _: usize, e: &SpatialEntry) -> Result<bool> {
-        Ok(UpdateMemoMaintenance::keep_fresh(self.um, e, self.dropped))
+        let c = &mut self.cleanup;
+        Ok(UpdateMemoMaintenance::keep_fresh(
+            self.um,
+            e,
+            &mut c.releases,
+            &mut c.cleaned.merge,
+        ))
     }
 
-    fn finish(self: Box<Self>) -> Vec<u64> {
-        Vec::new()
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
+        (Vec::new(), self.cleanup)
     }
 }

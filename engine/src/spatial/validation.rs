@@ -2,7 +2,7 @@
 //! index of each object's latest timestamp validates query candidates and, optionally, repairs
 //! merges by dropping the entries it shows obsolete.
 
-use super::maintenance::{KeepAll, Maintenance, MaintenanceStats, MergeFilter, Source};
+use super::maintenance::{Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, Source};
 use super::stats::CleaningCounts;
 use crate::cache::BufferCache;
 use crate::geom::Point;
@@ -47,13 +47,17 @@ impl Maintenance for Validation {
         self.key_index.flush()
     }
 
+    fn commit(&mut self, cleanup: Cleanup) {
+        self.cleaned.add(&cleanup.cleaned);
+    }
+
     fn merge_filter<'a>(&'a mut self, _antimatter: Vec<Vec<u64>>, _: bool) -> Box<dyn MergeFilter + 'a> {
         if !self.merge_repair {
             return Box::new(KeepAll);
         }
         Box::new(MergeRepair {
             key_index: &mut self.key_index,
-            repaired: &mut self.cleaned.merge_repair,
+            repaired: 0,
         })
     }
 
@@ -71,22 +75,25 @@ impl Maintenance for Validation {
     }
 }
 
-/// Luo & Carey's merge repair: an entry survives iff the key index holds its timestamp.
+/// Luo & Carey's merge repair: an entry survives iff the key index holds its timestamp. Its
+/// lookups only read the key index, so a failed one leaves everything as it was.
 struct MergeRepair<'a> {
     key_index: &'a mut LsmBTree<u64>,
-    repaired: &'a mut u64,
+    repaired: u64,
 }
 
 impl MergeFilter for MergeRepair<'_> {
     fn keep(&mut self, _: usize, e: &SpatialEntry) -> Result<bool> {
         let fresh = self.key_index.get(e.oid)? == Some(e.ts);
         if !fresh {
-            *self.repaired += 1;
+            self.repaired += 1;
         }
         Ok(fresh)
     }
 
-    fn finish(self: Box<Self>) -> Vec<u64> {
-        Vec::new()
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
+        let mut cleanup = Cleanup::default();
+        cleanup.cleaned.merge_repair = self.repaired;
+        (Vec::new(), cleanup)
     }
 }

@@ -1,13 +1,13 @@
-//! Flushes and merges of the LSM R-tree: entries are ordered along the Hilbert curve and
-//! bulk-loaded into packed R-trees; the strategy filters them on the way (its flush and merge
-//! filters) and adds its antimatter beside them.
+//! Flushes and merges of the LSM R-tree through the framework's executor: entries are ordered
+//! along the Hilbert curve and bulk-loaded into packed R-trees; the strategy filters them on the
+//! way (its flush and merge filters) and adds its antimatter beside them. Nothing leaves memory and
+//! no bookkeeping changes until the new component is installed.
 
 use super::LsmRTree;
-use crate::lsm::{DiskComponents, MergePolicyConfig};
-use crate::rtree::{DiskRTree, SpatialEntry};
-use crate::spatial::component::SpatialComponent;
+use crate::rtree::SpatialEntry;
+use crate::spatial::component::SpatialMerger;
+use crate::spatial::maintenance::Cleanup;
 use crate::Result;
-use std::time::Instant;
 
 impl LsmRTree {
     pub(super) fn maybe_flush(&mut self) -> Result<()> {
@@ -17,74 +17,40 @@ impl LsmRTree {
         Ok(())
     }
 
-    fn hilbert_sort(&self, entries: &mut [SpatialEntry]) {
-        let h = self.hilbert;
-        entries.sort_by_cached_key(|e| (h.key(e.point), e.oid, e.ts));
-    }
-
     /// Flushes the memory component into a new disk component (filtered by the strategy, e.g.
     /// Clean Upon Flush, then sorted in Hilbert order), writes the strategy's antimatter beside it,
     /// flushes the key indexes with it, then merges as the policy asks.
+    ///
+    /// The memory R-tree and the memory antimatter are copied, not taken: they are emptied, and the
+    /// strategy's cleanup (Update Memo releases, counters) committed, only once the component is
+    /// installed. A key index whose flush fails keeps its memory component (its own executor is
+    /// fail-stop) and is flushed again with the next flush, so nothing is lost then either; a
+    /// failed merge leaves its inputs in place and is retried by the next flush (even of an empty
+    /// memory component; on a healthy device the policy is then already satisfied and nothing
+    /// happens).
     pub fn flush(&mut self) -> Result<()> {
         if self.memory.is_empty() && !self.maintenance.has_memory_antimatter() {
-            return Ok(());
+            return self.compact();
         }
-        let start = Instant::now();
-        let mut entries = self.memory.drain();
-        self.maintenance.memory_drained();
-        entries.retain(|e| self.maintenance.keep_on_flush(e));
-        self.hilbert_sort(&mut entries);
-        let device = self.cache.device().clone();
-        let rtree = DiskRTree::bulk_load(device.as_ref(), entries.into_iter())?;
-        let antimatter = SpatialComponent::build_antimatter(
-            device.as_ref(),
-            self.maintenance.take_memory_antimatter(),
-            self.cfg.bloom_fp,
-        )?;
-        self.disk
-            .add_flushed(SpatialComponent { rtree, antimatter }, start.elapsed());
+        let mut entries: Vec<SpatialEntry> = Vec::with_capacity(self.memory.len());
+        self.memory.for_each(|e| entries.push(*e));
+        let mut cleanup = Cleanup::default();
+        let m = self.maintenance.as_ref();
+        entries.retain(|e| m.keep_on_flush(e, &mut cleanup));
+        self.store.format().hilbert_sort(&mut entries);
+        let antimatter = self.maintenance.memory_antimatter();
+        let n = entries.len() as u64;
+        self.store
+            .flush_with(n, move |runs| runs.build_component(entries, antimatter))?;
+        self.memory.drain();
+        self.maintenance.flushed(cleanup);
         self.maintenance.flush_key_indexes()?;
-        self.merge_while_needed()
+        self.compact()
     }
 
-    fn merge_while_needed(&mut self) -> Result<()> {
-        // The merge needs `&mut self` (the strategy's filter) while the components are being merged,
-        // so they are moved out for the duration and put back afterwards.
-        let mut disk = std::mem::replace(
-            &mut self.disk,
-            DiskComponents::new(MergePolicyConfig::None.build()),
-        );
-        let result = disk.merge_while_needed(|parts, includes_oldest| self.merge(parts, includes_oldest));
-        self.disk = disk;
-        result
-    }
-
-    /// Merges components (newest first) into one: every entry passes the strategy's merge filter,
-    /// newest component first; the survivors are sorted in Hilbert order and bulk-loaded with the
-    /// antimatter the filter keeps.
-    fn merge(&mut self, parts: Vec<SpatialComponent>, includes_oldest: bool) -> Result<SpatialComponent> {
-        let device = self.cache.device().clone();
-        let antimatter = parts
-            .iter()
-            .map(|p| p.scan_antimatter(device.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
-        let mut filter = self.maintenance.merge_filter(antimatter, includes_oldest);
-        let mut entries: Vec<SpatialEntry> = Vec::new();
-        for (input, part) in parts.iter().enumerate() {
-            for e in part.rtree.scan(device.as_ref())? {
-                if filter.keep(input, &e)? {
-                    entries.push(e);
-                }
-            }
-        }
-        let kept_antimatter = filter.finish();
-        self.hilbert_sort(&mut entries);
-        let rtree = DiskRTree::bulk_load(device.as_ref(), entries.into_iter())?;
-        let antimatter =
-            SpatialComponent::build_antimatter(device.as_ref(), kept_antimatter, self.cfg.bloom_fp)?;
-        for part in parts {
-            part.destroy(&self.cache);
-        }
-        Ok(SpatialComponent { rtree, antimatter })
+    /// Merges as the compaction strategy asks, through the strategy's merge filter.
+    pub(super) fn compact(&mut self) -> Result<()> {
+        let mut merger = SpatialMerger::new(self.maintenance.as_mut());
+        self.store.compact_with(&mut merger)
     }
 }

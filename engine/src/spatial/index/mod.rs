@@ -1,13 +1,20 @@
-//! [`LsmRTree`]: the memory R-tree, the packed disk R-trees, the clock, and the strategy's
-//! [`Maintenance`] that decides what each write, flush, merge and query does beside them. Flushes
-//! and merges are in `flush.rs`, range queries in `query.rs`.
+//! [`LsmRTree`]: the memory R-tree, the packed disk R-trees (held and compacted by the framework's
+//! executor, [`RunStore`]), the clock, and the strategy's [`Maintenance`] that decides what each
+//! write, flush, merge and query does beside them. Flushes and merges are in `flush.rs`, range
+//! queries in `query.rs`.
+//!
+//! Fail-stop: a flush or merge that fails (an I/O error) leaves the R-tree, the memory component
+//! and the strategy's bookkeeping exactly as they were and returns the error; the next flush
+//! retries. A write that fails before its timestamp is handed out ([`LsmRTree::clock`] unchanged)
+//! changed nothing; one that fails afterwards is applied and only a flush or merge that followed it
+//! failed. No query answers Ok with a wrong result.
 
 mod flush;
 mod query;
 
 pub use query::QueryOutcome;
 
-use super::component::SpatialComponent;
+use super::component::SpatialRuns;
 use super::config::SpatialConfig;
 use super::maintenance::{Maintenance, ObjectStamps};
 use super::stats::SpatialStats;
@@ -15,7 +22,7 @@ use super::strategy::Strategy;
 use super::um::UpdateMemo;
 use crate::cache::BufferCache;
 use crate::geom::{HilbertCurve, Point};
-use crate::lsm::DiskComponents;
+use crate::lsm::{LifecycleObserver, RunStore};
 use crate::rtree::{MemRTree, NodeId, SpatialEntry};
 use crate::Result;
 use std::sync::Arc;
@@ -24,9 +31,9 @@ use std::sync::Arc;
 pub struct LsmRTree {
     cfg: SpatialConfig,
     cache: Arc<BufferCache>,
-    hilbert: HilbertCurve,
     memory: MemRTree,
-    disk: DiskComponents<SpatialComponent>,
+    /// The disk components and the compaction strategy that merges them.
+    store: RunStore<SpatialRuns>,
     /// The global timestamp counter (incremented by every insert, update and delete).
     clock: u64,
     /// The strategy. Dynamic dispatch costs one call per write, per flushed or merged entry and per
@@ -37,15 +44,22 @@ pub struct LsmRTree {
 impl LsmRTree {
     pub fn new(cfg: SpatialConfig, cache: Arc<BufferCache>) -> Result<Self> {
         cfg.validate()?;
+        let runs = SpatialRuns::new(cache.clone(), HilbertCurve::new(cfg.extent), cfg.bloom_fp);
         Ok(LsmRTree {
-            hilbert: HilbertCurve::new(cfg.extent),
             memory: MemRTree::new(cache.page_size()),
-            disk: DiskComponents::new(cfg.merge_policy.build()),
+            store: RunStore::new(runs, cfg.merge_policy.strategy(), cache.device().clone()),
             clock: 0,
             maintenance: cfg.strategy.maintenance(&cfg, &cache),
             cfg,
             cache,
         })
+    }
+
+    /// Tells `observer` about every flush and merge of the R-tree from now on. Runs are keyed by
+    /// (Hilbert key, oid, timestamp) and report no key range (components overlap in space); a
+    /// component's extents are its R-tree's and, if any, its antimatter B+-tree's.
+    pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<(u64, u64, u64)>>) {
+        self.store.subscribe(observer);
     }
 
     pub fn config(&self) -> &SpatialConfig {
@@ -82,21 +96,22 @@ impl LsmRTree {
     }
 
     pub fn disk_components(&self) -> usize {
-        self.disk.len()
+        self.store.len()
     }
 
     pub fn disk_entries(&self) -> u64 {
-        self.disk.total_entries()
+        self.store.version().total_entries()
     }
 
+    /// Pages of the disk components: R-trees and antimatter B+-trees.
     pub fn disk_pages(&self) -> u64 {
-        self.disk.total_pages()
+        self.store.version().total_pages()
     }
 
     pub fn stats(&self) -> SpatialStats {
         let m = self.maintenance.stats();
         SpatialStats {
-            rtree: self.disk.stats(),
+            rtree: self.store.stats(),
             key_index: m.key_index.map(|k| k.0),
             um_entries: m.um_entries,
             um_max_entries: m.um_max_entries,
@@ -120,8 +135,10 @@ impl LsmRTree {
     }
 
     /// Moves an object. `from` is its old location as the stream knows it; only Eager uses it (and
-    /// only when it does not look the old location up itself).
+    /// only when it does not look the old location up itself: that lookup is the one step that can
+    /// fail before the write is applied).
     pub fn update(&mut self, oid: u64, from: Option<Point>, to: Point) -> Result<()> {
+        let from = self.maintenance.locate(oid, from)?;
         let ts = self.tick();
         self.maintenance
             .update(&mut self.memory, from, SpatialEntry::new(to, oid, ts))?;
@@ -130,6 +147,7 @@ impl LsmRTree {
 
     /// Deletes an object. `from` as in [`Self::update`].
     pub fn delete(&mut self, oid: u64, from: Option<Point>) -> Result<()> {
+        let from = self.maintenance.locate(oid, from)?;
         let ts = self.tick();
         self.maintenance.delete(&mut self.memory, oid, from, ts)?;
         self.maybe_flush()
@@ -161,7 +179,7 @@ impl LsmRTree {
             self.memory
                 .for_each(|e| per_object.entry(e.oid).or_default().push(e.ts));
             let device = self.cache.device().clone();
-            for c in self.disk.components() {
+            for (_, c) in self.store.runs() {
                 for e in c.rtree.scan(device.as_ref())? {
                     per_object.entry(e.oid).or_default().push(e.ts);
                 }
@@ -169,13 +187,5 @@ impl LsmRTree {
             Ok(per_object)
         };
         self.maintenance.audit(&stamps)
-    }
-}
-
-impl Drop for LsmRTree {
-    fn drop(&mut self) {
-        for c in self.disk.take_all() {
-            c.destroy(&self.cache);
-        }
     }
 }

@@ -29,8 +29,8 @@ impl LsmRTree {
         // candidates start, since validation may depend on the components newer than a candidate's.
         self.memory.search(rect, |e| candidates.push(*e));
         let mut bounds = vec![candidates.len()];
-        let comps = self.disk.components();
-        for c in comps {
+        let comps: Vec<_> = self.store.runs().map(|(_, c)| c).collect();
+        for c in &comps {
             c.rtree.search(&self.cache, rect, |e| candidates.push(*e))?;
             bounds.push(candidates.len());
         }
