@@ -8,7 +8,7 @@
 
 use super::events::{Extent, LifecycleObserver};
 use super::executor::{RunFormat, RunInfo, RunStore};
-use super::memory::{MemoryLevel, Memtable, SortedMemtable};
+use super::memory::{MemoryLevel, SortedMemtable};
 use super::merge::EntryStream;
 use super::version::KeyRange;
 use super::{LifecycleStats, MergePolicyConfig};
@@ -211,17 +211,10 @@ impl<V: FixedValue> LsmBTree<V> {
             return Ok(());
         }
         let fresh = self.memory.active().fresh();
-        self.memory.freeze(fresh);
-        while let Some(at) = self.memory.next_to_flush() {
-            let entries = self
-                .memory
-                .immutable(at)
-                .map(Memtable::sorted_entries)
-                .unwrap_or_default();
-            self.store.flush(entries)?;
-            self.memory.remove_flushed(at);
-        }
-        self.store.compact(&mut drop_tombstones::<V>)
+        let store = &mut self.store;
+        self.memory
+            .flush_all(fresh, |entries| store.flush(entries).map(drop))?;
+        store.compact(&mut drop_tombstones::<V>)
     }
 }
 

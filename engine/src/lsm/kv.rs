@@ -5,7 +5,7 @@ use super::btree::{drop_tombstones, BTreeRuns, Slot};
 use super::config::CompactionConfig;
 use super::events::LifecycleObserver;
 use super::executor::{RunFormat, RunStore};
-use super::memory::{MemoryLevel, Memtable, SortedMemtable};
+use super::memory::{MemoryLevel, SortedMemtable};
 use super::merge::{EntryStream, KWayMerge};
 use super::version::{KeyRange, Version};
 use super::LifecycleStats;
@@ -150,17 +150,10 @@ impl<V: FixedValue> LsmKv<V> {
             return Ok(());
         }
         let fresh = self.memory.active().fresh();
-        self.memory.freeze(fresh);
-        while let Some(at) = self.memory.next_to_flush() {
-            let entries = self
-                .memory
-                .immutable(at)
-                .map(Memtable::sorted_entries)
-                .unwrap_or_default();
-            self.store.flush(entries)?;
-            self.memory.remove_flushed(at);
-        }
-        self.store.compact(&mut drop_tombstones::<V>)
+        let store = &mut self.store;
+        self.memory
+            .flush_all(fresh, |entries| store.flush(entries).map(drop))?;
+        store.compact(&mut drop_tombstones::<V>)
     }
 
     /// Runs the compaction strategy until it is satisfied (after a failed compaction, say).

@@ -165,6 +165,23 @@ impl<M: Memtable> MemoryLevel<M> {
     pub fn remove_flushed(&mut self, at: usize) -> Option<M> {
         self.immutable.remove(at)
     }
+
+    /// Freezes the active table (replacing it with `fresh`) and hands every immutable table, in
+    /// flush order, to `flush` as sorted entries. A table leaves the level only after `flush`
+    /// succeeded with it, so the first error stops here with nothing lost (fail-stop).
+    pub fn flush_all<E>(
+        &mut self,
+        fresh: M,
+        mut flush: impl FnMut(Vec<(M::Key, M::Value)>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.freeze(fresh);
+        while let Some(at) = self.next_to_flush() {
+            let entries = self.immutable(at).map(M::sorted_entries).unwrap_or_default();
+            flush(entries)?;
+            self.remove_flushed(at);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
