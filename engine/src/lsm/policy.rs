@@ -36,27 +36,12 @@ impl MergePolicyConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::{Choice, RunMeta, Version};
-
-    /// Level-0 runs of `pages` (newest first), ids = positions.
-    fn version(pages: &[u64]) -> Version<u64> {
-        let mut v = Version::new();
-        for (i, &p) in pages.iter().enumerate().rev() {
-            v.push_flushed(RunMeta {
-                id: i as u64,
-                level: 0,
-                pages: p,
-                entries: p,
-                keys: None,
-                seqs: (0, 0),
-            });
-        }
-        v
-    }
+    use crate::lsm::version::level0_of_pages;
+    use crate::lsm::Choice;
 
     /// The runs (positions, newest first) the configured policy merges next, if any.
     fn pick(cfg: MergePolicyConfig, pages: &[u64]) -> Option<Vec<u64>> {
-        match cfg.strategy::<u64>().choose(&version(pages)) {
+        match cfg.strategy::<u64>().choose(&level0_of_pages(pages)) {
             Choice::DoNothing => None,
             Choice::Merge { inputs, .. } => Some(inputs),
             other => panic!("a prefix policy chose {other:?}"),

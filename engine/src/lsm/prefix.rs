@@ -76,7 +76,7 @@ impl<K: RunKey> CompactionStrategy<K> for PrefixStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::version::RunMeta;
+    use crate::lsm::version::level0_of_pages;
     use proptest::prelude::*;
 
     /// The prefix policy's pick as `PrefixMergePolicy` computed it before the framework (kept
@@ -108,24 +108,9 @@ mod tests {
         None
     }
 
-    fn version(pages_newest_first: &[u64]) -> Version<u64> {
-        let mut v = Version::new();
-        for (i, &p) in pages_newest_first.iter().enumerate().rev() {
-            v.push_flushed(RunMeta {
-                id: i as u64,
-                level: 0,
-                pages: p,
-                entries: p,
-                keys: None,
-                seqs: (0, 0),
-            });
-        }
-        v
-    }
-
     fn choose(s: PrefixStrategy, pages: &[u64]) -> Option<Vec<u64>> {
         let mut s = s;
-        match CompactionStrategy::<u64>::choose(&mut s, &version(pages)) {
+        match CompactionStrategy::<u64>::choose(&mut s, &level0_of_pages(pages)) {
             Choice::DoNothing => None,
             Choice::Merge {
                 inputs,
@@ -167,7 +152,7 @@ mod tests {
         let mut p = PrefixStrategy::new(100, 2);
         let bottom = |pages: &[u64], p: &mut PrefixStrategy| match CompactionStrategy::<u64>::choose(
             p,
-            &version(pages),
+            &level0_of_pages(pages),
         ) {
             Choice::Merge { bottommost, .. } => bottommost,
             other => panic!("{other:?}"),

@@ -295,6 +295,24 @@ impl<K: RunKey> Version<K> {
     }
 }
 
+/// Level-0 runs of the given sizes in pages, newest first, each run's id its position: what a
+/// size-only merge policy (such as the prefix policy) sees. For tests.
+#[cfg(test)]
+pub(crate) fn level0_of_pages(pages_newest_first: &[u64]) -> Version<u64> {
+    let mut v = Version::new();
+    for (i, &p) in pages_newest_first.iter().enumerate().rev() {
+        v.push_flushed(RunMeta {
+            id: i as u64,
+            level: 0,
+            pages: p,
+            entries: p,
+            keys: None,
+            seqs: (0, 0),
+        });
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
