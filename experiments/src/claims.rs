@@ -28,7 +28,8 @@
 //!   missing from the results, or the measurement is undefined (0 / 0).
 //!
 //! A claim's summary verdict is `not-measured` when no entry was measured, else the best verdict that
-//! at least half of the measured entries reach (reproduced > direction-only > not-reproduced). Claims
+//! more than half of the measured entries reach (reproduced > direction-only > not-reproduced): a
+//! claim half of whose entries point the wrong way is not reproduced. Claims
 //! about time use wall time; where the rows count I/O, `secondary` names that field and the entry
 //! carries the same measurement and rule on it beside the primary one (it does not change the verdict).
 
@@ -317,7 +318,7 @@ and tol the claim's relative tolerance: reproduced when m >= lo*(1-tol) and m <=
 only when given); direction-only when not reproduced but m lies on the paper's side (above/below a value, \
 or below the baseline's value); not-reproduced otherwise; not-measured when the experiment, a variant, a \
 baseline, a group value or a field is missing, or the measurement is undefined (0/0). Per claim: \
-not-measured when nothing was measured, else the best verdict at least half of the measured entries reach.";
+not-measured when nothing was measured, else the best verdict more than half of the measured entries reach.";
 
 /// Judges every claim of `sets` against `results` (the result files of one scale).
 pub fn evaluate(sets: &[ClaimSet], results: &[ResultFile], scale: Scale) -> Evaluation {
@@ -357,7 +358,8 @@ fn summarise(set: &ClaimSet, claim: &Claim, entries: &[Entry]) -> Summary {
     let verdict = if verdicts.is_empty() {
         Verdict::NotMeasured
     } else {
-        verdicts[verdicts.len().div_ceil(2) - 1]
+        // Sorted best first: the verdict at position n/2 is reached by n/2 + 1 entries, a majority.
+        verdicts[verdicts.len() / 2]
     };
     Summary {
         claim: claim.id.clone(),
@@ -858,6 +860,20 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_half_of_whose_entries_point_the_wrong_way_is_not_reproduced() {
+        let verdict_of = |variants: &str| {
+            let claims = FASTER.replace(r#"["A", "B", "C", "D"]"#, variants);
+            let eval = evaluate(&[set(&claims)], &[result("e", rows_for_faster())], Scale::Tiny);
+            eval.claims[0].verdict
+        };
+        // B is on the paper's side but outside its range, C on the wrong side: a tie is no majority.
+        assert_eq!(verdict_of(r#"["B", "C"]"#), Verdict::NotReproduced);
+        // Two of four reproduced is no majority either; all four are at least direction-only.
+        assert_eq!(verdict_of(r#"["A", "B"]"#), Verdict::DirectionOnly);
+        assert_eq!(verdict_of(r#"["A"]"#), Verdict::Reproduced);
+    }
+
+    #[test]
     fn every_verdict_is_reachable_and_every_variant_is_judged_per_group() {
         let eval = evaluate(&[set(FASTER)], &[result("e", rows_for_faster())], Scale::Tiny);
         assert_eq!(eval.entries.len(), 8, "2 datasets x 4 variants");
@@ -892,7 +908,7 @@ mod tests {
             .unwrap();
         let s = a.secondary.as_ref().unwrap();
         assert_eq!((s.measured, s.verdict), (Some(20.0), Verdict::DirectionOnly));
-        // Summary: 2 R, 2 D, 2 N measured -> the best verdict half of them reach is direction-only.
+        // Summary: 2 R, 2 D, 2 N measured -> the best verdict a majority (4) reach is direction-only.
         let c = &eval.claims[0];
         assert_eq!(c.verdict, Verdict::DirectionOnly);
         assert_eq!((c.measured_min, c.measured_max), (Some(0.5), Some(5.0)));
