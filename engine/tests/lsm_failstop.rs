@@ -179,13 +179,7 @@ fn stream(build: fn(Arc<dyn Device>) -> Box<dyn Index>, seed: u64, reads: Fault,
 fn sweep(build: fn(Arc<dyn Device>) -> Box<dyn Index>) {
     let (mut maintenance_failures, mut read_failures) = (0, 0);
     for k in (1..400).step_by(11) {
-        let cases = [
-            (Fault::Never, Fault::Nth(k)),
-            (Fault::Never, Fault::From(k)),
-            (Fault::Nth(k), Fault::Never),
-            (Fault::From(k), Fault::Never),
-        ];
-        for (i, (r, w)) in cases.into_iter().enumerate() {
+        for (i, (r, w)) in Fault::sweep_at(k).into_iter().enumerate() {
             let o = stream(build, k * 10 + i as u64, r, w);
             assert!(o.injected > 0, "k {k}: the fault {r:?}/{w:?} never fired");
             maintenance_failures += o.failed_writes;

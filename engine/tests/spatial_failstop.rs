@@ -225,13 +225,7 @@ fn stream(variant: Variant, name: &str, seed: u64, reads: Fault, writes: Fault) 
 fn sweep(name: &str, variant: Variant) {
     let (mut failed_writes, mut failed_queries) = (0, 0);
     for k in (1..420).step_by(19) {
-        let cases = [
-            (Fault::Never, Fault::Nth(k)),
-            (Fault::Never, Fault::From(k)),
-            (Fault::Nth(k), Fault::Never),
-            (Fault::From(k), Fault::Never),
-        ];
-        for (i, (r, w)) in cases.into_iter().enumerate() {
+        for (i, (r, w)) in Fault::sweep_at(k).into_iter().enumerate() {
             let o = stream(variant, name, k * 10 + i as u64, r, w);
             assert!(o.injected > 0, "{name}, k {k}: the fault {r:?}/{w:?} never fired");
             failed_writes += o.failed_writes;

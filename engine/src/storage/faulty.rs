@@ -18,6 +18,18 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The four ways to fail at access `k`, as `(read fault, write fault)`: the k-th write, every
+    /// write from the k-th, the k-th read, every read from the k-th. Fault sweeps walk `k` over a
+    /// stream and try each.
+    pub fn sweep_at(k: u64) -> [(Fault, Fault); 4] {
+        [
+            (Fault::Never, Fault::Nth(k)),
+            (Fault::Never, Fault::From(k)),
+            (Fault::Nth(k), Fault::Never),
+            (Fault::From(k), Fault::Never),
+        ]
+    }
+
     fn fails(self, n: u64) -> bool {
         match self {
             Fault::Never => false,
