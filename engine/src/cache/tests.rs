@@ -2,7 +2,7 @@
 //! path, prefetch admission, observed bulk loads and sharing across threads.
 
 use super::*;
-use crate::storage::{Device, IoStats, MemDevice, PageId};
+use crate::storage::{Device, Fault, FaultyDevice, IoStats, MemDevice, PageId};
 use crate::Error;
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -499,58 +499,22 @@ fn pages_of_the_wrong_size_are_refused_with_their_id() {
     assert_eq!(cache.stats(), CacheStats::default());
 }
 
-/// A memory device whose writes fail while `failing` is set.
-struct FlakyWrites {
-    inner: MemDevice,
-    failing: AtomicBool,
-}
-
-impl Device for FlakyWrites {
-    fn page_size(&self) -> usize {
-        Device::page_size(&self.inner)
-    }
-    fn allocate(&self, count: u64) -> PageId {
-        Device::allocate(&self.inner, count)
-    }
-    fn free(&self, first: PageId, count: u64) {
-        Device::free(&self.inner, first, count)
-    }
-    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
-        if self.failing.load(Ordering::Relaxed) {
-            return Err(Error::Io(std::io::Error::other("injected write failure")));
-        }
-        Device::write_page(&self.inner, id, data)
-    }
-    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
-        Device::read_page(&self.inner, id, buf)
-    }
-    fn stats(&self) -> IoStats {
-        Device::stats(&self.inner)
-    }
-    fn allocated_pages(&self) -> u64 {
-        Device::allocated_pages(&self.inner)
-    }
-}
-
 #[test]
 fn a_failed_write_back_keeps_the_dirty_page() {
-    let flaky = Arc::new(FlakyWrites {
-        inner: MemDevice::new(PS),
-        failing: AtomicBool::new(false),
-    });
+    let flaky = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(PS))));
     Device::allocate(&*flaky, 3);
     for i in 0..3 {
         Device::write_page(&*flaky, i, &[i as u8; PS]).unwrap();
     }
     let cache = BufferCache::new(flaky.clone(), 1);
     cache.write(0, &[50; PS]).unwrap();
-    flaky.failing.store(true, Ordering::Relaxed);
+    flaky.arm(Fault::Never, Fault::From(1));
     assert!(matches!(cache.read(1), Err(Error::Io(_))));
     assert!(matches!(cache.evict(0), Err(Error::Io(_))));
     assert!(matches!(cache.clear(), Err(Error::Io(_))));
     assert!(cache.is_dirty(0), "the only copy of the new bytes is kept");
     assert_eq!(cache.read(0).unwrap()[0], 50);
-    flaky.failing.store(false, Ordering::Relaxed);
+    flaky.disarm();
     cache.read(1).unwrap();
     let s = cache.stats();
     assert_eq!((s.evictions, s.write_backs), (1, 1));
