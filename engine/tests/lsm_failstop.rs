@@ -86,7 +86,7 @@ fn btree(dev: Arc<dyn Device>) -> Box<dyn Index> {
         max_mergeable_pages: 40,
         max_tolerance_components: 3,
     };
-    Box::new(LsmBTree::<u64>::new(cache, 2, policy, Some(0.01)))
+    Box::new(LsmBTree::<u64>::new(cache, 2, policy, Some(0.01)).unwrap())
 }
 
 /// What one faulty stream saw.

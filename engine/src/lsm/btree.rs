@@ -7,8 +7,8 @@
 //! dropped by a merge that includes the oldest run.
 
 use super::events::{Extent, LifecycleObserver};
-use super::executor::{RunFormat, RunInfo, RunStore};
-use super::memory::{MemoryLevel, SortedMemtable};
+use super::executor::{RunFormat, RunInfo};
+use super::kv::{LsmKv, RunProbe};
 use super::merge::EntryStream;
 use super::version::KeyRange;
 use super::{LifecycleStats, MergePolicyConfig};
@@ -111,51 +111,46 @@ pub(crate) fn drop_tombstones<V>(_key: &u64, value: &Slot<V>, bottommost: bool) 
     Ok(!(bottommost && matches!(value, Slot::Deleted)))
 }
 
-/// An LSM B+-tree keyed by u64.
+/// An LSM B+-tree keyed by u64: an [`LsmKv`] merged by AsterixDB's prefix policy whose lookups
+/// probe every run (the Bloom filters decide, as in AsterixDB), counting the lookups made through
+/// [`Self::get`].
 pub struct LsmBTree<V: FixedValue> {
-    cache: Arc<BufferCache>,
-    memory: MemoryLevel<SortedMemtable<u64, Slot<V>>>,
-    store: RunStore<BTreeRuns<Slot<V>>>,
+    kv: LsmKv<V>,
     lookups: u64,
 }
 
 impl<V: FixedValue> LsmBTree<V> {
     /// An empty tree that flushes when its memory component needs more than `memory_budget_pages`
-    /// leaf pages.
+    /// leaf pages. Fails on a budget of 0, a page that holds no entry or a bad policy.
     pub fn new(
         cache: Arc<BufferCache>,
         memory_budget_pages: u64,
         policy: MergePolicyConfig,
         bloom_fp: Option<f64>,
-    ) -> Self {
-        let leaf_capacity = BTreeComponent::<Slot<V>>::leaf_capacity(cache.page_size());
-        let device = cache.device().clone();
-        LsmBTree {
-            memory: MemoryLevel::new(SortedMemtable::new(leaf_capacity), memory_budget_pages),
-            store: RunStore::new(BTreeRuns::new(cache.clone(), bloom_fp), policy.strategy(), device),
-            cache,
+    ) -> Result<Self> {
+        Ok(LsmBTree {
+            kv: LsmKv::new(cache, memory_budget_pages, policy.into(), bloom_fp)?
+                .with_probe(RunProbe::EveryRun),
             lookups: 0,
-        }
+        })
     }
 
     /// Tells `observer` about every flush and merge from now on.
     pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<u64>>) {
-        self.store.subscribe(observer);
+        self.kv.subscribe(observer);
     }
 
     /// Pages the memory component would fill as packed B+-tree leaves.
     pub fn memory_pages(&self) -> u64 {
-        self.memory.pages()
+        self.kv.memory_pages()
     }
 
     pub fn upsert(&mut self, key: u64, value: V) -> Result<()> {
-        self.memory.active_mut().insert(key, Slot::Live(value));
-        self.maybe_flush()
+        self.kv.put(key, value)
     }
 
     pub fn delete(&mut self, key: u64) -> Result<()> {
-        self.memory.active_mut().insert(key, Slot::Deleted);
-        self.maybe_flush()
+        self.kv.delete(key)
     }
 
     /// The newest value of `key`: memory first, then disk runs newest first (each guarded by its
@@ -167,20 +162,7 @@ impl<V: FixedValue> LsmBTree<V> {
 
     /// Like [`Self::get`] but through a shared reference (queries), not counted in `lookups`.
     pub fn peek(&self, key: u64) -> Result<Option<V>> {
-        let mut slot = self.memory.newest_first().find_map(|t| t.get(&key).copied());
-        if slot.is_none() {
-            // Every run, as AsterixDB probes them: the Bloom filter decides, not the key range.
-            for (_, run) in self.store.runs() {
-                if let Some(s) = run.get(&self.cache, key)? {
-                    slot = Some(s);
-                    break;
-                }
-            }
-        }
-        Ok(match slot {
-            Some(Slot::Live(v)) => Some(v),
-            Some(Slot::Deleted) | None => None,
-        })
+        self.kv.get(key)
     }
 
     /// Point lookups made through [`Self::get`].
@@ -189,32 +171,18 @@ impl<V: FixedValue> LsmBTree<V> {
     }
 
     pub fn stats(&self) -> LifecycleStats {
-        self.store.stats()
+        self.kv.stats()
     }
 
     pub fn disk_components(&self) -> usize {
-        self.store.len()
-    }
-
-    fn maybe_flush(&mut self) -> Result<()> {
-        if self.memory.over_budget() {
-            self.flush()?;
-        }
-        Ok(())
+        self.kv.version().runs().count()
     }
 
     /// Writes the memory component out as a new disk run, then merges as the policy asks. A failed
     /// flush keeps the memory component (readable, flushed again next time); a failed merge keeps
     /// its inputs; either way the error is returned and nothing written is lost.
     pub fn flush(&mut self) -> Result<()> {
-        if self.memory.is_empty() {
-            return Ok(());
-        }
-        let fresh = self.memory.active().fresh();
-        let store = &mut self.store;
-        self.memory
-            .flush_all(fresh, |entries| store.flush(entries).map(drop))?;
-        store.compact(&mut drop_tombstones::<V>)
+        self.kv.flush()
     }
 }
 
@@ -232,7 +200,7 @@ mod tests {
             max_mergeable_pages: 1000,
             max_tolerance_components: tolerance,
         };
-        (LsmBTree::new(cache, 2, policy, None), dev)
+        (LsmBTree::new(cache, 2, policy, None).unwrap(), dev)
     }
 
     #[test]

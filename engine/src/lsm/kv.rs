@@ -27,6 +27,18 @@ pub struct LsmKv<V: FixedValue> {
     cache: Arc<BufferCache>,
     memory: MemoryLevel<SortedMemtable<u64, Slot<V>>>,
     store: RunStore<BTreeRuns<Slot<V>>>,
+    probe: RunProbe,
+}
+
+/// Which runs a point lookup probes, newest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunProbe {
+    /// Only the runs whose key range holds the key (LevelDB's and RocksDB's lookup).
+    #[default]
+    KeyRange,
+    /// Every run, the Bloom filter alone deciding (AsterixDB's LSM B+-tree, which the LSM RUM-tree
+    /// authors' key indexes ran on).
+    EveryRun,
 }
 
 impl<V: FixedValue> LsmKv<V> {
@@ -59,7 +71,14 @@ impl<V: FixedValue> LsmKv<V> {
                 device,
             ),
             cache,
+            probe: RunProbe::default(),
         })
+    }
+
+    /// The same store, its point lookups probing runs as `probe` says.
+    pub fn with_probe(mut self, probe: RunProbe) -> Self {
+        self.probe = probe;
+        self
     }
 
     pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<u64>>) {
@@ -80,7 +99,11 @@ impl<V: FixedValue> LsmKv<V> {
     pub fn get(&self, key: u64) -> Result<Option<V>> {
         let mut slot = self.memory.newest_first().find_map(|t| t.get(&key).copied());
         if slot.is_none() {
-            for (_, run) in self.store.lookup_order(key) {
+            let runs: Box<dyn Iterator<Item = _>> = match self.probe {
+                RunProbe::KeyRange => Box::new(self.store.lookup_order(key)),
+                RunProbe::EveryRun => Box::new(self.store.runs()),
+            };
+            for (_, run) in runs {
                 if let Some(s) = run.get(&self.cache, key)? {
                     slot = Some(s);
                     break;

@@ -32,7 +32,7 @@ pub use btree::{BTreeRuns, LsmBTree, Slot};
 pub use config::CompactionConfig;
 pub use events::{CompactionKind, EventLog, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
 pub use executor::{KWay, KeepAll, MergeFilter, MergePlan, Merger, RunFormat, RunInfo, RunStore};
-pub use kv::LsmKv;
+pub use kv::{LsmKv, RunProbe};
 pub use leveled::{LeveledParams, LeveledStrategy};
 pub use memory::{MemoryLevel, Memtable, SortedMemtable};
 pub use policy::MergePolicyConfig;

@@ -65,8 +65,15 @@ impl Strategy {
 
     /// Builds this strategy's maintenance state from the configuration (its key indexes live in
     /// `cache`).
-    pub(crate) fn maintenance(&self, cfg: &SpatialConfig, cache: &Arc<BufferCache>) -> Box<dyn Maintenance> {
-        fn key_index<V: FixedValue>(cfg: &SpatialConfig, cache: &Arc<BufferCache>) -> LsmBTree<V> {
+    pub(crate) fn maintenance(
+        &self,
+        cfg: &SpatialConfig,
+        cache: &Arc<BufferCache>,
+    ) -> crate::Result<Box<dyn Maintenance>> {
+        fn key_index<V: FixedValue>(
+            cfg: &SpatialConfig,
+            cache: &Arc<BufferCache>,
+        ) -> crate::Result<LsmBTree<V>> {
             LsmBTree::new(
                 cache.clone(),
                 cfg.key_index_budget_pages,
@@ -74,13 +81,15 @@ impl Strategy {
                 cfg.bloom_fp,
             )
         }
-        match *self {
+        Ok(match *self {
             Strategy::Eager => Box::new(Eager::new(
                 cache.page_size(),
-                cfg.eager_primary_lookup.then(|| key_index(cfg, cache)),
+                cfg.eager_primary_lookup
+                    .then(|| key_index(cfg, cache))
+                    .transpose()?,
             )),
             Strategy::Validation => Box::new(Validation::new(
-                key_index(cfg, cache),
+                key_index(cfg, cache)?,
                 cfg.validation_merge_repair,
             )),
             Strategy::UpdateMemo(switches) => Box::new(UpdateMemoMaintenance::new(
@@ -88,7 +97,7 @@ impl Strategy {
                 cfg.buffered_threshold,
                 cfg.vacuum_threshold,
             )),
-        }
+        })
     }
 }
 

@@ -45,11 +45,12 @@ impl LsmRTree {
     pub fn new(cfg: SpatialConfig, cache: Arc<BufferCache>) -> Result<Self> {
         cfg.validate()?;
         let runs = SpatialRuns::new(cache.clone(), HilbertCurve::new(cfg.extent), cfg.bloom_fp);
+        let maintenance = cfg.strategy.maintenance(&cfg, &cache)?;
         Ok(LsmRTree {
             memory: MemRTree::new(cache.page_size()),
             store: RunStore::new(runs, cfg.merge_policy.strategy(), cache.device().clone()),
             clock: 0,
-            maintenance: cfg.strategy.maintenance(&cfg, &cache),
+            maintenance,
             cfg,
             cache,
         })
