@@ -68,6 +68,10 @@ pub struct ClaimSet {
     pub doc: String,
     /// Default relative tolerance of the claims (see the module doc).
     pub tolerance: f64,
+    /// Named groups of claims the report tables apart from the paper's own (for example a
+    /// like-for-like pairing the paper did not run), each with a sentence saying why it exists.
+    #[serde(default)]
+    pub groups: BTreeMap<String, String>,
     pub claims: Vec<Claim>,
 }
 
@@ -89,6 +93,9 @@ pub struct Claim {
     #[serde(default)]
     pub tolerance: Option<f64>,
     pub expect: Expect,
+    /// The group (a key of [`ClaimSet::groups`]) this claim belongs to; none for the paper's claims.
+    #[serde(default)]
+    pub group: Option<String>,
 }
 
 /// How a claim is measured from rows.
@@ -231,6 +238,11 @@ fn check(set: &ClaimSet) -> anyhow::Result<()> {
         if c.expect.min.is_none() && c.expect.max.is_none() {
             return Err(fail("expect needs min or max"));
         }
+        if let Some(g) = &c.group {
+            if !set.groups.contains_key(g) {
+                return Err(fail(&format!("group `{g}` is not one of the file's `groups`")));
+            }
+        }
         if c.tolerance.is_some_and(|t| !(0.0..1.0).contains(&t)) {
             return Err(fail("tolerance is not in [0, 1)"));
         }
@@ -297,6 +309,9 @@ pub struct Summary {
     pub verdict: Verdict,
     /// How many entries got each verdict.
     pub counts: BTreeMap<Verdict, usize>,
+    /// The claim's group ([`Claim::group`]), if it is not one of the paper's own claims.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// The evaluation of every claim against the results of one scale (`results/<scale>/claims.json`).
@@ -374,6 +389,7 @@ fn summarise(set: &ClaimSet, claim: &Claim, entries: &[Entry]) -> Summary {
         measured_max: values.reduce(f64::max),
         verdict,
         counts,
+        group: claim.group.clone(),
     }
 }
 
@@ -723,89 +739,111 @@ impl Evaluation {
     pub fn markdown(&self, sets: &[ClaimSet], papers: &[String]) -> String {
         let mut md = String::new();
         for set in sets.iter().filter(|s| papers.contains(&s.paper)) {
-            writeln!(md, "### {} claims ({})\n", set.paper, self.scale).unwrap();
-            let headers = [
-                "claim", "source", "text", "paper", "measured", "verdict", "entries",
-            ]
-            .map(String::from);
-            let mine: Vec<&Summary> = self.claims.iter().filter(|s| s.paper_name == set.paper).collect();
-            let body: Vec<Vec<String>> = mine
-                .iter()
-                .map(|s| {
-                    let range = match (s.measured_min, s.measured_max) {
-                        (Some(lo), Some(hi)) if lo == hi => fmt_measured(s.kind, Some(lo)),
-                        (lo, hi) => format!("{} .. {}", fmt_measured(s.kind, lo), fmt_measured(s.kind, hi)),
-                    };
-                    let counts = [
-                        Verdict::Reproduced,
-                        Verdict::DirectionOnly,
-                        Verdict::NotReproduced,
-                        Verdict::NotMeasured,
-                    ]
+            let mut groups: Vec<Option<&String>> = vec![None];
+            groups.extend(set.groups.keys().map(Some));
+            for group in groups {
+                let mine: Vec<&Summary> = self
+                    .claims
                     .iter()
-                    .filter_map(|v| s.counts.get(v).map(|n| format!("{n} {}", v.as_str())))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                    vec![
-                        s.claim.clone(),
-                        s.source.clone(),
-                        s.text.clone(),
-                        s.paper.clone(),
-                        format!("{range} ({})", s.field),
-                        format!("**{}**", s.verdict.as_str()),
-                        counts,
-                    ]
-                })
-                .collect();
-            md += &markdown_table(&headers, &body);
-            md += "\n<details><summary>Every entry (claim x group x variant)</summary>\n\n";
-            let headers = [
-                "claim",
-                "group",
-                "measured",
-                "verdict",
-                "counted I/O view",
-                "note",
-            ]
-            .map(String::from);
-            let body: Vec<Vec<String>> = self
-                .entries
-                .iter()
-                .filter(|e| mine.iter().any(|s| s.claim == e.claim))
-                .map(|e| {
-                    let kind = mine
-                        .iter()
-                        .find(|s| s.claim == e.claim)
-                        .map_or(Kind::Value, |s| s.kind);
-                    let secondary = e.secondary.as_ref().map_or(String::new(), |s| {
-                        format!(
-                            "{} ({}): {}",
-                            fmt_measured(kind, s.measured),
-                            s.field,
-                            s.verdict.as_str()
-                        )
-                    });
-                    vec![
-                        e.claim.clone(),
-                        e.group.clone(),
-                        fmt_measured(kind, e.measured),
-                        e.verdict.as_str().to_string(),
-                        secondary,
-                        e.note.clone().unwrap_or_default(),
-                    ]
-                })
-                .collect();
-            // The note column only when some entry has a note.
-            let (headers, body): (Vec<String>, Vec<Vec<String>>) = if body.iter().all(|l| l[5].is_empty()) {
-                let trimmed = body.into_iter().map(|l| l[..5].to_vec()).collect();
-                (headers[..5].to_vec(), trimmed)
-            } else {
-                (headers.to_vec(), body)
-            };
-            md += &markdown_table(&headers, &body);
-            md += "\n</details>\n\n";
+                    .filter(|s| s.paper_name == set.paper && s.group.as_ref() == group)
+                    .collect();
+                match group {
+                    None => writeln!(md, "### {} claims ({})\n", set.paper, self.scale).unwrap(),
+                    Some(_) if mine.is_empty() => continue,
+                    Some(g) => writeln!(
+                        md,
+                        "### {}: {g} ({})\n\n{}\n",
+                        set.paper, self.scale, set.groups[g]
+                    )
+                    .unwrap(),
+                }
+                self.claims_table(&mut md, &mine);
+            }
         }
         md
+    }
+
+    /// One table of claims, followed by their entries in a folded block.
+    fn claims_table(&self, md: &mut String, mine: &[&Summary]) {
+        let headers = [
+            "claim", "source", "text", "paper", "measured", "verdict", "entries",
+        ]
+        .map(String::from);
+        let body: Vec<Vec<String>> = mine
+            .iter()
+            .map(|s| {
+                let range = match (s.measured_min, s.measured_max) {
+                    (Some(lo), Some(hi)) if lo == hi => fmt_measured(s.kind, Some(lo)),
+                    (lo, hi) => format!("{} .. {}", fmt_measured(s.kind, lo), fmt_measured(s.kind, hi)),
+                };
+                let counts = [
+                    Verdict::Reproduced,
+                    Verdict::DirectionOnly,
+                    Verdict::NotReproduced,
+                    Verdict::NotMeasured,
+                ]
+                .iter()
+                .filter_map(|v| s.counts.get(v).map(|n| format!("{n} {}", v.as_str())))
+                .collect::<Vec<_>>()
+                .join(", ");
+                vec![
+                    s.claim.clone(),
+                    s.source.clone(),
+                    s.text.clone(),
+                    s.paper.clone(),
+                    format!("{range} ({})", s.field),
+                    format!("**{}**", s.verdict.as_str()),
+                    counts,
+                ]
+            })
+            .collect();
+        *md += &markdown_table(&headers, &body);
+        *md += "\n<details><summary>Every entry (claim x group x variant)</summary>\n\n";
+        let headers = [
+            "claim",
+            "group",
+            "measured",
+            "verdict",
+            "counted I/O view",
+            "note",
+        ]
+        .map(String::from);
+        let body: Vec<Vec<String>> = self
+            .entries
+            .iter()
+            .filter(|e| mine.iter().any(|s| s.claim == e.claim))
+            .map(|e| {
+                let kind = mine
+                    .iter()
+                    .find(|s| s.claim == e.claim)
+                    .map_or(Kind::Value, |s| s.kind);
+                let secondary = e.secondary.as_ref().map_or(String::new(), |s| {
+                    format!(
+                        "{} ({}): {}",
+                        fmt_measured(kind, s.measured),
+                        s.field,
+                        s.verdict.as_str()
+                    )
+                });
+                vec![
+                    e.claim.clone(),
+                    e.group.clone(),
+                    fmt_measured(kind, e.measured),
+                    e.verdict.as_str().to_string(),
+                    secondary,
+                    e.note.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        // The note column only when some entry has a note.
+        let (headers, body): (Vec<String>, Vec<Vec<String>>) = if body.iter().all(|l| l[5].is_empty()) {
+            let trimmed = body.into_iter().map(|l| l[..5].to_vec()).collect();
+            (headers[..5].to_vec(), trimmed)
+        } else {
+            (headers.to_vec(), body)
+        };
+        *md += &markdown_table(&headers, &body);
+        *md += "\n</details>\n\n";
     }
 }
 
@@ -1095,5 +1133,33 @@ mod tests {
         );
         assert!(md.contains("dataset=x, A vs Base") && md.contains("20x (reads+writes): direction-only"));
         assert!(eval.markdown(&sets, &["Other".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn a_claim_group_gets_its_own_table_after_the_papers_claims() {
+        let grouped = FASTER.replace(r#""id": "c1""#, r#""id": "g1", "group": "pairing""#);
+        let file = |groups: &str| {
+            format!(
+                r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "groups": {groups}, "claims": [{FASTER}, {grouped}]}}"#
+            )
+        };
+        let set = parse("test.json", &file(r#"{"pairing": "why the pairing exists"}"#)).unwrap();
+        let sets = [set];
+        let eval = evaluate(&sets, &[result("e", rows_for_faster())], Scale::Tiny);
+        assert_eq!(eval.claims[1].group.as_deref(), Some("pairing"));
+        let md = eval.markdown(&sets, &["P".to_string()]);
+        let (paper, group) = md
+            .split_once("### P: pairing (tiny)")
+            .expect("a table for the group");
+        assert!(
+            group.contains("why the pairing exists") && group.contains("| g1"),
+            "{md}"
+        );
+        assert!(
+            paper.contains("| c1") && !paper.contains("| g1") && !group.contains("| c1"),
+            "{md}"
+        );
+        let e = parse("test.json", &file("{}")).unwrap_err();
+        assert!(format!("{e:#}").contains("group `pairing`"), "{e:#}");
     }
 }
