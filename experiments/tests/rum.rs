@@ -28,7 +28,7 @@ fn rows(out: &Path, experiment: &str) -> Vec<serde_json::Map<String, Value>> {
 }
 
 /// The fields of a rum-update row, exactly (the contract).
-const UPDATE_FIELDS: [&str; 15] = [
+const UPDATE_FIELDS: [&str; 24] = [
     "dataset",
     "strategy",
     "records",
@@ -44,6 +44,15 @@ const UPDATE_FIELDS: [&str; 15] = [
     "final_components",
     "final_disk_entries",
     "modelled_ms",
+    "update_page_reads",
+    "update_page_writes",
+    "update_modelled_ms",
+    "flush_page_reads",
+    "flush_page_writes",
+    "flush_modelled_ms",
+    "merge_page_reads",
+    "merge_page_writes",
+    "merge_modelled_ms",
 ];
 
 #[test]
@@ -62,6 +71,14 @@ fn rum_update_writes_21_rows_with_exactly_the_contracted_fields() {
         assert_eq!(r["records"], 3000);
         let um = r["strategy"].as_str().unwrap().starts_with("UM");
         assert_eq!(r["um_max_entries"].as_u64().unwrap() > 0, um, "{r:?}");
+        for io in ["page_reads", "page_writes"] {
+            let phase = |p: &str| r[&format!("{p}_{io}")].as_u64().unwrap();
+            assert_eq!(
+                phase("update") + phase("flush") + phase("merge"),
+                r[io].as_u64().unwrap(),
+                "the phases split {io}: {r:?}"
+            );
+        }
     }
     let strategies: Vec<&str> = rows[..7]
         .iter()

@@ -3,7 +3,8 @@
 //! threads, as the authors did. After every run the fresh set and the UM are checked against a
 //! single-threaded replay of the same stream, and the run fails if they differ.
 
-use super::{check_strategies, IndexConfig, Testbed, PAPER};
+use super::{check_strategies, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
+use crate::config::Storage;
 use crate::config::{self, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
@@ -11,10 +12,11 @@ use crate::rum::report as rr;
 use anyhow::{bail, Context};
 use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::{ConcurrentRumTree, MemoState, Strategy};
+use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::SpatialOp;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub struct RumConcurrency;
 
@@ -73,6 +75,11 @@ struct Outcome {
     flushes: u64,
     merges: u64,
     seconds: f64,
+    /// Counted page I/O of the ingest (the final all-covering query excluded), by phase.
+    io: IoStats,
+    phases: PhaseIo,
+    times: PhaseTimes,
+    storage: Storage,
 }
 
 fn run_threads(
@@ -83,7 +90,8 @@ fn run_threads(
     threads: usize,
 ) -> anyhow::Result<Outcome> {
     let bed = cfg.index.testbed(&cfg.storage, strategy, data)?;
-    let Testbed { index, .. } = bed;
+    let Testbed { index, storage } = bed;
+    let (before, io_before) = (index.stats(), storage.io());
     let tree = ConcurrentRumTree::new(index)?;
     let start = Instant::now();
     let failures: Vec<anyhow::Error> = std::thread::scope(|s| {
@@ -119,6 +127,18 @@ fn run_threads(
         return Err(e);
     }
     let index = tree.into_inner();
+    let (after, io) = (index.stats(), storage.io().since(&io_before));
+    let (flush, merge) = (
+        after.flush_time() - before.flush_time(),
+        after.merge_time() - before.merge_time(),
+    );
+    let times = PhaseTimes {
+        update: Duration::from_secs_f64(seconds).saturating_sub(flush + merge),
+        flush,
+        merge,
+        query: Duration::ZERO,
+    };
+    let phases = PhaseIo::split(io, &before, &after, IoStats::default());
     if let Err(why) = index.audit_update_memo()? {
         bail!(
             "{} under {strategy} with {threads} threads: the Update Memo disagrees with the index: {why}",
@@ -136,6 +156,10 @@ fn run_threads(
         flushes: st.rtree.flushes,
         merges: st.rtree.merges,
         seconds,
+        io,
+        phases,
+        times,
+        storage,
     })
 }
 
@@ -199,19 +223,19 @@ impl TypedExperiment for RumConcurrency {
                             data.name
                         );
                     }
-                    rows.push(
-                        RowBuilder::new()
-                            .str("dataset", &data.name)
-                            .str("strategy", strategy.to_string())
-                            .int("threads", n as u64)
-                            .int("ops", ops.len() as u64)
-                            .num("throughput_ops_s", ops.len() as f64 / out.seconds.max(1e-9))
-                            .int("um_entries_final", out.um.len() as u64)
-                            .int("um_max_entries", out.um_max)
-                            .int("flushes", out.flushes)
-                            .int("merges", out.merges)
-                            .build(),
-                    );
+                    let row = RowBuilder::new()
+                        .str("dataset", &data.name)
+                        .str("strategy", strategy.to_string())
+                        .int("threads", n as u64)
+                        .int("ops", ops.len() as u64)
+                        .num("throughput_ops_s", ops.len() as f64 / out.seconds.max(1e-9))
+                        .int("um_entries_final", out.um.len() as u64)
+                        .int("um_max_entries", out.um_max)
+                        .int("flushes", out.flushes)
+                        .int("merges", out.merges)
+                        .int("page_reads", out.io.page_reads)
+                        .int("page_writes", out.io.page_writes);
+                    rows.push(out.phases.fields(row, &out.times, &out.storage, false).build());
                 }
             }
         }
@@ -227,6 +251,9 @@ impl TypedExperiment for RumConcurrency {
              index, in stream order; an operation's timestamp is its position in the stream."
                 .into(),
         );
+        notes.push(format!(
+            "{PHASE_NOTE} Here update is the threads' wall time outside flushes and merges."
+        ));
         notes.push(
             "Checked after every run: the fresh set equals a single-threaded replay's; every UM entry's count \
              equals the obsolete entries left in the index; for UM without cleaning the UM equals the \

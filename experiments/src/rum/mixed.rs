@@ -2,7 +2,9 @@
 //! 99.9% updates / 0.1% queries, plus a query-heavier mix and a skewed-query variant). Reports
 //! throughput and latency percentiles of both kinds of operation.
 
-use super::{apply, check_strategies, ms, IndexConfig, PAPER, STRATEGIES_HELP};
+use super::{
+    apply, check_strategies, ms, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP,
+};
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::measure::LatencyRecorder;
@@ -11,6 +13,7 @@ use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::spatial::Strategy;
+use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::Trajectories;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -190,6 +193,8 @@ impl TypedExperiment for RumMixed {
                         let (mut upd, mut qry) = (LatencyRecorder::new(), LatencyRecorder::new());
                         let (mut queries, mut q_reads, mut q_cands, mut q_lookups) = (0u64, 0u64, 0u64, 0u64);
                         let io_start = bed.io();
+                        let stats_start = bed.index.stats();
+                        let mut q_io = IoStats::default();
                         let start = Instant::now();
                         for (n, step) in steps.iter().enumerate() {
                             match step {
@@ -204,7 +209,10 @@ impl TypedExperiment for RumMixed {
                                     let out = bed.index.query(rect)?;
                                     qry.record(t.elapsed());
                                     queries += 1;
-                                    q_reads += bed.io().since(&io).page_reads;
+                                    let io = bed.io().since(&io);
+                                    q_reads += io.page_reads;
+                                    q_io.page_reads += io.page_reads;
+                                    q_io.page_writes += io.page_writes;
                                     q_cands += out.candidates;
                                     q_lookups += out.validation_lookups;
                                 }
@@ -241,14 +249,24 @@ impl TypedExperiment for RumMixed {
                                 .num("avg_validation_lookups", q_lookups as f64 / queries as f64);
                         }
                         let st = bed.index.stats();
-                        rows.push(
-                            row.int("page_reads", io.page_reads)
-                                .int("page_writes", io.page_writes)
-                                .int("flushes", st.rtree.flushes)
-                                .int("merges", st.rtree.merges)
-                                .num("modelled_ms", ms(elapsed) + bed.storage.modelled_io_ms(io))
-                                .build(),
+                        let row = row
+                            .int("page_reads", io.page_reads)
+                            .int("page_writes", io.page_writes)
+                            .int("flushes", st.rtree.flushes)
+                            .int("merges", st.rtree.merges)
+                            .num("modelled_ms", ms(elapsed) + bed.storage.modelled_io_ms(io));
+                        let phases = PhaseIo::split(io, &stats_start, &st, q_io);
+                        let (flush, merge) = (
+                            st.flush_time() - stats_start.flush_time(),
+                            st.merge_time() - stats_start.merge_time(),
                         );
+                        let times = PhaseTimes {
+                            update: elapsed.saturating_sub(flush + merge + qry.total()),
+                            flush,
+                            merge,
+                            query: qry.total(),
+                        };
+                        rows.push(phases.fields(row, &times, &bed.storage, true).build());
                     }
                 }
             }
@@ -259,6 +277,10 @@ impl TypedExperiment for RumMixed {
              stream) has no query fields."
                 .into(),
         );
+        notes.push(format!(
+            "{PHASE_NOTE} Here update_modelled_ms is the stream's wall time outside flushes, merges and \
+             queries (it includes the harness's per-operation timing)."
+        ));
         notes.push(format!(
             "Query boxes have side {sel} x the extent; 'data' centres them on an already ingested record \
              (the data's density), 'hot' on one of {HOT_SPOTS} ingested locations with Zipf(1) popularity, \

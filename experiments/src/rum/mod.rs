@@ -13,10 +13,12 @@ pub mod tuning;
 pub mod update;
 
 use crate::config::{check, DeviceKind, KeyHelp, Storage, StorageConfig};
+use crate::experiment::RowBuilder;
 use crate::experiment::{RunContext, Scale};
 use anyhow::Context;
+use lsmlab_engine::lsm::LifecycleStats;
 use lsmlab_engine::lsm::MergePolicyConfig;
-use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy};
+use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, SpatialStats, Strategy};
 use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::{SpatialOp, Trajectories};
 use serde::{Deserialize, Serialize};
@@ -337,6 +339,8 @@ pub struct IngestCost {
     pub flush: Duration,
     pub merge: Duration,
     pub io: IoStats,
+    /// `io` split by phase (no queries run during an ingest).
+    pub phases: PhaseIo,
 }
 
 impl IngestCost {
@@ -344,7 +348,112 @@ impl IngestCost {
     pub fn update(&self) -> Duration {
         self.total.saturating_sub(self.flush + self.merge)
     }
+
+    /// The wall time of each phase, for [`PhaseIo::fields`].
+    pub fn times(&self) -> PhaseTimes {
+        PhaseTimes {
+            update: self.update(),
+            flush: self.flush,
+            merge: self.merge,
+            query: Duration::ZERO,
+        }
+    }
 }
+
+/// Counted page I/O of one run split by phase: flushes and merges (of the R-tree and of its key
+/// index), queries, and updates (everything else: Validation's key lookups, Eager's primary index
+/// reads, cache write-backs outside flushes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseIo {
+    pub update: IoStats,
+    pub flush: IoStats,
+    pub merge: IoStats,
+    pub query: IoStats,
+}
+
+/// Wall time of each phase of a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseTimes {
+    pub update: Duration,
+    pub flush: Duration,
+    pub merge: Duration,
+    pub query: Duration,
+}
+
+fn add_io(to: &mut IoStats, io: IoStats) {
+    to.page_reads += io.page_reads;
+    to.page_writes += io.page_writes;
+}
+
+fn sub_io(from: &mut IoStats, io: IoStats) {
+    from.page_reads = from.page_reads.saturating_sub(io.page_reads);
+    from.page_writes = from.page_writes.saturating_sub(io.page_writes);
+}
+
+impl PhaseIo {
+    /// Splits `total` (the device I/O between two snapshots of the index's stats) into phases:
+    /// flush and merge I/O as the LSM lifecycle counted it, `query` as the caller measured it, and
+    /// the rest as update I/O.
+    pub fn split(total: IoStats, before: &SpatialStats, after: &SpatialStats, query: IoStats) -> PhaseIo {
+        let phase = |io: fn(&LifecycleStats) -> IoStats| {
+            let mut sum = IoStats::default();
+            add_io(&mut sum, io(&after.rtree).since(&io(&before.rtree)));
+            if let Some(k) = &after.key_index {
+                let earlier = before.key_index.as_ref().map(io).unwrap_or_default();
+                add_io(&mut sum, io(k).since(&earlier));
+            }
+            sum
+        };
+        let (flush, merge) = (phase(|s| s.flush_io), phase(|s| s.merge_io));
+        let mut update = total;
+        for io in [flush, merge, query] {
+            sub_io(&mut update, io);
+        }
+        PhaseIo {
+            update,
+            flush,
+            merge,
+            query,
+        }
+    }
+
+    /// Adds `<phase>_page_reads`, `<phase>_page_writes` and `<phase>_modelled_ms` (the phase's wall
+    /// time plus its counted I/O on the storage's device profile) for update, flush and merge, and
+    /// for query when `with_query`.
+    pub fn fields(
+        &self,
+        mut row: RowBuilder,
+        times: &PhaseTimes,
+        storage: &Storage,
+        with_query: bool,
+    ) -> RowBuilder {
+        let mut phases = vec![
+            ("update", self.update, times.update),
+            ("flush", self.flush, times.flush),
+            ("merge", self.merge, times.merge),
+        ];
+        if with_query {
+            phases.push(("query", self.query, times.query));
+        }
+        for (name, io, time) in phases {
+            row = row
+                .int(&format!("{name}_page_reads"), io.page_reads)
+                .int(&format!("{name}_page_writes"), io.page_writes)
+                .num(
+                    &format!("{name}_modelled_ms"),
+                    ms(time) + storage.modelled_io_ms(io),
+                );
+        }
+        row
+    }
+}
+
+/// The note every experiment with per-phase fields writes.
+pub const PHASE_NOTE: &str =
+    "<phase>_page_reads / _page_writes split the counted page I/O by phase: flush and \
+     merge (of the R-tree and of its key index, as the LSM lifecycle counts them), query, and update \
+     (the rest: key-index lookups, cache write-backs outside flushes). <phase>_modelled_ms = the phase's \
+     wall time + its counted I/O on the device profile.";
 
 /// Applies one operation of the stream.
 pub fn apply(index: &mut LsmRTree, op: &SpatialOp) -> lsmlab_engine::Result<()> {
@@ -375,12 +484,14 @@ pub fn ingest(bed: &mut Testbed, ops: &[SpatialOp], ctx: &RunContext) -> anyhow:
     }
     let total = start.elapsed();
     let after = bed.index.stats();
+    let io = bed.io().since(&io_before);
     Ok(IngestCost {
         ops: ops.len() as u64,
         total,
         flush: after.flush_time() - before.flush_time(),
         merge: after.merge_time() - before.merge_time(),
-        io: bed.io().since(&io_before),
+        io,
+        phases: PhaseIo::split(io, &before, &after, IoStats::default()),
     })
 }
 

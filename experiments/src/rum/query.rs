@@ -2,7 +2,7 @@
 //! paper's Figure 6). Every strategy answers the same queries, and the run fails if any two
 //! strategies return different result sets.
 
-use super::{check_strategies, ingest, IndexConfig, PAPER, STRATEGIES_HELP};
+use super::{check_strategies, ingest, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP};
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::measure::LatencyRecorder;
@@ -11,11 +11,12 @@ use crate::rum::report as rr;
 use anyhow::{bail, Context};
 use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::Strategy;
+use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::Trajectories;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The paper's query side fractions (area 0.0001% .. 11.76% of the extent).
 pub const SELECTIVITIES: [f64; 7] = [0.001, 0.008, 0.027, 0.064, 0.125, 0.216, 0.343];
@@ -129,13 +130,14 @@ impl TypedExperiment for RumQuery {
             for &strategy in strategies {
                 ctx.progress.begin(format!("{} {strategy}", data.name));
                 let mut bed = p.testbed(&cfg.storage, strategy, data)?;
-                ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
+                let cost =
+                    ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
                 ctx.progress.message("querying");
                 let mut prints = Vec::with_capacity(sels.len());
                 for (si, &s) in sels.iter().enumerate() {
                     let mut latency = LatencyRecorder::new();
-                    let (mut reads, mut cands, mut results, mut lookups, mut modelled_us) =
-                        (0u64, 0u64, 0u64, 0u64, 0f64);
+                    let (mut cands, mut results, mut lookups, mut modelled_us) = (0u64, 0u64, 0u64, 0f64);
+                    let (mut query_io, mut query_time) = (IoStats::default(), Duration::ZERO);
                     let mut sel_prints = Vec::with_capacity(nq);
                     for rect in &boxes[si] {
                         let io = bed.io();
@@ -144,7 +146,9 @@ impl TypedExperiment for RumQuery {
                         let took = start.elapsed();
                         let io = bed.io().since(&io);
                         latency.record(took);
-                        reads += io.page_reads;
+                        query_io.page_reads += io.page_reads;
+                        query_io.page_writes += io.page_writes;
+                        query_time += took;
                         cands += out.candidates;
                         results += out.results.len() as u64;
                         lookups += out.validation_lookups;
@@ -154,21 +158,27 @@ impl TypedExperiment for RumQuery {
                     }
                     prints.push(sel_prints);
                     let n = nq as f64;
-                    rows.push(
-                        RowBuilder::new()
-                            .str("dataset", &data.name)
-                            .str("strategy", strategy.to_string())
-                            .num("selectivity", s)
-                            .int("queries", nq as u64)
-                            .num("avg_query_us", latency.mean_us())
-                            .num("p95_query_us", latency.quantile_us(0.95))
-                            .num("avg_page_reads", reads as f64 / n)
-                            .num("avg_candidates", cands as f64 / n)
-                            .num("avg_results", results as f64 / n)
-                            .num("avg_validation_lookups", lookups as f64 / n)
-                            .num("avg_modelled_us", modelled_us / n)
-                            .build(),
-                    );
+                    let row = RowBuilder::new()
+                        .str("dataset", &data.name)
+                        .str("strategy", strategy.to_string())
+                        .num("selectivity", s)
+                        .int("queries", nq as u64)
+                        .num("avg_query_us", latency.mean_us())
+                        .num("p95_query_us", latency.quantile_us(0.95))
+                        .num("avg_page_reads", query_io.page_reads as f64 / n)
+                        .num("avg_candidates", cands as f64 / n)
+                        .num("avg_results", results as f64 / n)
+                        .num("avg_validation_lookups", lookups as f64 / n)
+                        .num("avg_modelled_us", modelled_us / n);
+                    let phases = PhaseIo {
+                        query: query_io,
+                        ..cost.phases
+                    };
+                    let times = PhaseTimes {
+                        query: query_time,
+                        ..cost.times()
+                    };
+                    rows.push(phases.fields(row, &times, &bed.storage, true).build());
                 }
                 match &reference {
                     None => reference = Some((strategy, prints)),
@@ -199,6 +209,10 @@ impl TypedExperiment for RumQuery {
         notes.push(format!(
             "avg_modelled_us = measured query time + counted page reads x the {} profile.",
             cfg.storage.profile
+        ));
+        notes.push(format!(
+            "{PHASE_NOTE} update, flush and merge are the ingest before the queries (the same in every \
+             selectivity's row); query is that selectivity's {nq} queries together."
         ));
         Ok(RunOutput {
             rows,

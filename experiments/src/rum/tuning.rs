@@ -5,7 +5,7 @@
 //! trade-off; its authors swept th over 2, 4, 8, 16, 32, 64).
 
 use super::query::query_boxes;
-use super::{ingest, ms, IndexConfig, Testbed, PAPER};
+use super::{ingest, ms, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
 use crate::config::{check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
@@ -129,31 +129,42 @@ impl TypedExperiment for RumTuning {
                 for rect in &boxes {
                     cands += bed.index.query(rect)?.candidates;
                 }
-                let q_us = start.elapsed().as_secs_f64() * 1e6 / nq as f64;
-                let q_reads = bed.io().since(&io).page_reads as f64 / nq as f64;
+                let query_time = start.elapsed();
+                let query_io = bed.io().since(&io);
+                let q_us = query_time.as_secs_f64() * 1e6 / nq as f64;
+                let q_reads = query_io.page_reads as f64 / nq as f64;
                 let st = bed.index.stats();
-                rows.push(
-                    RowBuilder::new()
-                        .str("dataset", &data.name)
-                        .str("knob", knob)
-                        .int("threshold", threshold)
-                        .str("strategy", strategy.to_string())
-                        .int("buffered_threshold", b_th)
-                        .int("vacuum_threshold", v_th)
-                        .num("update_ms", ms(cost.update()))
-                        .num("total_ms", ms(cost.total))
-                        .int("flushes", st.rtree.flushes)
-                        .int("merges", st.rtree.merges)
-                        .int("um_max_entries", st.um_max_entries)
-                        .int("cleaned_buffered", st.cleaned.buffered)
-                        .int("cleaned_vacuum", st.cleaned.vacuum)
-                        .num("avg_query_us", q_us)
-                        .num("avg_query_page_reads", q_reads)
-                        .num("avg_candidates", cands as f64 / nq as f64)
-                        .build(),
-                );
+                let row = RowBuilder::new()
+                    .str("dataset", &data.name)
+                    .str("knob", knob)
+                    .int("threshold", threshold)
+                    .str("strategy", strategy.to_string())
+                    .int("buffered_threshold", b_th)
+                    .int("vacuum_threshold", v_th)
+                    .num("update_ms", ms(cost.update()))
+                    .num("total_ms", ms(cost.total))
+                    .int("flushes", st.rtree.flushes)
+                    .int("merges", st.rtree.merges)
+                    .int("um_max_entries", st.um_max_entries)
+                    .int("cleaned_buffered", st.cleaned.buffered)
+                    .int("cleaned_vacuum", st.cleaned.vacuum)
+                    .num("avg_query_us", q_us)
+                    .num("avg_query_page_reads", q_reads)
+                    .num("avg_candidates", cands as f64 / nq as f64);
+                let phases = PhaseIo {
+                    query: query_io,
+                    ..cost.phases
+                };
+                let times = PhaseTimes {
+                    query: query_time,
+                    ..cost.times()
+                };
+                rows.push(phases.fields(row, &times, &bed.storage, true).build());
             }
         }
+        notes.push(format!(
+            "{PHASE_NOTE} query is the {nq} queries after the ingest, together."
+        ));
         notes.push(format!(
             "Sweeping one threshold keeps the other at its configured value (buffered_threshold={}, \
              vacuum_threshold={}). Query time is the mean of {nq} queries of side {sel} x the extent after \
