@@ -16,7 +16,8 @@
 //!   (BerlinMOD's leisure trips; weekends are not modelled). Days start at BerlinMOD's default start,
 //!   Monday 2007-05-28;
 //! - routes are fastest paths (A* on travel time); a position is emitted every `spacing_m` metres
-//!   along the route (default 20 m) plus the destination, at the time the car is there;
+//!   along the route (default 20 m), from a random phase per drive so that the same commute gives
+//!   new points every day, plus the destination, at the time the car is there;
 //! - all vehicles are simulated together in time order (an event queue of next positions), so the
 //!   stream interleaves vehicles as the real data does when sorted by time.
 //!
@@ -415,14 +416,15 @@ struct Cursor {
 }
 
 impl Cursor {
-    /// A drive leaving junction `from` at `depart_ms`.
-    fn start(net: &RoadNetwork, from: u32, depart_ms: i64, spacing_m: f64) -> Cursor {
+    /// A drive leaving junction `from` at `depart_ms`, whose first position is `first_m` metres
+    /// along the route.
+    fn start(net: &RoadNetwork, from: u32, depart_ms: i64, first_m: f64) -> Cursor {
         let (x, y) = net.junctions[from as usize];
         Cursor {
             seg: 0,
             travelled: 0.0,
             clock_ms: depart_ms as f64,
-            next: spacing_m,
+            next: first_m,
             x,
             y,
             finished: false,
@@ -581,7 +583,10 @@ impl Simulation<'_> {
                 }
                 _ => Leg::Other(self.router.route(self.net, v.at, dest)),
             };
-            v.cursor = Cursor::start(self.net, v.at, depart, self.p.spacing_m);
+            // A random phase for the first position, so that the daily commute along the same route
+            // reports new points each day (a GPS unit samples by time, not at fixed marks).
+            let first_m = self.p.spacing_m * (1.0 - self.rng.random::<f64>());
+            v.cursor = Cursor::start(self.net, v.at, depart, first_m);
             v.at = dest;
             v.place = place;
             if let Some(first) = v.advance(self.net, self.p.spacing_m) {
@@ -693,13 +698,16 @@ mod tests {
     use crate::gen::test_support::check_common;
     use std::collections::HashMap;
 
-    /// The positions of a drive along `route` from junction `from`, leaving at `depart_ms`: one every
-    /// `spacing_m` metres and one at the destination, each with the time the car is there.
+    /// The positions of a drive along `route` from junction `from`, leaving at `depart_ms`: at
+    /// `first_m` metres and every `spacing_m` metres after, and one at the destination, each with
+    /// the time the car is there, all at once (the oracle for [`Cursor`]).
+    #[allow(clippy::too_many_arguments)]
     fn drive(
         net: &RoadNetwork,
         from: u32,
         route: &[u32],
         depart_ms: i64,
+        first_m: f64,
         spacing_m: f64,
         out: &mut Vec<(i64, Point)>,
     ) {
@@ -707,7 +715,7 @@ mod tests {
         let (mut x, mut y) = net.junctions[from as usize];
         let mut travelled = 0.0;
         let mut clock_ms = depart_ms as f64;
-        let mut next = spacing_m;
+        let mut next = first_m;
         for &s in route {
             let seg = net.segments[s as usize];
             let (bx, by) = net.junctions[seg.to as usize];
@@ -750,8 +758,17 @@ mod tests {
                 router.route(&net, from, to)
             };
             let spacing = [20.0, 7.5, 400.0, 1000.0][k % 4];
-            drive(&net, from, &route, 1_000_000 * k as i64, spacing, &mut want);
-            let mut cursor = Cursor::start(&net, from, 1_000_000 * k as i64, spacing);
+            let first = spacing * [1.0, 0.5, 0.01][k % 3];
+            drive(
+                &net,
+                from,
+                &route,
+                1_000_000 * k as i64,
+                first,
+                spacing,
+                &mut want,
+            );
+            let mut cursor = Cursor::start(&net, from, 1_000_000 * k as i64, first);
             let got: Vec<(i64, Point)> =
                 std::iter::from_fn(|| cursor.advance(&net, &route, spacing)).collect();
             assert_eq!(got, want, "route {k}");
