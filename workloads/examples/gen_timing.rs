@@ -1,18 +1,23 @@
-//! Times each generator: `cargo run --release -p lsmlab-workloads --example gen_timing -- [records]
-//! [objects...]` generates `records` (default 2,000,000) records of every dataset, once with its
-//! default objects and once per given object count, and prints the wall time and the shape.
+//! Times each generator: `cargo run --release -p lsmlab-workloads --example gen_timing -- [dataset]
+//! [records] [objects...]` generates `records` (default 2,000,000) records of the dataset (default:
+//! every dataset), once with its default objects and once per given object count, and prints the
+//! wall time and the number of objects.
 
 use std::time::Instant;
 
 use lsmlab_workloads::{generate_spec, GenSpec, DATASETS};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    let only = args.next_if(|a| DATASETS.contains(&a.as_str()));
     let records: usize = args.next().map_or(Ok(2_000_000), |a| a.parse())?;
     let objects: Vec<Option<usize>> = std::iter::once(Ok(None))
         .chain(args.map(|a| a.parse().map(Some)))
         .collect::<Result<_, _>>()?;
-    for name in DATASETS {
+    for name in DATASETS
+        .into_iter()
+        .filter(|n| only.as_deref().is_none_or(|o| o == *n))
+    {
         for &o in &objects {
             let spec = GenSpec { records, objects: o };
             let start = Instant::now();
