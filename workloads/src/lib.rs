@@ -3,7 +3,8 @@
 //!
 //! - [`Trajectories`]: records of moving objects in time order, and [`Trajectories::to_ops`], the
 //!   insert-then-updates stream the LSM RUM-tree paper ingests (PAPERS.md section 1, "Datasets");
-//! - [`gen`]: Gowalla-, Chicago-taxi- and BerlinMOD-like generators ([`generate`], [`DATASETS`]);
+//! - [`gen`]: Gowalla-, Chicago-taxi- and BerlinMOD-like generators ([`generate`], [`generate_spec`]
+//!   for a chosen number of objects, [`paper_objects`], [`DATASETS`]);
 //! - [`load`](mod@load): loaders for SNAP Gowalla, the Chicago taxi CSV and any (object, time, x, y) CSV/TSV,
 //!   plain or gzipped;
 //! - [`seeded_rng`]: the per-component random streams everything random here is drawn from.
@@ -20,7 +21,7 @@ pub mod time;
 mod trajectories;
 
 pub use error::WorkloadError;
-pub use gen::{generate, DATASETS};
+pub use gen::{default_objects, generate, generate_spec, paper_objects, paper_records, GenSpec, DATASETS};
 pub use load::{load, ColumnRef, CsvColumns, Format, LoadOptions, LoadReport};
 pub use rng::{fnv1a64, seeded_rng, splitmix64};
 pub use trajectories::{Record, SpatialOp, Trajectories};

@@ -16,15 +16,20 @@
 //!   (BerlinMOD's leisure trips; weekends are not modelled). Days start at BerlinMOD's default start,
 //!   Monday 2007-05-28;
 //! - routes are fastest paths (A* on travel time); a position is emitted every `spacing_m` metres
-//!   along the route (default 20 m) plus the destination, at the time the car is there;
+//!   along the route (default 20 m), from a random phase per drive so that the same commute gives
+//!   new points every day, plus the destination, at the time the car is there;
 //! - all vehicles are simulated together in time order (an event queue of next positions), so the
 //!   stream interleaves vehicles as the real data does when sorted by time.
 //!
-//! Vehicles: 2,000 as at paper scale (BerlinMOD SF 1.0), down to `records / 1000` (at least 1)
-//! below 2M records. The threshold is higher than a naive `records / 100`: the time-ordered stream
-//! starts with the first morning's commute, in which each vehicle emits 500-1,000 positions, so
-//! with fewer than ~1,000 records per vehicle a large part of the fleet would never appear (measured:
-//! 2,000 vehicles over 1M records show 1,554 objects; 1,000 vehicles show all 1,000).
+//! Vehicles: `vehicles`, by default the paper's 28,065 positions per vehicle (56,129,943 / 2,000),
+//! at least 50 ([`crate::gen::default_objects`]). Each vehicle reports exactly its share of the
+//! records (`records / vehicles`, one more for the first `records mod vehicles`) and then parks, so
+//! the stream has exactly `vehicles` objects whatever the ratio: with ~28,000 positions a vehicle
+//! drives about four weeks of commutes, as in SF 1.0 (28 days); with 10 it reports the first 200 m
+//! of its first morning drive. (BerlinMOD's vehicles all drive the same days and report different
+//! numbers of positions; equal shares trade that for an exact record and object count.) A vehicle
+//! holds its two commute routes and a cursor along the current route, never a trip's positions, so
+//! memory grows with the fleet, not with the records per vehicle.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -34,9 +39,16 @@ use rand::Rng;
 use rand_distr::{Distribution, Normal};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{check_positive, check_probability};
+use super::{check_positive, check_probability, resolve_objects, scaled_objects};
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
+
+/// Positions in BerlinMOD at scale factor 1.0, as the paper ran it (PAPERS.md section 1).
+pub const PAPER_RECORDS: usize = 56_129_943;
+
+/// Vehicles in BerlinMOD at scale factor 1.0: 2,000 (PAPERS.md section 1; the BerlinMOD benchmark
+/// scales its fleet as 2,000 x sqrt(SF), so SF 1.0 has 2,000 vehicles over 28 days).
+pub const PAPER_VEHICLES: usize = 2_000;
 
 /// The paper's Berlin bounds.
 pub const BERLIN: Rect = Rect::new(13.088, 52.343, 13.742, 52.660);
@@ -63,7 +75,8 @@ const MITTE: Point = Point::new(13.40, 52.52);
 /// Parameters of [`berlinmod`]; the defaults and their sources are in the module docs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BerlinModParams {
-    /// Number of vehicles; `None` chooses by record count (see [`BerlinModParams::vehicles_for`]).
+    /// Number of vehicles (distinct objects); `None` keeps the paper's positions per vehicle (see
+    /// [`BerlinModParams::vehicles_for`]).
     pub vehicles: Option<usize>,
     /// Distance between two reported positions along a route, metres.
     pub spacing_m: f64,
@@ -104,10 +117,11 @@ impl Default for BerlinModParams {
 }
 
 impl BerlinModParams {
-    /// Vehicles used for `records` positions: `vehicles` if set; else 2,000 (BerlinMOD SF 1.0), or
-    /// `records / 1000` (at least 1) below 2M records (see the module docs for why).
+    /// Vehicles used for `records` positions: `vehicles` if set; else the paper's positions per
+    /// vehicle ([`PAPER_RECORDS`] / [`PAPER_VEHICLES`]), at least 50 and at most `records`.
     pub fn vehicles_for(&self, records: usize) -> usize {
-        self.vehicles.unwrap_or((records / 1000).clamp(1, 2000))
+        self.vehicles
+            .unwrap_or_else(|| scaled_objects(records, PAPER_VEHICLES, PAPER_RECORDS))
     }
 }
 
@@ -382,42 +396,73 @@ impl Router {
     }
 }
 
-/// The positions of a drive along `route` from junction `from`, leaving at `depart_ms`: one every
+/// Where a vehicle is along the route it drives: positions come out one at a time, one every
 /// `spacing_m` metres and one at the destination, each with the time the car is there.
-fn drive(
-    net: &RoadNetwork,
-    from: u32,
-    route: &[u32],
-    depart_ms: i64,
-    spacing_m: f64,
-    out: &mut Vec<(i64, Point)>,
-) {
-    out.clear();
-    let (mut x, mut y) = net.junctions[from as usize];
-    let mut travelled = 0.0;
-    let mut clock_ms = depart_ms as f64;
-    let mut next = spacing_m;
-    for &s in route {
-        let seg = net.segments[s as usize];
-        let (bx, by) = net.junctions[seg.to as usize];
-        while next <= travelled + seg.length_m {
-            let along = next - travelled;
-            let f = if seg.length_m > 0.0 {
-                along / seg.length_m
-            } else {
-                1.0
-            };
-            let t = clock_ms + along / seg.speed_mps * 1000.0;
-            out.push((t.floor() as i64, net.to_point(x + f * (bx - x), y + f * (by - y))));
-            next += spacing_m;
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor {
+    /// Index into the route of the segment being driven.
+    seg: usize,
+    /// Metres driven to the start of that segment.
+    travelled: f64,
+    /// Time at the start of that segment, milliseconds.
+    clock_ms: f64,
+    /// Distance along the route of the next position, metres.
+    next: f64,
+    /// Start of that segment, metres.
+    x: f64,
+    y: f64,
+    /// The destination has been considered (reported or skipped).
+    finished: bool,
+}
+
+impl Cursor {
+    /// A drive leaving junction `from` at `depart_ms`, whose first position is `first_m` metres
+    /// along the route.
+    fn start(net: &RoadNetwork, from: u32, depart_ms: i64, first_m: f64) -> Cursor {
+        let (x, y) = net.junctions[from as usize];
+        Cursor {
+            seg: 0,
+            travelled: 0.0,
+            clock_ms: depart_ms as f64,
+            next: first_m,
+            x,
+            y,
+            finished: false,
         }
-        travelled += seg.length_m;
-        clock_ms += seg.length_m / seg.speed_mps * 1000.0;
-        x = bx;
-        y = by;
     }
-    if !route.is_empty() && next - spacing_m < travelled {
-        out.push((clock_ms.floor() as i64, net.to_point(x, y)));
+
+    /// The next position along `route`, or `None` once the destination has been reported. The
+    /// destination is reported unless the last spaced position fell exactly on it.
+    fn advance(&mut self, net: &RoadNetwork, route: &[u32], spacing_m: f64) -> Option<(i64, Point)> {
+        while let Some(&s) = route.get(self.seg) {
+            let seg = net.segments[s as usize];
+            let (bx, by) = net.junctions[seg.to as usize];
+            if self.next <= self.travelled + seg.length_m {
+                let along = self.next - self.travelled;
+                let f = if seg.length_m > 0.0 {
+                    along / seg.length_m
+                } else {
+                    1.0
+                };
+                let t = self.clock_ms + along / seg.speed_mps * 1000.0;
+                self.next += spacing_m;
+                return Some((
+                    t.floor() as i64,
+                    net.to_point(self.x + f * (bx - self.x), self.y + f * (by - self.y)),
+                ));
+            }
+            self.travelled += seg.length_m;
+            self.clock_ms += seg.length_m / seg.speed_mps * 1000.0;
+            self.x = bx;
+            self.y = by;
+            self.seg += 1;
+        }
+        if self.finished {
+            return None;
+        }
+        self.finished = true;
+        (!route.is_empty() && self.next - spacing_m < self.travelled)
+            .then(|| (self.clock_ms.floor() as i64, net.to_point(self.x, self.y)))
     }
 }
 
@@ -426,6 +471,15 @@ enum Place {
     Home,
     Work,
     Leisure,
+}
+
+/// The route a vehicle is driving: one of its cached commutes, or a route of its own (to or from
+/// a leisure place).
+#[derive(Debug)]
+enum Leg {
+    ToWork,
+    ToHome,
+    Other(Vec<u32>),
 }
 
 struct Vehicle {
@@ -439,8 +493,24 @@ struct Vehicle {
     work_day: i64,
     to_work: Option<Vec<u32>>,
     to_home_from_work: Option<Vec<u32>>,
-    trip: Vec<(i64, Point)>,
-    cursor: usize,
+    leg: Leg,
+    cursor: Cursor,
+    /// The next position to report (reported when the event queue reaches its time).
+    pending: Point,
+    /// Positions still to report, this one included.
+    remaining: usize,
+}
+
+impl Vehicle {
+    /// The next position along the current leg, if the leg has one left.
+    fn advance(&mut self, net: &RoadNetwork, spacing_m: f64) -> Option<(i64, Point)> {
+        let route: &[u32] = match &self.leg {
+            Leg::ToWork => self.to_work.as_deref().unwrap_or(&[]),
+            Leg::ToHome => self.to_home_from_work.as_deref().unwrap_or(&[]),
+            Leg::Other(r) => r,
+        };
+        self.cursor.advance(net, route, spacing_m)
+    }
 }
 
 const MINUTE_MS: i64 = 60_000;
@@ -464,8 +534,9 @@ impl Simulation<'_> {
         self.start_ms + day * DAY_MS + (hours * HOUR_MS as f64) as i64
     }
 
-    /// Plans the vehicle's next drive after arriving where it is at `arrived_ms`, filling `v.trip`.
-    fn plan(&mut self, v: &mut Vehicle, mut arrived_ms: i64) {
+    /// Plans the vehicle's next drive after arriving where it is at `arrived_ms`, and returns the
+    /// drive's first position.
+    fn plan(&mut self, v: &mut Vehicle, mut arrived_ms: i64) -> (i64, Point) {
         let min_stay = 30 * MINUTE_MS;
         loop {
             let (depart, dest, place) = match v.place {
@@ -497,23 +568,29 @@ impl Simulation<'_> {
                     (arrived_ms + stay, v.home, Place::Home)
                 }
             };
-            let route = match (v.place, place) {
-                (Place::Home, Place::Work) => v
-                    .to_work
-                    .get_or_insert_with(|| self.router.route(self.net, v.home, v.work))
-                    .clone(),
-                (Place::Work, Place::Home) => v
-                    .to_home_from_work
-                    .get_or_insert_with(|| self.router.route(self.net, v.work, v.home))
-                    .clone(),
-                _ => self.router.route(self.net, v.at, dest),
+            v.leg = match (v.place, place) {
+                (Place::Home, Place::Work) => {
+                    if v.to_work.is_none() {
+                        v.to_work = Some(self.router.route(self.net, v.home, v.work));
+                    }
+                    Leg::ToWork
+                }
+                (Place::Work, Place::Home) => {
+                    if v.to_home_from_work.is_none() {
+                        v.to_home_from_work = Some(self.router.route(self.net, v.work, v.home));
+                    }
+                    Leg::ToHome
+                }
+                _ => Leg::Other(self.router.route(self.net, v.at, dest)),
             };
-            drive(self.net, v.at, &route, depart, self.p.spacing_m, &mut v.trip);
-            v.cursor = 0;
+            // A random phase for the first position, so that the daily commute along the same route
+            // reports new points each day (a GPS unit samples by time, not at fixed marks).
+            let first_m = self.p.spacing_m * (1.0 - self.rng.random::<f64>());
+            v.cursor = Cursor::start(self.net, v.at, depart, first_m);
             v.at = dest;
             v.place = place;
-            if !v.trip.is_empty() {
-                return;
+            if let Some(first) = v.advance(self.net, self.p.spacing_m) {
+                return first;
             }
             // Nowhere to drive (same junction): stay, and plan the next leg from there.
             arrived_ms = depart;
@@ -537,15 +614,13 @@ pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Traje
     check_probability(G, "missing_streets", p.missing_streets)?;
     check_probability(G, "leisure_probability", p.leisure_probability)?;
     let max_block = (BERLIN.height() * METRES_PER_DEG_LAT).min(BERLIN.width() * metres_per_deg_lon()) / 2.0;
-    if !(50.0..=max_block).contains(&p.block_m) || p.vehicles == Some(0) {
+    if !(50.0..=max_block).contains(&p.block_m) {
         return Err(WorkloadError::InvalidParameter {
             generator: G,
-            reason: format!(
-                "block_m must be in 50..={max_block:.0} m (got {}) and vehicles at least 1",
-                p.block_m
-            ),
+            reason: format!("block_m must be in 50..={max_block:.0} m, got {}", p.block_m),
         });
     }
+    let vehicles = resolve_objects(G, "vehicles", records, p.vehicles, p.vehicles_for(records))?;
     let mut out = Trajectories {
         name: G.to_string(),
         extent: BERLIN,
@@ -556,9 +631,8 @@ pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Traje
     }
     let net = RoadNetwork::build(seed, p);
     let mut place_rng = seeded_rng(seed, "berlinmod/places");
-    let vehicles = p.vehicles_for(records);
     let mut fleet: Vec<Vehicle> = (0..vehicles)
-        .map(|_| {
+        .map(|i| {
             let home = net.draw_junction(&mut place_rng, p.home_sigma_m, None);
             let work = net.draw_junction(&mut place_rng, p.work_sigma_m, Some(home));
             Vehicle {
@@ -570,8 +644,10 @@ pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Traje
                 work_day: 0,
                 to_work: None,
                 to_home_from_work: None,
-                trip: Vec::new(),
-                cursor: 0,
+                leg: Leg::Other(Vec::new()),
+                cursor: Cursor::default(),
+                pending: Point::new(0.0, 0.0),
+                remaining: records / vehicles + usize::from(i < records % vehicles),
             }
         })
         .collect();
@@ -582,27 +658,37 @@ pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Traje
         rng: seeded_rng(seed, "berlinmod/schedule"),
         start_ms: p.start * 1000,
     };
-    // The event queue: each vehicle's next position, earliest first, ties by vehicle.
+    // The event queue: each vehicle's next position, earliest first, ties by vehicle. A vehicle
+    // leaves the queue once it has reported its share, so the queue empties after `records`.
     let mut queue = BinaryHeap::with_capacity(vehicles);
     for (i, v) in fleet.iter_mut().enumerate() {
-        sim.plan(v, sim.start_ms - DAY_MS);
-        queue.push(Reverse((v.trip[0].0, i as u32)));
+        let (t, point) = sim.plan(v, sim.start_ms - DAY_MS);
+        v.pending = point;
+        queue.push(Reverse((t, i as u32)));
     }
-    while out.records.len() < records {
-        let Some(Reverse((t, i))) = queue.pop() else { break };
+    while let Some(Reverse((t, i))) = queue.pop() {
         let v = &mut fleet[i as usize];
-        let (_, point) = v.trip[v.cursor];
         out.records.push(Record {
             oid: u64::from(i),
             time: t.div_euclid(1000),
-            point,
+            point: v.pending,
         });
-        v.cursor += 1;
-        if v.cursor == v.trip.len() {
-            sim.plan(v, t);
+        v.remaining -= 1;
+        if v.remaining == 0 {
+            // Parked for good: drop its routes.
+            v.to_work = None;
+            v.to_home_from_work = None;
+            v.leg = Leg::Other(Vec::new());
+            continue;
         }
-        queue.push(Reverse((v.trip[v.cursor].0, i)));
+        let (next_t, point) = match v.advance(&net, p.spacing_m) {
+            Some(next) => next,
+            None => sim.plan(v, t),
+        };
+        v.pending = point;
+        queue.push(Reverse((next_t, i)));
     }
+    debug_assert_eq!(out.records.len(), records);
     Ok(out)
 }
 
@@ -611,6 +697,84 @@ mod tests {
     use super::*;
     use crate::gen::test_support::check_common;
     use std::collections::HashMap;
+
+    /// The positions of a drive along `route` from junction `from`, leaving at `depart_ms`: at
+    /// `first_m` metres and every `spacing_m` metres after, and one at the destination, each with
+    /// the time the car is there, all at once (the oracle for [`Cursor`]).
+    #[allow(clippy::too_many_arguments)]
+    fn drive(
+        net: &RoadNetwork,
+        from: u32,
+        route: &[u32],
+        depart_ms: i64,
+        first_m: f64,
+        spacing_m: f64,
+        out: &mut Vec<(i64, Point)>,
+    ) {
+        out.clear();
+        let (mut x, mut y) = net.junctions[from as usize];
+        let mut travelled = 0.0;
+        let mut clock_ms = depart_ms as f64;
+        let mut next = first_m;
+        for &s in route {
+            let seg = net.segments[s as usize];
+            let (bx, by) = net.junctions[seg.to as usize];
+            while next <= travelled + seg.length_m {
+                let along = next - travelled;
+                let f = if seg.length_m > 0.0 {
+                    along / seg.length_m
+                } else {
+                    1.0
+                };
+                let t = clock_ms + along / seg.speed_mps * 1000.0;
+                out.push((t.floor() as i64, net.to_point(x + f * (bx - x), y + f * (by - y))));
+                next += spacing_m;
+            }
+            travelled += seg.length_m;
+            clock_ms += seg.length_m / seg.speed_mps * 1000.0;
+            x = bx;
+            y = by;
+        }
+        if !route.is_empty() && next - spacing_m < travelled {
+            out.push((clock_ms.floor() as i64, net.to_point(x, y)));
+        }
+    }
+
+    #[test]
+    fn cursor_reports_the_positions_of_the_whole_drive() {
+        // Oracle: `drive` materialises a trip's positions in one loop; the cursor must give the
+        // same positions, bit for bit, one at a time.
+        let p = BerlinModParams::default();
+        let net = RoadNetwork::build(4, &p);
+        let mut router = Router::new(net.junctions.len());
+        let mut rng = seeded_rng(4, "test/routes");
+        let mut want = Vec::new();
+        for k in 0..40 {
+            let from = net.draw_junction(&mut rng, p.home_sigma_m, None);
+            let to = net.draw_junction(&mut rng, p.work_sigma_m, Some(from));
+            let route = if k == 0 {
+                Vec::new()
+            } else {
+                router.route(&net, from, to)
+            };
+            let spacing = [20.0, 7.5, 400.0, 1000.0][k % 4];
+            let first = spacing * [1.0, 0.5, 0.01][k % 3];
+            drive(
+                &net,
+                from,
+                &route,
+                1_000_000 * k as i64,
+                first,
+                spacing,
+                &mut want,
+            );
+            let mut cursor = Cursor::start(&net, from, 1_000_000 * k as i64, first);
+            let got: Vec<(i64, Point)> =
+                std::iter::from_fn(|| cursor.advance(&net, &route, spacing)).collect();
+            assert_eq!(got, want, "route {k}");
+            assert_eq!(cursor.advance(&net, &route, spacing), None);
+        }
+    }
 
     #[test]
     fn deterministic_exact_and_ordered() {
@@ -621,7 +785,8 @@ mod tests {
         check_common(&a, 50_000);
         assert_eq!(p.vehicles_for(50_000), 50);
         assert_eq!(p.vehicles_for(56_129_943), 2000);
-        assert_eq!(p.vehicles_for(500), 1);
+        assert_eq!(p.vehicles_for(500), 50);
+        assert_eq!(p.vehicles_for(5), 5);
         assert_eq!(a.objects(), 50);
         for n in [1, 2, 999, 1001, 2500] {
             check_common(&berlinmod(n, 1, &p).unwrap(), n);

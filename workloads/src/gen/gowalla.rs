@@ -6,9 +6,9 @@
 //! venues) where the paper gives none:
 //! - activity per user is lognormal with sigma = sqrt(2 ln(mean/median)) = sqrt(2 ln 3.9) = 1.65
 //!   (NYC: median 5, mean 19.5). At NYC size (7,115 users, mean 19.5) it gives median 5 and a maximum
-//!   of 1,500-3,000 depending on the seed (NYC: 1,794). The scale is set by `records_per_user` =
-//!   6,442,757 / 107,092 = 60.2, so the number of users grows with the record count as at paper
-//!   scale;
+//!   of 1,500-3,000 depending on the seed (NYC: 1,794). The number of users is a parameter
+//!   (`users`); by default it keeps SNAP's 6,442,757 / 107,092 = 60.2 check-ins per user
+//!   ([`crate::gen::default_objects`]);
 //! - venue popularity inside a city is Zipf with exponent 0.75 (NYC: the top venue has 1.2% of the
 //!   check-ins, the top 100 18%, the top 1,000 41%; Zipf 0.75 over NYC's 21,509 venues gives 2.2%,
 //!   20%, 42%), and there is one venue per 6.46 check-ins (NYC: 138,957 / 21,509);
@@ -28,16 +28,25 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::{Distribution, LogNormal, Normal};
 
-use super::{check_positive, check_probability, check_time_range};
+use super::{check_positive, check_probability, check_time_range, resolve_objects, scaled_objects};
 use crate::sample::{zipf_weights, CumulativeTable};
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
+/// Check-ins in the full SNAP Gowalla dataset (`loc-gowalla_totalCheckins`), as the paper ran it
+/// (PAPERS.md section 1).
+pub const PAPER_RECORDS: usize = 6_442_757;
+
+/// Users in the full SNAP Gowalla dataset: SNAP's page for `loc-Gowalla` lists 196,591 users in the
+/// friendship graph, of whom 107,092 have check-ins in `loc-gowalla_totalCheckins` (the count
+/// PAPERS.md section 1 gives, "~107k users").
+pub const PAPER_USERS: usize = 107_092;
+
 /// Parameters of [`gowalla`]; the defaults and their sources are in the module docs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GowallaParams {
-    /// Mean check-ins per user; the number of users is `records / records_per_user`.
-    pub records_per_user: f64,
+    /// Distinct users; `None` keeps SNAP's check-ins per user ([`crate::gen::default_objects`]).
+    pub users: Option<usize>,
     /// Sigma of the lognormal activity (check-ins per user) distribution.
     pub activity_sigma: f64,
     pub cities: usize,
@@ -66,7 +75,7 @@ pub struct GowallaParams {
 impl Default for GowallaParams {
     fn default() -> Self {
         GowallaParams {
-            records_per_user: 6_442_757.0 / 107_092.0,
+            users: None,
             activity_sigma: (2.0 * (19.53f64 / 5.0).ln()).sqrt(),
             cities: 40,
             city_zipf: 1.0,
@@ -197,7 +206,6 @@ fn activity(records: usize, users: usize, seed: u64, p: &GowallaParams) -> Vec<u
 pub fn gowalla(records: usize, seed: u64, p: &GowallaParams) -> Result<Trajectories, WorkloadError> {
     const G: &str = "gowalla";
     check_time_range(G, p.start, p.end)?;
-    check_positive(G, "records_per_user", p.records_per_user)?;
     check_positive(G, "checkins_per_venue", p.checkins_per_venue)?;
     check_positive(G, "activity_sigma", p.activity_sigma)?;
     check_probability(G, "stay_in_district", p.stay_in_district)?;
@@ -208,6 +216,13 @@ pub fn gowalla(records: usize, seed: u64, p: &GowallaParams) -> Result<Trajector
             reason: "cities must be at least 1".into(),
         });
     }
+    let users = resolve_objects(
+        G,
+        "users",
+        records,
+        p.users,
+        scaled_objects(records, PAPER_USERS, PAPER_RECORDS),
+    )?;
     let mut out = Trajectories {
         name: G.to_string(),
         extent: WORLD,
@@ -216,7 +231,6 @@ pub fn gowalla(records: usize, seed: u64, p: &GowallaParams) -> Result<Trajector
     if records == 0 {
         return Ok(out);
     }
-    let users = ((records as f64 / p.records_per_user).round() as usize).clamp(1, records);
     let counts = activity(records, users, seed, p);
     let venues = build_venues(
         ((records as f64 / p.checkins_per_venue).ceil() as usize).max(1),
@@ -289,7 +303,10 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a.records, c.records);
         check_common(&a, 20_000);
-        assert_eq!(a.objects(), (20_000.0 / p.records_per_user).round() as usize);
+        assert_eq!(
+            a.objects(),
+            (20_000.0 * 107_092.0 / 6_442_757.0f64).round() as usize
+        );
         for n in [1, 2, 59, 61, 1000] {
             check_common(&gowalla(n, 1, &p).unwrap(), n);
         }
@@ -299,7 +316,7 @@ mod tests {
     fn activity_is_heavy_tailed() {
         // At NYC size with NYC's mean, the fit should land near NYC's median 5 and max 1,794.
         let p = GowallaParams {
-            records_per_user: 19.53,
+            users: Some(7_115),
             ..GowallaParams::default()
         };
         let t = gowalla(138_957, 42, &p).unwrap();

@@ -1,8 +1,13 @@
 //! Synthetic stand-ins for the LSM RUM-tree paper's three datasets (PAPERS.md section 1,
-//! "Datasets"), deterministic for (records, seed), so that experiments run on any machine without
-//! the real files. Each generator reproduces the *shape* the paper's results depend on: how
+//! "Datasets"), deterministic for (records, objects, seed), so that experiments run on any machine
+//! without the real files. Each generator reproduces the *shape* the paper's results depend on: how
 //! clustered the points are, how far an object moves between two records, and how many records
 //! each object has.
+//!
+//! The number of distinct objects (users, taxis, vehicles) is a parameter of its own
+//! ([`GenSpec::objects`]): the paper's mechanisms hinge on how many live objects there are relative
+//! to the memory component's capacity, so an experiment scales it with the capacity rather than
+//! with the record count. [`paper_objects`] and [`paper_records`] give the real datasets' figures.
 
 pub mod berlinmod;
 pub mod chicago;
@@ -17,16 +22,143 @@ use crate::{Trajectories, WorkloadError};
 /// The names `generate` accepts, in the paper's order.
 pub const DATASETS: [&str; 3] = ["gowalla", "chicago", "berlinmod"];
 
-/// Generates `records` records of the named dataset with its default parameters.
-pub fn generate(name: &str, records: usize, seed: u64) -> Result<Trajectories, WorkloadError> {
+/// The fewest objects a default object count gives (fewer only when there are fewer records): a
+/// small run keeps a population of objects even where the paper's records per object would leave
+/// one or two.
+pub const MIN_DEFAULT_OBJECTS: usize = 50;
+
+/// What to generate: how many records, and over how many distinct objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenSpec {
+    pub records: usize,
+    /// Distinct objects in the stream; `None` takes [`default_objects`]. Every object has at least
+    /// one record, so it must be in `1..=records`.
+    pub objects: Option<usize>,
+}
+
+impl GenSpec {
+    /// `records` records over the dataset's default number of objects.
+    pub fn new(records: usize) -> GenSpec {
+        GenSpec {
+            records,
+            objects: None,
+        }
+    }
+
+    /// The same records over exactly `objects` distinct objects.
+    pub fn with_objects(self, objects: usize) -> GenSpec {
+        GenSpec {
+            objects: Some(objects),
+            ..self
+        }
+    }
+}
+
+fn unknown(name: &str) -> WorkloadError {
+    WorkloadError::UnknownDataset {
+        name: name.to_string(),
+        valid: DATASETS.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Records in the real dataset the paper ran (PAPERS.md section 1): 6,442,757 Gowalla check-ins,
+/// 15,241,413 Chicago taxi pickups (2019), 56,129,943 BerlinMOD positions (SF 1.0).
+pub fn paper_records(name: &str) -> Result<usize, WorkloadError> {
     match name {
-        "gowalla" => gowalla(records, seed, &GowallaParams::default()),
-        "chicago" => chicago(records, seed, &ChicagoParams::default()),
-        "berlinmod" => berlinmod(records, seed, &BerlinModParams::default()),
-        _ => Err(WorkloadError::UnknownDataset {
-            name: name.to_string(),
-            valid: DATASETS.iter().map(|s| s.to_string()).collect(),
+        "gowalla" => Ok(gowalla::PAPER_RECORDS),
+        "chicago" => Ok(chicago::PAPER_RECORDS),
+        "berlinmod" => Ok(berlinmod::PAPER_RECORDS),
+        _ => Err(unknown(name)),
+    }
+}
+
+/// Distinct objects in the real dataset the paper ran; the sources are on each constant:
+/// [`gowalla::PAPER_USERS`], [`chicago::PAPER_TAXIS`] (an estimate: no published count of 2019's
+/// distinct taxi ids was found), [`berlinmod::PAPER_VEHICLES`].
+pub fn paper_objects(name: &str) -> Result<usize, WorkloadError> {
+    match name {
+        "gowalla" => Ok(gowalla::PAPER_USERS),
+        "chicago" => Ok(chicago::PAPER_TAXIS),
+        "berlinmod" => Ok(berlinmod::PAPER_VEHICLES),
+        _ => Err(unknown(name)),
+    }
+}
+
+/// The objects `generate` uses for `records` records when none are asked for: the real dataset's
+/// records per object (`records x paper_objects / paper_records`, rounded), but at least
+/// [`MIN_DEFAULT_OBJECTS`] and at most `records`.
+pub fn default_objects(name: &str, records: usize) -> Result<usize, WorkloadError> {
+    Ok(scaled_objects(
+        records,
+        paper_objects(name)?,
+        paper_records(name)?,
+    ))
+}
+
+/// `records x paper_objects / paper_records`, rounded, within `min(50, records)..=records`.
+pub(crate) fn scaled_objects(records: usize, paper_objects: usize, paper_records: usize) -> usize {
+    let scaled = (records as f64 * paper_objects as f64 / paper_records as f64).round() as usize;
+    scaled.clamp(MIN_DEFAULT_OBJECTS.min(records), records)
+}
+
+/// Generates `records` records of the named dataset with its default parameters and objects.
+pub fn generate(name: &str, records: usize, seed: u64) -> Result<Trajectories, WorkloadError> {
+    generate_spec(name, &GenSpec::new(records), seed)
+}
+
+/// Generates the named dataset as `spec` says, with the dataset's default parameters otherwise.
+pub fn generate_spec(name: &str, spec: &GenSpec, seed: u64) -> Result<Trajectories, WorkloadError> {
+    match name {
+        "gowalla" => gowalla(
+            spec.records,
+            seed,
+            &GowallaParams {
+                users: spec.objects,
+                ..GowallaParams::default()
+            },
+        ),
+        "chicago" => chicago(
+            spec.records,
+            seed,
+            &ChicagoParams {
+                taxis: spec.objects,
+                ..ChicagoParams::default()
+            },
+        ),
+        "berlinmod" => berlinmod(
+            spec.records,
+            seed,
+            &BerlinModParams {
+                vehicles: spec.objects,
+                ..BerlinModParams::default()
+            },
+        ),
+        _ => Err(unknown(name)),
+    }
+}
+
+/// The object count a generator uses: `asked` if given (checked to be in `1..=records`), else
+/// `default`. `what` names the objects in the error ("users", "taxis", "vehicles").
+pub(crate) fn resolve_objects(
+    generator: &'static str,
+    what: &str,
+    records: usize,
+    asked: Option<usize>,
+    default: usize,
+) -> Result<usize, WorkloadError> {
+    match asked {
+        None => Ok(default),
+        Some(0) => Err(WorkloadError::InvalidParameter {
+            generator,
+            reason: format!("{what} (objects) must be at least 1, got 0"),
         }),
+        Some(n) if n > records => Err(WorkloadError::InvalidParameter {
+            generator,
+            reason: format!(
+                "{what} (objects) = {n} exceeds records = {records}: every object needs at least one record"
+            ),
+        }),
+        Some(n) => Ok(n),
     }
 }
 
@@ -117,6 +249,30 @@ mod tests {
             err.contains("\"nyc\"") && err.contains("gowalla, chicago, berlinmod"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn object_counts_are_checked_and_defaulted() {
+        for name in DATASETS {
+            let spec = GenSpec::new(1000).with_objects(0);
+            let err = generate_spec(name, &spec, 1).unwrap_err().to_string();
+            assert!(err.contains("at least 1") && err.contains(name), "{err}");
+            let err = generate_spec(name, &GenSpec::new(10).with_objects(11), 1)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("11 exceeds records = 10"), "{err}");
+            let t = generate_spec(name, &GenSpec::new(10).with_objects(10), 1).unwrap();
+            assert_eq!(t.objects(), 10, "{name}");
+            assert_eq!(default_objects(name, 7).unwrap(), 7);
+            assert_eq!(default_objects(name, 1000).unwrap(), 50);
+            let paper = paper_records(name).unwrap();
+            assert_eq!(
+                default_objects(name, paper).unwrap(),
+                paper_objects(name).unwrap()
+            );
+        }
+        assert_eq!(default_objects("gowalla", 20_000).unwrap(), 332);
+        assert!(paper_objects("nyc").is_err() && default_objects("nyc", 5).is_err());
     }
 
     #[test]

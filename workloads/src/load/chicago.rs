@@ -120,7 +120,7 @@ pub(super) fn deal_to_taxis(records: &mut [Record], taxis: Option<usize>, notes:
         if taxis.is_some() {
             " (as requested)"
         } else {
-            " (records / 2000, clamped to 50..=8000)"
+            " (the Chicago generator's default: 2019's pickups per taxi, at least 50)"
         }
     ));
 }

@@ -114,7 +114,7 @@ pub struct LoadOptions {
     /// so the prefix is the start of the replayed stream, not the start of the file).
     pub limit: Option<usize>,
     /// For [`Format::ChicagoCsv`] files without a `taxi_id` column: how many synthetic taxis to
-    /// deal the trips to (default as the Chicago generator: records / 2000 clamped to 50..=8000).
+    /// deal the trips to (default as the Chicago generator: 2019's pickups per taxi, at least 50).
     pub taxis: Option<usize>,
 }
 
