@@ -28,7 +28,7 @@ fn rows(out: &Path, experiment: &str) -> Vec<serde_json::Map<String, Value>> {
 }
 
 /// The fields of a rum-update row, exactly (the contract).
-const UPDATE_FIELDS: [&str; 24] = [
+const UPDATE_FIELDS: [&str; 27] = [
     "dataset",
     "strategy",
     "records",
@@ -53,6 +53,9 @@ const UPDATE_FIELDS: [&str; 24] = [
     "merge_page_reads",
     "merge_page_writes",
     "merge_modelled_ms",
+    "objects",
+    "memory_capacity_entries",
+    "objects_per_memory_capacity",
 ];
 
 #[test]

@@ -223,8 +223,8 @@ impl TypedExperiment for RumConcurrency {
                             data.name
                         );
                     }
-                    let row = RowBuilder::new()
-                        .str("dataset", &data.name)
+                    let row = p
+                        .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
                         .str("strategy", strategy.to_string())
                         .int("threads", n as u64)
                         .int("ops", ops.len() as u64)

@@ -225,8 +225,8 @@ impl TypedExperiment for RumMixed {
                         let io = bed.io().since(&io_start);
                         let updates = ops.len() as u64;
                         let per = |n: u64| if n == 0 { 1.0 } else { n as f64 };
-                        let mut row = RowBuilder::new()
-                            .str("dataset", &data.name)
+                        let mut row = p
+                            .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
                             .str("strategy", strategy.to_string())
                             .num("query_fraction", q)
                             .str("query_skew", skew.name())

@@ -15,17 +15,26 @@ pub mod update;
 use crate::config::{check, DeviceKind, KeyHelp, Storage, StorageConfig};
 use crate::experiment::RowBuilder;
 use crate::experiment::{RunContext, Scale};
+use crate::progress::thousands;
 use anyhow::Context;
 use lsmlab_engine::lsm::LifecycleStats;
 use lsmlab_engine::lsm::MergePolicyConfig;
+use lsmlab_engine::rtree::DiskRTree;
 use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, SpatialStats, Strategy};
 use lsmlab_engine::storage::IoStats;
-use lsmlab_workloads::{SpatialOp, Trajectories};
+use lsmlab_workloads::{GenSpec, SpatialOp, Trajectories};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::{Duration, Instant};
 
 pub const PAPER: &str = "LSM RUM-tree";
+
+/// The authors' memory component in 2 KiB pages (128 MiB).
+pub const PAPER_MEMORY_PAGES: u64 = 65_536;
+
+/// The fewest objects a generated dataset gets by default (the tiny scale's ratio would leave
+/// BerlinMOD with 2 vehicles).
+pub const MIN_OBJECTS: usize = 10;
 
 /// The paper's datasets, generated synthetically (lsmlab_workloads) with their characteristics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +96,9 @@ pub struct IndexConfig {
     pub datasets: Vec<Dataset>,
     /// Records per dataset; 0 = the paper's count (for `--data`, the whole file).
     pub records: usize,
+    /// Distinct objects per generated dataset; 0 = the real dataset's count scaled with the memory
+    /// component ([`IndexConfig::objects_for`]).
+    pub objects: usize,
     pub memory_pages: u64,
     pub max_mergeable_pages: u64,
     pub tolerance: usize,
@@ -121,6 +133,7 @@ impl IndexConfig {
         IndexConfig {
             datasets: Dataset::ALL.to_vec(),
             records,
+            objects: 0,
             memory_pages,
             max_mergeable_pages: memory_pages * 8,
             tolerance: 5,
@@ -150,6 +163,10 @@ impl IndexConfig {
             (
                 "records",
                 "records per dataset (0 = the paper's count: 6,442,757 / 15,241,413 / 56,129,943; for --data, the whole file)",
+            ),
+            (
+                "objects",
+                "distinct objects per generated dataset (0 = the real count, 107,092 / 5,000 / 2,000, x memory_pages / 65,536: the paper's objects per memory page)",
             ),
             (
                 "memory_pages",
@@ -232,6 +249,70 @@ impl IndexConfig {
         )
     }
 
+    /// The objects a generated dataset gets: `objects` when set, else the real dataset's object
+    /// count scaled by `memory_pages / 65,536` (the authors' memory component), so that objects per
+    /// memory page (what decides whether cleaning keeps the memory component below its budget) are
+    /// the paper's at every scale; at least [`MIN_OBJECTS`] and at most the records.
+    pub fn objects_for(&self, dataset: Dataset, records: usize) -> usize {
+        let n = if self.objects > 0 {
+            self.objects
+        } else {
+            self.scaled_objects(dataset).max(MIN_OBJECTS)
+        };
+        n.min(records)
+    }
+
+    /// The real dataset's objects x `memory_pages / 65,536`, rounded.
+    fn scaled_objects(&self, dataset: Dataset) -> usize {
+        let real = lsmlab_workloads::paper_objects(dataset.as_str()).expect("a built-in dataset");
+        (real as f64 * self.memory_pages as f64 / PAPER_MEMORY_PAGES as f64).round() as usize
+    }
+
+    /// Says where a generated dataset's object count came from.
+    fn objects_note(&self, dataset: Dataset, records: usize, objects: usize) -> String {
+        let how = if self.objects > 0 {
+            "set by `objects`".to_string()
+        } else {
+            let real = lsmlab_workloads::paper_objects(dataset.as_str()).unwrap_or(0);
+            format!(
+                "the real dataset's {} objects x memory_pages {} / {PAPER_MEMORY_PAGES} (the paper's objects \
+                 per memory page){}",
+                thousands(real as u64),
+                self.memory_pages,
+                if self.scaled_objects(dataset) < MIN_OBJECTS {
+                    format!(", raised to the minimum of {MIN_OBJECTS}")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        format!(
+            "{dataset}: {} objects over {} records ({how}); every row gives objects, \
+             memory_capacity_entries and objects_per_memory_capacity.",
+            thousands(objects as u64),
+            thousands(records as u64)
+        )
+    }
+
+    /// Entries the memory component holds when its budget is all leaves: `memory_pages` x the
+    /// entries of one leaf page.
+    pub fn memory_capacity_entries(&self, storage: &StorageConfig) -> u64 {
+        self.memory_pages * DiskRTree::leaf_capacity(storage.page_size) as u64
+    }
+
+    /// The fields every RUM row carries about the data against the memory component: `objects`
+    /// (distinct objects in the data), `memory_capacity_entries` and their ratio.
+    pub fn data_fields(&self, row: RowBuilder, data: &Trajectories, storage: &StorageConfig) -> RowBuilder {
+        let capacity = self.memory_capacity_entries(storage);
+        let objects = data.objects() as u64;
+        row.int("objects", objects)
+            .int("memory_capacity_entries", capacity)
+            .num(
+                "objects_per_memory_capacity",
+                objects as f64 / capacity.max(1) as f64,
+            )
+    }
+
     /// The index configuration for `strategy` on `data`.
     pub fn spatial_config(&self, strategy: Strategy, data: &Trajectories) -> SpatialConfig {
         let mut cfg = SpatialConfig::new(strategy, data.extent, self.memory_pages);
@@ -271,10 +352,13 @@ impl IndexConfig {
             } else {
                 self.records
             };
+            let objects = self.objects_for(dataset, n);
             ctx.progress
-                .message(format!("generating {dataset} ({n} records)"));
-            let t = lsmlab_workloads::generate(dataset.as_str(), n, ctx.seed)
+                .message(format!("generating {dataset} ({n} records, {objects} objects)"));
+            let spec = GenSpec::new(n).with_objects(objects);
+            let t = lsmlab_workloads::generate_spec(dataset.as_str(), &spec, ctx.seed)
                 .with_context(|| format!("generating {dataset}"))?;
+            notes.push(self.objects_note(dataset, n, objects));
             out.push(t);
         }
         for spec in ctx.data {
@@ -592,5 +676,26 @@ mod tests {
             assert_eq!(c.max_mergeable_pages, c.memory_pages * 8);
         }
         assert_eq!(IndexConfig::defaults(Scale::Paper).records, 0);
+    }
+
+    #[test]
+    fn default_objects_keep_the_papers_objects_per_memory_page() {
+        let at = |scale, dataset: Dataset| {
+            let c = IndexConfig::defaults(scale);
+            c.objects_for(dataset, dataset.paper_records())
+        };
+        for dataset in Dataset::ALL {
+            let real = lsmlab_workloads::paper_objects(dataset.as_str()).unwrap();
+            assert_eq!(at(Scale::Paper, dataset), real);
+            // small's memory component is 1/32 of the authors'
+            assert_eq!(at(Scale::Small, dataset), (real as f64 / 32.0).round() as usize);
+        }
+        assert_eq!(at(Scale::Small, Dataset::Chicago), 156);
+        // tiny's ratio would give BerlinMOD 2 vehicles: the minimum applies
+        assert_eq!(at(Scale::Tiny, Dataset::Berlinmod), MIN_OBJECTS);
+        let mut c = IndexConfig::defaults(Scale::Small);
+        c.objects = 700;
+        assert_eq!(c.objects_for(Dataset::Gowalla, 1_000), 700);
+        assert_eq!(c.objects_for(Dataset::Gowalla, 500), 500, "never more objects than records");
     }
 }

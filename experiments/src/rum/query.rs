@@ -158,8 +158,8 @@ impl TypedExperiment for RumQuery {
                     }
                     prints.push(sel_prints);
                     let n = nq as f64;
-                    let row = RowBuilder::new()
-                        .str("dataset", &data.name)
+                    let row = p
+                        .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
                         .str("strategy", strategy.to_string())
                         .num("selectivity", s)
                         .int("queries", nq as u64)

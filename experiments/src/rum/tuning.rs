@@ -134,8 +134,8 @@ impl TypedExperiment for RumTuning {
                 let q_us = query_time.as_secs_f64() * 1e6 / nq as f64;
                 let q_reads = query_io.page_reads as f64 / nq as f64;
                 let st = bed.index.stats();
-                let row = RowBuilder::new()
-                    .str("dataset", &data.name)
+                let row = p
+                    .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
                     .str("knob", knob)
                     .int("threshold", threshold)
                     .str("strategy", strategy.to_string())

@@ -77,8 +77,8 @@ impl TypedExperiment for RumUpdate {
                     ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
                 let st = bed.index.stats();
                 let modelled = ms(cost.total) + bed.storage.modelled_io_ms(cost.io);
-                let row = RowBuilder::new()
-                    .str("dataset", &data.name)
+                let row = p
+                    .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
                     .str("strategy", strategy.to_string())
                     .int("records", cost.ops)
                     .num("update_ms", ms(cost.update()))
