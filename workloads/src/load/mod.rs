@@ -85,8 +85,8 @@ impl FromStr for Format {
 
 /// Guesses a file's format from its name and first line: a `.plt` file or one that starts with
 /// `Geolife trajectory` is GeoLife; a header with a pickup latitude column is the Chicago CSV; five
-/// tab-separated fields `integer, ISO time, number, number, ...` are SNAP Gowalla; any other line
-/// with at least four delimited fields is a generic CSV. A directory's format is its first data
+/// tab-separated fields `integer, ISO time, number, number, ...` are SNAP Gowalla; any other
+/// `.csv` or `.tsv` file, or line with at least four delimited fields, is a generic CSV. A directory's format is its first data
 /// file's ([`data_files`]). `None` if the file cannot be read or looks like none of these.
 pub fn guess(path: &Path) -> Option<Format> {
     if path.is_dir() {
@@ -114,7 +114,8 @@ pub fn guess(path: &Path) -> Option<Format> {
         return Some(Format::SnapGowalla);
     }
     let delim = csv::detect_delimiter(&line);
-    (line.split(char::from(delim)).count() >= 4).then_some(Format::Csv)
+    let named_csv = matches!(data_extension(path).as_str(), "csv" | "tsv");
+    (named_csv || line.split(char::from(delim)).count() >= 4).then_some(Format::Csv)
 }
 
 /// How to load a file.
@@ -166,7 +167,7 @@ pub struct LoadReport {
     pub files: usize,
     /// Non-blank data lines read (the header excluded).
     pub lines: usize,
-    /// Records parsed, before `limit`.
+    /// Records parsed, before `limit` kept the first [`LoadReport::records`] of them.
     pub available: usize,
     /// Records in the returned dataset (after `limit`).
     pub records: usize,
@@ -178,7 +179,7 @@ pub struct LoadReport {
     /// Lines skipped because the format allows them to lack a location (Chicago trips without
     /// pickup coordinates).
     pub skipped_missing: usize,
-    /// Anything a reader must know: synthetic ids, the first skipped lines, a limit applied.
+    /// Anything a reader must know: synthetic ids, the first skipped lines, a directory's files.
     pub notes: Vec<String>,
 }
 
@@ -560,14 +561,8 @@ impl Sink {
         }
         let mut t = Trajectories::from_records(dataset_name(&self.path), self.records);
         let all_extent = t.extent;
-        let loaded = t.records.len();
         if let Some(limit) = opts.limit {
-            if limit < loaded {
-                t.truncate(limit);
-                self.report.notes.push(format!(
-                    "kept the first {limit} of {loaded} records in time order (limit)"
-                ));
-            }
+            t.truncate(limit);
         }
         if self.synthetic_taxis {
             chicago::deal_to_taxis(&mut t.records, opts.taxis, &mut self.report.notes);
