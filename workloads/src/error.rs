@@ -67,7 +67,7 @@ pub enum WorkloadError {
         reason: String,
         example: String,
     },
-    /// A data directory that holds no file to load, or files that cannot form one dataset.
+    /// A data directory that holds no file to load.
     #[error("{}: {reason}", path.display())]
     DataDirectory { path: PathBuf, reason: String },
 }
