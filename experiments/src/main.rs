@@ -86,17 +86,38 @@ struct RunArgs {
     /// exit without running.
     #[arg(long)]
     print_config: bool,
-    /// The results directory; the file goes to DIR/<scale>/<EXPERIMENT>.json.
+    /// The results directory; the file goes to DIR/<scale>/<EXPERIMENT>.json. Created if missing
+    /// and checked for writing before the run starts.
     #[arg(long, value_name = "DIR", default_value = "results")]
     out: PathBuf,
-    /// Use your own data file instead of the experiment's default data. Repeatable.
+    /// Run on your own data instead of the generated datasets (which are then not run). Repeatable.
+    ///
+    /// PATH is a file, plain or gzipped, or a directory whose files load as one dataset (every file below it
+    /// with the most common extension, in path order; e.g. GeoLife's `Data` directory, whose
+    /// `<user>/Trajectory/*.plt` files load with the user directory as the object id). Each PATH
+    /// is one dataset, named after the file or directory; paths with the same name are
+    /// told apart by their parent directories. Every PATH is checked (format, columns, first lines)
+    /// before anything runs. Each dataset keeps its first `records` records in time order (see
+    /// `lsmlab params`; --set records=0 keeps all), and the run says on stderr which columns it read
+    /// and how many records it kept.
     #[arg(long, value_name = "PATH")]
     data: Vec<PathBuf>,
-    /// Format of the --data files (e.g. csv); by default the experiment guesses it from the file.
+    /// Format of the --data files: snap-gowalla, chicago-csv, csv or geolife-plt.
+    ///
+    /// By default guessed from each PATH's name and first line.
     #[arg(long, value_name = "F", requires = "data")]
     format: Option<String>,
-    /// Column mapping of the --data files (the experiment defines the names), e.g.
-    /// `oid=user,time=ts,x=lon,y=lat` for the RUM-tree experiments.
+    /// Columns of csv --data files, e.g. `oid=user,time=ts,x=lon,y=lat`; guessed from the header
+    /// by default.
+    ///
+    /// `oid=COL,time=COL,x=COL,y=COL` (or four COLs in that order), COL a header name or a
+    /// 0-based position, each column used once. `time=date+time` joins a
+    /// date and a time-of-day column; `oid=@file` or `oid=@dir` takes the object id from each
+    /// file's name or its directory's. By default the columns are guessed from the header's names
+    /// (id: oid, uid, user, user_id, taxi_id, vehicle, id, ...; time: timestamp, datetime, time,
+    /// date, date + time, ...; x: x, lon, lng, long, longitude, ...; y: y, lat, latitude, ...) and
+    /// the mapping is printed; a file without a header, or whose names say nothing, stops with an
+    /// error that shows its first line and a --columns to start from.
     #[arg(long, value_name = "SPEC", requires = "data")]
     columns: Option<String>,
     /// Skip malformed lines of the --data files (counted in a note) instead of failing.

@@ -84,32 +84,89 @@ pub fn run(
 }
 
 /// Resolves and validates the config (the scale's defaults, then `config_file`, then the request's
-/// `--set`), checks the data files, runs the experiment and writes its result file atomically,
-/// returning its path. Nothing is written when any step fails.
+/// `--set`), checks the data files ([`crate::data::preflight`]) and that the results directory is
+/// writable, runs the experiment and writes its result file atomically, returning its path.
+/// Nothing is written when any step fails, a run without rows included, so a failed run never
+/// replaces an earlier result; directories created for the result are removed again.
 pub fn run_with(
     experiment: &dyn Experiment,
     request: &RunRequest,
     config_file: Option<&ConfigFile>,
     progress: &Progress,
 ) -> anyhow::Result<PathBuf> {
-    let name = experiment.name();
     let resolved = resolve_config(experiment, request.scale, &request.overlay(config_file))?;
     let data = request.data_files(config_file)?;
-    for spec in &data {
-        if !spec.path.is_file() {
-            bail!(
-                "data file {} does not exist or is not a file",
-                spec.path.display()
-            );
+    crate::data::preflight(&data)?;
+    let path = ResultFile::path_in(&request.out_dir, request.scale, experiment.name());
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let created = check_writable(dir)?;
+    let written = run_checked(experiment, request, resolved, &data, &path, progress);
+    if written.is_err() {
+        // Innermost first; a directory that holds anything (another result) stays.
+        for d in created.iter().rev() {
+            let _ = fs::remove_dir(d);
         }
     }
+    written
+}
 
+/// Makes sure a result can be written into `dir` before a run starts: creates it (and its missing
+/// parents) and writes and removes a probe file. Returns the directories it created, outermost
+/// first; on failure, removes them again.
+pub fn check_writable(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut d = dir;
+    while !d.as_os_str().is_empty() && !d.exists() {
+        missing.push(d.to_path_buf());
+        match d.parent() {
+            Some(p) => d = p,
+            None => break,
+        }
+    }
+    let mut created = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for m in missing.iter().rev() {
+            fs::create_dir(m).with_context(|| format!("creating {}", m.display()))?;
+            created.push(m.clone());
+        }
+        if !dir.as_os_str().is_empty() && !dir.is_dir() {
+            bail!("{} exists and is not a directory", dir.display());
+        }
+        let probe = dir.join(format!(".lsmlab-write-probe.{}", std::process::id()));
+        fs::write(&probe, b"").with_context(|| format!("writing {}", probe.display()))?;
+        fs::remove_file(&probe).with_context(|| format!("removing {}", probe.display()))?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(created),
+        Err(e) => {
+            for d in created.iter().rev() {
+                let _ = fs::remove_dir(d);
+            }
+            Err(e.context(format!(
+                "cannot write results to {} (--out); nothing was run",
+                dir.display()
+            )))
+        }
+    }
+}
+
+/// Runs `experiment` with its checked config and data and writes the result file at `path`.
+fn run_checked(
+    experiment: &dyn Experiment,
+    request: &RunRequest,
+    resolved: crate::config::ConfigMap,
+    data: &[DataSpec],
+    path: &Path,
+    progress: &Progress,
+) -> anyhow::Result<PathBuf> {
+    let name = experiment.name();
     let started_at = now_rfc3339();
     let clock = Instant::now();
     let ctx = RunContext {
         scale: request.scale,
         seed: request.seed,
-        data: &data,
+        data,
         progress,
     };
     let output = experiment.run(&resolved, &ctx).with_context(|| {
@@ -119,6 +176,16 @@ pub fn run_with(
         )
     })?;
     let duration_s = clock.elapsed().as_secs_f64();
+    if output.rows.is_empty() {
+        bail!(
+            "`{name}` produced no rows; no result written{}",
+            if path.exists() {
+                format!(" ({} is left as it was)", path.display())
+            } else {
+                String::new()
+            }
+        );
+    }
 
     let mut config = resolved;
     if !output.extra_config.is_empty() {
@@ -128,7 +195,7 @@ pub fn run_with(
         );
     }
     if !data.is_empty() {
-        config.insert(DATA_KEY.to_string(), serde_json::to_value(&data)?);
+        config.insert(DATA_KEY.to_string(), serde_json::to_value(data)?);
     }
 
     let result = ResultFile {
@@ -145,9 +212,8 @@ pub fn run_with(
         rows: output.rows,
         notes: output.notes,
     };
-    let path = ResultFile::path_in(&request.out_dir, request.scale, name);
-    result.write_atomic(&path)?;
-    Ok(path)
+    result.write_atomic(path)?;
+    Ok(path.to_path_buf())
 }
 
 /// The git state of the source tree this binary was built from (or of the working directory when
@@ -372,13 +438,20 @@ mod tests {
         let data = DataSpec {
             path: dir.path().join("trips.csv"),
             format: Some("csv".into()),
-            columns: Some("id=0,ts=1".into()),
+            columns: Some("id=0,ts=1,x=2,y=3".into()),
             skip_malformed: true,
         };
         req.data = vec![data.clone()];
         let err = run(&FAKE, &req, &Progress::silent()).unwrap_err().to_string();
-        assert!(err.contains("trips.csv"), "{err}");
-        fs::write(&data.path, "1,2\n").unwrap();
+        assert!(
+            err.contains("trips.csv") && err.contains("does not exist"),
+            "{err}"
+        );
+        assert!(
+            !dir.path().join("tiny").exists(),
+            "a failed check creates nothing"
+        );
+        fs::write(&data.path, "id,ts,x,y\n1,2,3,4\n").unwrap();
         let result = ResultFile::read(&run(&FAKE, &req, &Progress::silent()).unwrap()).unwrap();
         assert_eq!(result.config["data"][0]["format"], "csv");
         assert_eq!(result.config["data"][0]["skip_malformed"], true);
@@ -486,7 +559,7 @@ mod tests {
     fn data_files_come_from_config_or_data_not_both() {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("trips.csv");
-        fs::write(&csv, "1,2\n").unwrap();
+        fs::write(&csv, "id,t,x,y\n1,2,3,4\n").unwrap();
         let mut req = request(dir.path(), &[]);
         req.data = vec![DataSpec {
             path: csv.clone(),
@@ -505,5 +578,72 @@ mod tests {
             ResultFile::read(&run_with(&FAKE, &req, Some(&file), &Progress::silent()).unwrap()).unwrap();
         assert_eq!(again.config["data"][0]["path"], csv.to_str().unwrap());
         assert_eq!(again.notes, vec!["1 data files".to_string()]);
+    }
+
+    #[test]
+    fn bad_data_fails_before_running_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.csv");
+        fs::write(&bad, "who,when,where\n1,2,3\n").unwrap();
+        let mut req = request(dir.path(), &[]);
+        req.data = vec![DataSpec {
+            path: bad,
+            format: None,
+            columns: None,
+            skip_malformed: false,
+        }];
+        let err = format!("{:#}", run(&FAKE, &req, &Progress::silent()).unwrap_err());
+        assert!(
+            err.contains("checking --data") && err.contains("bad.csv: cannot tell which columns"),
+            "{err}"
+        );
+        assert!(!dir.path().join("tiny").exists());
+    }
+
+    #[test]
+    fn a_run_without_rows_keeps_the_previous_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = run(&FAKE, &request(dir.path(), &["records=5"]), &Progress::silent()).unwrap();
+        let before = fs::read_to_string(&path).unwrap();
+        let err = format!(
+            "{:#}",
+            run(&FAKE, &request(dir.path(), &["strategies="]), &Progress::silent()).unwrap_err()
+        );
+        assert!(
+            err.contains("produced no rows") && err.contains("fake.json is left as it was"),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn the_results_directory_is_checked_and_created_before_running() {
+        let dir = tempfile::tempdir().unwrap();
+        // Created when missing, parents too; removed again when the run fails.
+        let out = dir.path().join("a/b");
+        let err = run(&FAKE, &request(&out, &["fail=true"]), &Progress::silent()).unwrap_err();
+        assert!(format!("{err:#}").contains("on purpose"));
+        assert!(!dir.path().join("a").exists(), "created directories are removed");
+        assert!(run(&FAKE, &request(&out, &[]), &Progress::silent()).is_ok());
+        assert!(out.join("tiny/fake.json").is_file());
+        // A path below a file cannot be a directory, whoever runs the test.
+        let file = dir.path().join("file");
+        fs::write(&file, "").unwrap();
+        let err = format!(
+            "{:#}",
+            run(
+                &FAKE,
+                &request(&file.join("results"), &["fail=true"]),
+                &Progress::silent()
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.contains("cannot write results to") && err.contains("file/results/tiny (--out)"),
+            "{err}"
+        );
+        assert!(!err.contains("on purpose"), "the run did not start: {err}");
+        let err = format!("{:#}", check_writable(&file).unwrap_err());
+        assert!(err.contains("exists and is not a directory"), "{err}");
     }
 }

@@ -290,3 +290,308 @@ fn committed_results_are_accepted_by_config_with_the_same_keys() {
     }
     eprintln!("{checked} committed results checked");
 }
+
+/// A CSV of `n` records: `uid,lng,lat,datetime` (column names the loader guesses), 50 objects.
+fn trips_csv(n: usize) -> String {
+    let mut s = String::from("ride,uid,lng,lat,datetime\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "r{i},{},{}.5,{}.25,{}\n",
+            i % 50,
+            (i * 7) % 100,
+            (i * 13) % 100,
+            1_000_000 + i
+        ));
+    }
+    s
+}
+
+/// `lsmlab run rum-update --scale tiny` on one cheap strategy with `args` added.
+fn run_tiny(out: &std::path::Path, args: &[&str]) -> Output {
+    let mut all = vec![
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--set",
+        "strategies=UM",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    lsmlab(&all)
+}
+
+/// True if stderr shows that something was generated or run.
+fn ran_anything(err: &str) -> bool {
+    err.contains("generating") || err.contains("[1/")
+}
+
+#[test]
+fn a_bad_data_file_fails_before_anything_is_generated_or_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let cases: [(&str, String, &[&str]); 4] = [
+        (
+            "names.csv",
+            "who,when,where,what\n1,2,3,4\n".to_string(),
+            &[
+                "names.csv: cannot tell which columns",
+                "header: who, when, where, what",
+                "--columns oid=",
+            ],
+        ),
+        (
+            "headerless.csv",
+            "1,2,3,4\n".to_string(),
+            &["no header line", "--columns oid=0,time=1,x=2,y=3"],
+        ),
+        (
+            "early.csv",
+            "uid,lat,lon,time\n1,2,3,4\n1,north,3,5\n".to_string(),
+            &["early.csv:3: column \"lat\": expected a number"],
+        ),
+        // Past what the check reads: found while loading, still before any generation.
+        (
+            "late.csv",
+            format!("{}r,7,8.5,x,1\n", trips_csv(1_500)),
+            &["late.csv:1502:", "column \"lat\": expected a number"],
+        ),
+    ];
+    for (name, text, needles) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let res = run_tiny(&out, &["--data", path.to_str().unwrap()]);
+        assert_eq!(res.status.code(), Some(1), "{name} was accepted");
+        let err = stderr(&res);
+        for needle in needles {
+            assert!(err.contains(needle), "{name}: `{err}` lacks `{needle}`");
+        }
+        assert!(!ran_anything(&err), "{name}: {err}");
+        assert!(!out.exists(), "{name}: a failed run wrote {}", out.display());
+    }
+    let missing = dir.path().join("nope.csv");
+    let err = stderr(&run_tiny(&out, &["--data", missing.to_str().unwrap()]));
+    assert!(
+        err.contains("nope.csv does not exist") && !ran_anything(&err),
+        "{err}"
+    );
+    // Columns that share a position.
+    let good = dir.path().join("good.csv");
+    std::fs::write(&good, trips_csv(10)).unwrap();
+    let err = stderr(&run_tiny(
+        &out,
+        &["--data", good.to_str().unwrap(), "--columns", "1,4,2,2"],
+    ));
+    assert!(
+        err.contains("x and y are both column 2") && !ran_anything(&err),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn data_files_replace_the_generated_datasets_and_same_names_become_distinct() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let mut paths = Vec::new();
+    for sub in ["north", "south"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        let p = dir.path().join(sub).join("trips.csv");
+        std::fs::write(&p, trips_csv(600)).unwrap();
+        paths.push(p);
+    }
+    let res = run_tiny(
+        &out,
+        &[
+            "--set",
+            "records=500",
+            "--data",
+            paths[0].to_str().unwrap(),
+            "--data",
+            paths[1].to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&res);
+    assert!(res.status.success(), "{err}");
+    for needle in [
+        "--data replaces the generated datasets: gowalla, chicago, berlinmod not run",
+        "--data: 2 paths are named \"trips\"; they run as \"north-trips\"",
+        "north-trips: columns guessed from the header: oid=\"uid\" (column 1), time=\"datetime\" (column 4), \
+         x=\"lng\" (column 2), y=\"lat\" (column 3)",
+        "south-trips: read 600 records from",
+        "south-trips: kept the first 500 of 600 records at scale tiny",
+    ] {
+        assert!(err.contains(needle), "`{err}` lacks `{needle}`");
+    }
+    assert!(!err.contains("generating"), "{err}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tiny/rum-update.json")).unwrap()).unwrap();
+    let datasets: Vec<&str> = result["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["dataset"].as_str().unwrap())
+        .collect();
+    assert_eq!(datasets, ["north-trips", "south-trips"]);
+    let notes: Vec<&str> = result["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("north-trips: kept the first 500 of 600 records at scale tiny")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("north-trips: columns guessed")),
+        "{notes:?}"
+    );
+
+    // The same file twice is refused.
+    let err = stderr(&run_tiny(
+        &out,
+        &[
+            "--data",
+            paths[0].to_str().unwrap(),
+            "--data",
+            paths[0].to_str().unwrap(),
+        ],
+    ));
+    assert!(err.contains("are the same path"), "{err}");
+}
+
+#[test]
+fn no_datasets_and_no_data_is_refused_and_keeps_the_old_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("tiny/rum-update.json");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    std::fs::write(&old, "an earlier result").unwrap();
+    let res = run_tiny(dir.path(), &["--set", "datasets="]);
+    assert_eq!(res.status.code(), Some(1));
+    let err = stderr(&res);
+    assert!(
+        err.contains("`datasets` is empty and no --data file is given")
+            && err.contains("--set datasets=gowalla,chicago,berlinmod"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "an earlier result");
+}
+
+#[test]
+fn an_unwritable_out_is_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = file.join("results");
+    let res = run_tiny(&out, &[]);
+    assert_eq!(res.status.code(), Some(1));
+    let err = stderr(&res);
+    assert!(
+        err.contains("cannot write results to") && err.contains("a-file/results/tiny (--out)"),
+        "{err}"
+    );
+    assert!(!ran_anything(&err), "{err}");
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let locked = dir.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // A privileged user writes anyway: then there is nothing to refuse.
+        if std::fs::write(locked.join("probe"), "").is_err() {
+            let err = stderr(&run_tiny(&locked, &[]));
+            assert!(
+                err.contains("cannot write results to") && err.contains("locked/tiny") && !ran_anything(&err),
+                "{err}"
+            );
+        } else {
+            eprintln!("note: running as a privileged user; the read-only directory case is skipped");
+        }
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[test]
+fn run_help_describes_data_loading() {
+    let help = stdout(&lsmlab(&["run", "--help"]));
+    for needle in [
+        "instead of the generated datasets",
+        "or a directory whose files load as one dataset",
+        "geolife-plt",
+        "`time=date+time` joins",
+        "`oid=@file` or `oid=@dir`",
+        "checked for writing before the run starts",
+    ] {
+        assert!(help.contains(needle), "run --help lacks `{needle}`");
+    }
+}
+
+#[test]
+fn the_shared_gowalla_sample_says_what_it_kept_when_present() {
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/gowalla_nyc_checkins.tsv.gz");
+    if !sample.exists() {
+        eprintln!("note: {} is absent; skipping", sample.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let res = run_tiny(dir.path(), &["--data", sample.to_str().unwrap()]);
+    let err = stderr(&res);
+    assert!(res.status.success(), "{err}");
+    for needle in [
+        "gowalla_nyc_checkins: SNAP check-ins: oid=user (column 0)",
+        "gowalla_nyc_checkins: read 138,957 records from",
+        "gowalla_nyc_checkins: kept the first 20,000 of 138,957 records at scale tiny",
+    ] {
+        assert!(err.contains(needle), "`{err}` lacks `{needle}`");
+    }
+}
+
+#[test]
+fn a_geolife_directory_runs_as_one_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("Data");
+    for user in ["000", "001"] {
+        let traj = data.join(user).join("Trajectory");
+        std::fs::create_dir_all(&traj).unwrap();
+        let mut plt = String::from(
+            "Geolife trajectory\nWGS 84\nAltitude is in Feet\nReserved 3\n0,2,255,My Track,0,0,2,8421376\n0\n",
+        );
+        for s in 0..30 {
+            plt.push_str(&format!(
+                "39.9{s:02},116.3{user},0,492,39744.12,2008-10-23,02:53:{s:02}\n"
+            ));
+        }
+        std::fs::write(traj.join("20081023025304.plt"), plt).unwrap();
+    }
+    std::fs::write(
+        data.join("001/labels.txt"),
+        "Start Time\tEnd Time\tTransportation Mode\n",
+    )
+    .unwrap();
+    let out = dir.path().join("results");
+    let res = run_tiny(&out, &["--data", data.to_str().unwrap()]);
+    let err = stderr(&res);
+    assert!(res.status.success(), "{err}");
+    for needle in [
+        "Data: loading",
+        "as geolife-plt",
+        "Data: GeoLife .plt: oid=the user directory",
+        "(geolife-plt, 2 files, 60 data lines)",
+        "kept all 60 records",
+        "they hold 2 objects",
+        "Data: read 2 .plt files under",
+        "left out 1 file with other extensions",
+    ] {
+        assert!(err.contains(needle), "`{err}` lacks `{needle}`");
+    }
+    let result = std::fs::read_to_string(out.join("tiny/rum-update.json")).unwrap();
+    assert!(result.contains("\"dataset\": \"Data\""));
+}

@@ -55,4 +55,19 @@ pub enum WorkloadError {
     /// A generator parameter is out of range.
     #[error("invalid {generator} parameter: {reason}")]
     InvalidParameter { generator: &'static str, reason: String },
+    /// A CSV file's columns were not given and cannot be told from its header: `reason` shows the
+    /// header (or the first line), `example` a column spec for this file.
+    #[error(
+        "{}: cannot tell which columns hold the object id, time, x and y: {reason}; name them, e.g. \
+         --columns {example}",
+        path.display()
+    )]
+    ColumnsNotGuessed {
+        path: PathBuf,
+        reason: String,
+        example: String,
+    },
+    /// A data directory that holds no file to load.
+    #[error("{}: {reason}", path.display())]
+    DataDirectory { path: PathBuf, reason: String },
 }

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use lsmlab_engine::geom::Point;
-use lsmlab_workloads::load::{dataset_name, guess, load_with_dialect, CsvDialect};
+use lsmlab_workloads::load::{
+    data_files, dataset_name, guess, load_with_dialect, probe, CsvDialect, IdSource,
+};
 use lsmlab_workloads::{load, ColumnRef, CsvColumns, Format, LoadOptions, WorkloadError};
 
 /// A scratch directory removed on drop (std only, to keep the dependency list short).
@@ -278,9 +280,21 @@ fn csv_by_index_without_header_tab_separated_and_gzipped() {
     assert_eq!(times(&t), vec![50, 75, 100]);
     assert_eq!(t.records[0].point, Point::new(3.0, 4.0));
     assert_eq!(report.lines, 3, "no header detected");
-    // No columns given and no header: positions 0, 1, 2, 3.
-    let (t, _) = load(&path, &opts(Format::Csv)).unwrap();
-    assert_eq!(t.records[0].point, Point::new(4.0, 3.0));
+    assert_eq!(
+        report.columns.as_deref(),
+        Some("columns as given: oid=column 0, time=column 1, x=column 3, y=column 2")
+    );
+    // No columns given and no header: an error that shows the first line and a spec, never a
+    // silent read by position.
+    let err = load(&path, &opts(Format::Csv)).unwrap_err();
+    assert!(matches!(err, WorkloadError::ColumnsNotGuessed { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("points.tsv.gz: cannot tell which columns")
+            && msg.contains("no header line (line 1 holds data: 0=7, 1=100, 2=2.0, 3=1.0)")
+            && msg.ends_with("--columns oid=0,time=1,x=2,y=3"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -290,10 +304,12 @@ fn csv_header_detection_dialect_and_guessed_names() {
     // Header recognised by its names, delimiter detected as ';'.
     let (t, report) = load(&path, &opts(Format::Csv)).unwrap();
     assert_eq!(times(&t), vec![5, 10]);
-    assert!(
-        report.notes.iter().any(|n| n.contains("oid=id,time=t,x=x,y=y")),
-        "{:?}",
-        report.notes
+    assert_eq!(
+        report.columns.as_deref(),
+        Some(
+            "columns guessed from the header: oid=\"id\" (column 0), time=\"t\" (column 1), x=\"x\" (column 2), \
+             y=\"y\" (column 3); to change it: --columns oid=id,time=t,x=x,y=y"
+        )
     );
     // Indices with a header line: detected because its x/y are not numbers.
     let idx = LoadOptions {
@@ -324,8 +340,9 @@ fn csv_missing_named_column_lists_the_header() {
     let dir = Scratch::new("csv-missing");
     let path = dir.write("a.csv", "user,ts,lon,lat\n1,2,3,4\n");
     let columns = CsvColumns {
-        oid: ColumnRef::Name("user".into()),
+        oid: IdSource::Column(ColumnRef::Name("user".into())),
         time: ColumnRef::Name("time".into()),
+        time_of_day: None,
         x: ColumnRef::Name("lon".into()),
         y: ColumnRef::Name("lat".into()),
     };
@@ -427,8 +444,7 @@ fn limit_keeps_a_time_prefix() {
     )
     .unwrap();
     assert_eq!(times(&t), vec![1_286_704_800, 1_286_828_480]);
-    assert_eq!(report.records, 2);
-    assert!(report.notes.iter().any(|n| n.contains("first 2 of 4")));
+    assert_eq!((report.records, report.available), (2, 4));
     // The extent covers the kept records only.
     assert_eq!(t.extent.max.y, 40.74);
     assert_eq!(t.extent.min.x, -74.01);
@@ -453,4 +469,253 @@ fn formats_parse_and_names_strip_extensions() {
     ] {
         assert_eq!(dataset_name(Path::new(p)), n);
     }
+}
+
+#[test]
+fn guessed_columns_are_reported_and_unguessable_headers_stop_with_an_example() {
+    let dir = Scratch::new("guess");
+    let path = dir.write(
+        "rides.csv",
+        "ride,uid,lng,lat,datetime\nr1,u7,13.4,52.5,2020-01-01T00:00:05Z\nr2,u8,13.5,52.6,2020-01-01T00:00:01Z\n",
+    );
+    let (t, report) = load(&path, &opts(Format::Csv)).unwrap();
+    assert_eq!((t.records.len(), t.objects()), (2, 2));
+    assert_eq!(t.records[0].point, Point::new(13.5, 52.6));
+    let mapping = report.columns.unwrap();
+    assert!(
+        mapping.starts_with("columns guessed from the header: oid=\"uid\" (column 1), time=\"datetime\" (column 4), x=\"lng\" (column 2), y=\"lat\" (column 3)")
+            && mapping.ends_with("--columns oid=uid,time=datetime,x=lng,y=lat"),
+        "{mapping}"
+    );
+
+    let path = dir.write("log.csv", "who,when,latitude,longitude\na,1,2,3\n");
+    let err = load(&path, &opts(Format::Csv)).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, WorkloadError::ColumnsNotGuessed { .. }), "{msg}");
+    assert!(
+        msg.contains("log.csv: cannot tell which columns hold the object id, time, x and y")
+            && msg.contains("an object id (oid, id, uid")
+            && msg.contains("header: who, when, latitude, longitude")
+            && msg.ends_with("e.g. --columns oid=who,time=when,x=longitude,y=latitude"),
+        "{msg}"
+    );
+    // The example is a spec that loads the file.
+    let columns: CsvColumns = "oid=who,time=when,x=longitude,y=latitude".parse().unwrap();
+    let (t, _) = load(
+        &path,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap();
+    assert_eq!(t.records[0].point, Point::new(3.0, 2.0));
+}
+
+#[test]
+fn columns_must_be_distinct_once_resolved() {
+    let dir = Scratch::new("distinct");
+    let path = dir.write("d.csv", "id,t,lat,lon\n1,2,3,4\n");
+    let err = "0,1,2,2".parse::<CsvColumns>().unwrap_err().to_string();
+    assert!(err.contains("x and y are both column 2"), "{err}");
+    // A name and a position can name the same column only once the header is read.
+    let columns: CsvColumns = "oid=id,time=t,x=lat,y=2".parse().unwrap();
+    let err = load(
+        &path,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("x and y are both column 2 of") && err.contains("d.csv"),
+        "{err}"
+    );
+}
+
+#[test]
+fn date_and_time_columns_are_joined() {
+    let dir = Scratch::new("join");
+    let text = "user,date,time,lat,lon\n5,2008-10-23,02:53:10,39.9,116.3\n5,2008-10-23,02:53:04,39.8,116.2\n";
+    let path = dir.write("gps.csv", text);
+    let (t, report) = load(&path, &opts(Format::Csv)).unwrap();
+    let t0 = 1_224_730_384; // 2008-10-23T02:53:04Z
+    assert_eq!(times(&t), vec![t0, t0 + 6]);
+    assert_eq!(t.records[0].point, Point::new(116.2, 39.8));
+    assert!(
+        report
+            .columns
+            .as_deref()
+            .unwrap()
+            .contains("time=\"date\" (column 1) + \"time\" (column 2)"),
+        "{:?}",
+        report.columns
+    );
+    // Given explicitly, by position; a bad pair names both columns.
+    let bad = dir.write("bad.csv", "5,2008-10-23,nope,39.9,116.3\n");
+    let columns: CsvColumns = "0,1+2,4,3".parse().unwrap();
+    let msg = load(
+        &bad,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        msg.contains("bad.csv:1: columns 1 + 2 joined: expected a timestamp"),
+        "{msg}"
+    );
+}
+
+/// A GeoLife `.plt` file: six header lines, then lat, lon, 0, altitude, days, date, time.
+fn plt(points: &[(&str, &str, &str)]) -> String {
+    let mut s = String::from(
+        "Geolife trajectory\nWGS 84\nAltitude is in Feet\nReserved 3\n0,2,255,My Track,0,0,2,8421376\n0\n",
+    );
+    for (lat, lon, time) in points {
+        s.push_str(&format!("{lat},{lon},0,492,39744.12,2008-10-23,{time}\n"));
+    }
+    s
+}
+
+#[test]
+fn a_geolife_directory_loads_as_one_dataset_with_users_as_objects() {
+    let dir = Scratch::new("geolife");
+    let data = dir.0.join("Data");
+    for sub in ["000/Trajectory", "010/Trajectory", ".hidden"] {
+        std::fs::create_dir_all(data.join(sub)).unwrap();
+    }
+    dir.write(
+        "Data/010/Trajectory/20081023025304.plt",
+        &plt(&[("39.9", "116.3", "02:53:04"), ("39.91", "116.31", "02:53:09")]),
+    );
+    dir.write(
+        "Data/000/Trajectory/20081024000000.plt",
+        &plt(&[("40.0", "116.4", "02:53:06")]),
+    );
+    dir.write(
+        "Data/000/Trajectory/20081023000000.plt.gz",
+        &plt(&[("40.1", "116.5", "02:53:05")]),
+    );
+    dir.write(
+        "Data/010/labels.txt",
+        "Start Time\tEnd Time\tTransportation Mode\n",
+    );
+    dir.write("Data/.hidden/x.plt", "junk");
+
+    let listing = data_files(&data).unwrap();
+    let rel: Vec<String> = listing
+        .files
+        .iter()
+        .map(|p| p.strip_prefix(&data).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        rel,
+        vec![
+            "000/Trajectory/20081023000000.plt.gz",
+            "000/Trajectory/20081024000000.plt",
+            "010/Trajectory/20081023025304.plt",
+        ]
+    );
+    assert_eq!(listing.skipped, vec![data.join("010/labels.txt")]);
+    assert_eq!(guess(&data), Some(Format::GeolifePlt));
+    assert_eq!(dataset_name(&data), "Data");
+
+    let (t, report) = load(&data, &opts(Format::GeolifePlt)).unwrap();
+    assert_eq!(t.name, "Data");
+    let t0 = 1_224_730_384;
+    assert_eq!(times(&t), vec![t0, t0 + 1, t0 + 2, t0 + 5]);
+    // Users 010 and 000 become objects 10 and 0.
+    let oids: Vec<u64> = t.records.iter().map(|r| r.oid).collect();
+    assert_eq!(oids, vec![10, 0, 0, 10]);
+    assert_eq!(t.records[0].point, Point::new(116.3, 39.9));
+    assert_eq!((report.files, report.lines, report.records), (3, 4, 4));
+    let labels = format!(
+        "left out 1 file with other extensions: {}",
+        data.join("010/labels.txt").display()
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("read 3 .plt files under") && n.ends_with(&labels)),
+        "{:?}",
+        report.notes
+    );
+    assert!(report
+        .columns
+        .unwrap()
+        .starts_with("GeoLife .plt: oid=the user directory"));
+
+    // A bad point names its file and line (header lines counted).
+    dir.write(
+        "Data/010/Trajectory/20081023025304.plt",
+        &plt(&[("north", "116.3", "02:53:04")]),
+    );
+    let msg = load(&data, &opts(Format::GeolifePlt)).unwrap_err().to_string();
+    assert!(
+        msg.contains("20081023025304.plt:7: column \"latitude\" (0): expected a number"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_csv_directory_shares_the_first_files_guessed_columns_and_path_ids() {
+    let dir = Scratch::new("csvdir");
+    let root = dir.0.join("fleet");
+    std::fs::create_dir_all(&root).unwrap();
+    dir.write("fleet/car-b.csv", "time,lon,lat\n5,1.0,2.0\n");
+    dir.write("fleet/car-a.csv", "time,lon,lat\n7,3.0,4.0\n6,5.0,6.0\n");
+    // One object per file: its name.
+    let columns: CsvColumns = "oid=@file,time=time,x=lon,y=lat".parse().unwrap();
+    let (t, report) = load(
+        &root,
+        &LoadOptions {
+            columns: Some(columns),
+            ..opts(Format::Csv)
+        },
+    )
+    .unwrap();
+    assert_eq!(times(&t), vec![5, 6, 7]);
+    // car-a is read first (path order): string ids in first-seen order.
+    let oids: Vec<u64> = t.records.iter().map(|r| r.oid).collect();
+    assert_eq!(oids, vec![1, 0, 0]);
+    assert!(report.columns.unwrap().contains("oid=the file name (@file)"));
+    // Without a spec the header has no id: the error names the first file.
+    let msg = load(&root, &opts(Format::Csv)).unwrap_err().to_string();
+    assert!(msg.contains("car-a.csv: cannot tell"), "{msg}");
+
+    let empty = dir.0.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let msg = load(&empty, &opts(Format::Csv)).unwrap_err().to_string();
+    assert!(msg.contains("empty: no data files in this directory"), "{msg}");
+}
+
+#[test]
+fn probe_reads_only_the_start_and_fails_like_load() {
+    let dir = Scratch::new("probe");
+    let mut text = String::from("uid,lat,lng,time\n");
+    for i in 0..2_000 {
+        text.push_str(&format!("{},{},{},{}\n", i % 7, 1.0, 2.0, i));
+    }
+    text.push_str("8,bad,2,3\n");
+    let path = dir.write("big.csv", &text);
+    let report = probe(&path, &opts(Format::Csv), CsvDialect::default()).unwrap();
+    assert_eq!(
+        (report.files, report.lines),
+        (1, lsmlab_workloads::load::PROBE_LINES)
+    );
+    assert!(report.columns.unwrap().contains("oid=\"uid\""));
+    assert!(load(&path, &opts(Format::Csv)).is_err(), "the bad last line");
+
+    let empty = dir.write("empty.csv", "");
+    let err = probe(&empty, &opts(Format::Csv), CsvDialect::default()).unwrap_err();
+    assert!(matches!(err, WorkloadError::Empty { .. }), "{err:?}");
+    let headerless = dir.write("h.csv", "1,2,3,4\n");
+    let err = probe(&headerless, &opts(Format::Csv), CsvDialect::default()).unwrap_err();
+    assert!(matches!(err, WorkloadError::ColumnsNotGuessed { .. }), "{err:?}");
 }

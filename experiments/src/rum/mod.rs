@@ -342,11 +342,13 @@ impl IndexConfig {
         Testbed::new(storage, self.spatial_config(strategy, data))
     }
 
-    /// The datasets of a run: the synthetic ones named in `datasets`, then every `--data` file.
+    /// The datasets of a run: the `--data` files if any (they replace the generated datasets), else
+    /// the synthetic ones named in `datasets` ([`crate::data::plan`]).
     pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
-        let mut out = Vec::new();
-        let mut notes = Vec::new();
-        for &dataset in &self.datasets {
+        let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
+        let plan = crate::data::plan(&names, ctx.data)?;
+        let (mut out, notes) = crate::data::load_files(&plan, self.records, ctx)?;
+        for &dataset in self.datasets.iter().filter(|d| plan.generates(d.as_str())) {
             let n = if self.records == 0 {
                 dataset.paper_records()
             } else {
@@ -359,12 +361,6 @@ impl IndexConfig {
             let t = lsmlab_workloads::generate_spec(dataset.as_str(), &spec, ctx.seed)
                 .with_context(|| format!("generating {dataset}"))?;
             notes.push(self.objects_note(dataset, n, objects));
-            out.push(t);
-        }
-        for spec in ctx.data {
-            let limit = (self.records > 0).then_some(self.records);
-            let (t, report) = crate::data::load_trajectories(spec, limit)?;
-            notes.extend(report);
             out.push(t);
         }
         Ok((out, notes))

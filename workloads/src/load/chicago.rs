@@ -63,6 +63,14 @@ pub(super) fn read(path: &Path, sink: &mut Sink) -> Result<(), WorkloadError> {
     if taxi_i.is_none() {
         sink.use_synthetic_taxis();
     }
+    let named = |i: usize| format!("{} (column {i})", quoted(&header[i]));
+    sink.set_mapping(format!(
+        "Chicago taxi trips: oid={}, time={}, x={}, y={}",
+        taxi_i.map_or_else(|| "synthetic taxis (no taxi_id column)".to_string(), named),
+        named(time_i),
+        named(lon_i),
+        named(lat_i)
+    ));
     lines.for_each_data_line(sink, |line, sink| {
         fields.split(line, b',')?;
         if fields.len() < needed {

@@ -1,5 +1,7 @@
-//! Loaders for real trajectory data: SNAP Gowalla check-ins, the Chicago taxi trips CSV and any
-//! CSV/TSV of (object id, time, x, y), plain or gzipped, into time-ordered [`Trajectories`].
+//! Loaders for real trajectory data: SNAP Gowalla check-ins, the Chicago taxi trips CSV, GeoLife
+//! `.plt` GPS logs and any CSV/TSV of (object id, time, x, y), plain or gzipped, into time-ordered
+//! [`Trajectories`]. A directory loads as one dataset: its data files, in path order
+//! ([`data_files`]).
 //!
 //! Bad input is never silently dropped: a malformed line is an error naming the file, the line and
 //! the column ([`WorkloadError::Malformed`]), or, with [`LoadOptions::skip_malformed`], a skipped
@@ -10,6 +12,7 @@
 mod chicago;
 mod columns;
 mod csv;
+mod geolife;
 mod reader;
 mod snap;
 
@@ -17,7 +20,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-pub use columns::{ColumnRef, CsvColumns};
+pub use columns::{ColumnRef, CsvColumns, IdSource};
 
 use crate::trajectories::padded_bounds;
 use crate::{Record, Trajectories, WorkloadError};
@@ -33,11 +36,14 @@ pub enum Format {
     ChicagoCsv,
     /// Any CSV/TSV of (object id, time, x, y); see [`CsvColumns`].
     Csv,
+    /// GeoLife's `.plt` GPS logs: six header lines, then `lat,lon,0,altitude,days,date,time`; the
+    /// object id is the user directory.
+    GeolifePlt,
 }
 
 impl Format {
     /// The names [`Format::from_str`] accepts, in declaration order.
-    pub const NAMES: [&'static str; 3] = ["snap-gowalla", "chicago-csv", "csv"];
+    pub const NAMES: [&'static str; 4] = ["snap-gowalla", "chicago-csv", "csv", "geolife-plt"];
 
     /// [`guess`]: the format a file's first line looks like.
     pub fn guess(path: &Path) -> Option<Format> {
@@ -49,6 +55,7 @@ impl Format {
             Format::SnapGowalla => Self::NAMES[0],
             Format::ChicagoCsv => Self::NAMES[1],
             Format::Csv => Self::NAMES[2],
+            Format::GeolifePlt => Self::NAMES[3],
         }
     }
 }
@@ -67,6 +74,7 @@ impl FromStr for Format {
             "snap-gowalla" => Ok(Format::SnapGowalla),
             "chicago-csv" => Ok(Format::ChicagoCsv),
             "csv" => Ok(Format::Csv),
+            "geolife-plt" | "geolife" | "plt" => Ok(Format::GeolifePlt),
             _ => Err(WorkloadError::UnknownFormat {
                 name: s.to_string(),
                 valid: Self::NAMES.iter().map(|n| n.to_string()).collect(),
@@ -75,13 +83,23 @@ impl FromStr for Format {
     }
 }
 
-/// Guesses a file's format from its first line: a header with a pickup latitude column is the
-/// Chicago CSV; five tab-separated fields `integer, ISO time, number, number, ...` are SNAP Gowalla;
-/// any other line with at least four delimited fields is a generic CSV. `None` if the file cannot
-/// be read or looks like none of these.
+/// Guesses a file's format from its name and first line: a `.plt` file or one that starts with
+/// `Geolife trajectory` is GeoLife; a header with a pickup latitude column is the Chicago CSV; five
+/// tab-separated fields `integer, ISO time, number, number, ...` are SNAP Gowalla; any other
+/// `.csv` or `.tsv` file, or line with at least four delimited fields, is a generic CSV. A directory's format is its first data
+/// file's ([`data_files`]). `None` if the file cannot be read or looks like none of these.
 pub fn guess(path: &Path) -> Option<Format> {
+    if path.is_dir() {
+        return data_files(path).ok().and_then(|d| guess(&d.files[0]));
+    }
+    if data_extension(path) == "plt" {
+        return Some(Format::GeolifePlt);
+    }
     let line = reader::first_line(path)?;
     let lower = line.to_ascii_lowercase();
+    if lower.trim() == geolife::FIRST_LINE {
+        return Some(Format::GeolifePlt);
+    }
     if chicago::LAT_NAMES.iter().any(|n| lower.contains(n)) || lower.contains("pickup centroid latitude") {
         return Some(Format::ChicagoCsv);
     }
@@ -96,7 +114,8 @@ pub fn guess(path: &Path) -> Option<Format> {
         return Some(Format::SnapGowalla);
     }
     let delim = csv::detect_delimiter(&line);
-    (line.split(char::from(delim)).count() >= 4).then_some(Format::Csv)
+    let named_csv = matches!(data_extension(path).as_str(), "csv" | "tsv");
+    (named_csv || line.split(char::from(delim)).count() >= 4).then_some(Format::Csv)
 }
 
 /// How to load a file.
@@ -144,21 +163,30 @@ pub struct CsvDialect {
 /// What a load read and what it left out.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LoadReport {
+    /// Files read: 1, or a directory's data files.
+    pub files: usize,
     /// Non-blank data lines read (the header excluded).
     pub lines: usize,
+    /// Records parsed, before `limit` kept the first [`LoadReport::records`] of them.
+    pub available: usize,
     /// Records in the returned dataset (after `limit`).
     pub records: usize,
+    /// Which fields became the object id, time, x and y, and whether they were guessed, e.g.
+    /// `columns guessed from the header: oid="uid" (column 0), ...`.
+    pub columns: Option<String>,
     /// Lines skipped because they did not parse (only with `skip_malformed`).
     pub skipped_malformed: usize,
     /// Lines skipped because the format allows them to lack a location (Chicago trips without
     /// pickup coordinates).
     pub skipped_missing: usize,
-    /// Anything a reader must know: synthetic ids, the first skipped lines, a limit applied.
+    /// Anything a reader must know: synthetic ids, the first skipped lines, a directory's files.
     pub notes: Vec<String>,
 }
 
 /// Loads `path` as `opts.format` into records sorted by time (stably: equal times keep file
-/// order), named after the file stem, with the points' bounding box as extent.
+/// order), named after the file stem, with the points' bounding box as extent. A directory loads
+/// as one dataset named after it: its [`data_files`] in path order, all in `opts.format` (for
+/// [`Format::Csv`] with guessed columns, those guessed from the first file).
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<(Trajectories, LoadReport), WorkloadError> {
     load_with_dialect(path, opts, CsvDialect::default())
 }
@@ -170,23 +198,206 @@ pub fn load_with_dialect(
     dialect: CsvDialect,
 ) -> Result<(Trajectories, LoadReport), WorkloadError> {
     let mut sink = Sink::new(path, opts.skip_malformed);
-    match opts.format {
-        Format::SnapGowalla => snap::read(path, &mut sink)?,
-        Format::ChicagoCsv => chicago::read(path, &mut sink)?,
-        Format::Csv => csv::read(path, opts.columns.as_ref(), dialect, &mut sink)?,
-    }
+    read_all(path, opts, dialect, &mut sink)?;
     sink.finish(opts)
 }
 
-/// Dataset name from a path: the file name without `.gz` and then without `.csv`, `.tsv` or `.txt`.
+/// Checks that `path` loads as `opts` says without reading all of it: a directory's listing, then
+/// the first [`PROBE_LINES`] data lines of its first file (or of the file), through the same
+/// readers as [`load`], so a missing file, an unknown layout, a missing or unguessable column or
+/// an early bad line fails here. The report tells the column mapping and the files found.
+pub fn probe(path: &Path, opts: &LoadOptions, dialect: CsvDialect) -> Result<LoadReport, WorkloadError> {
+    let mut sink = Sink::new(path, opts.skip_malformed);
+    sink.max_lines = Some(PROBE_LINES);
+    let first = if path.is_dir() {
+        let listing = data_files(path)?;
+        sink.report.files = listing.files.len();
+        listing.files[0].clone()
+    } else {
+        sink.report.files = 1;
+        path.to_path_buf()
+    };
+    sink.file = first.clone();
+    read_one(&first, opts, opts.columns.as_ref(), dialect, &mut sink)?;
+    if sink.report.lines == 0 && sink.report.skipped_malformed == 0 {
+        return Err(WorkloadError::Empty {
+            path: first,
+            expected: sink.expected.to_string(),
+        });
+    }
+    Ok(sink.report)
+}
+
+/// Data lines [`probe`] reads.
+pub const PROBE_LINES: usize = 1_000;
+
+/// Reads one file into `sink`; returns the CSV columns used (for the next file of a directory).
+fn read_one(
+    file: &Path,
+    opts: &LoadOptions,
+    columns: Option<&CsvColumns>,
+    dialect: CsvDialect,
+    sink: &mut Sink,
+) -> Result<Option<CsvColumns>, WorkloadError> {
+    match opts.format {
+        Format::SnapGowalla => snap::read(file, sink)?,
+        Format::ChicagoCsv => chicago::read(file, sink)?,
+        Format::GeolifePlt => geolife::read(file, sink)?,
+        Format::Csv => return csv::read(file, columns, dialect, sink),
+    }
+    Ok(None)
+}
+
+/// Reads a file, or every data file of a directory, into `sink`.
+fn read_all(
+    path: &Path,
+    opts: &LoadOptions,
+    dialect: CsvDialect,
+    sink: &mut Sink,
+) -> Result<(), WorkloadError> {
+    if !path.is_dir() {
+        sink.report.files = 1;
+        read_one(path, opts, opts.columns.as_ref(), dialect, sink)?;
+        return Ok(());
+    }
+    let listing = data_files(path)?;
+    sink.report.files = listing.files.len();
+    let mut columns = opts.columns.clone();
+    for file in &listing.files {
+        sink.file = file.clone();
+        let used = read_one(file, opts, columns.as_ref(), dialect, sink)?;
+        columns = columns.or(used);
+    }
+    sink.file = path.to_path_buf();
+    sink.note(listing.describe(path));
+    Ok(())
+}
+
+/// The data files of a directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataFiles {
+    /// The files read, in path order.
+    pub files: Vec<PathBuf>,
+    /// Their extension (after `.gz`), lower case, or empty.
+    pub extension: String,
+    /// Files left out because their extension differs.
+    pub skipped: Vec<PathBuf>,
+}
+
+impl DataFiles {
+    /// `read 3 .plt files under DIR in path order; left out 1 other file: DIR/000/labels.txt`.
+    pub fn describe(&self, dir: &Path) -> String {
+        let ext = if self.extension.is_empty() {
+            "extension-less".to_string()
+        } else {
+            format!(".{}", self.extension)
+        };
+        let mut s = format!(
+            "read {} {ext} file{} under {} in path order",
+            self.files.len(),
+            if self.files.len() == 1 { "" } else { "s" },
+            dir.display()
+        );
+        if !self.skipped.is_empty() {
+            let shown: Vec<String> = self
+                .skipped
+                .iter()
+                .take(3)
+                .map(|p| p.display().to_string())
+                .collect();
+            s.push_str(&format!(
+                "; left out {} file{} with other extensions: {}{}",
+                self.skipped.len(),
+                if self.skipped.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if self.skipped.len() > 3 { ", ..." } else { "" }
+            ));
+        }
+        s
+    }
+}
+
+/// A file's extension after removing `.gz`, lower case: `trips.CSV.gz` -> `csv`.
+fn data_extension(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => ext.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The files a directory loads from: every regular file below it (hidden files and directories,
+/// those starting with `.`, left out; symbolic links to directories not followed) whose extension
+/// is the most common one among them (ties: the alphabetically first), sorted by path, so that
+/// GeoLife's `Data/<user>/Trajectory/*.plt` loads its `.plt` files and leaves out `labels.txt`.
+pub fn data_files(dir: &Path) -> Result<DataFiles, WorkloadError> {
+    let mut all = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        let io = |source| WorkloadError::Io {
+            path: d.clone(),
+            source,
+        };
+        for entry in std::fs::read_dir(&d).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let kind = entry.file_type().map_err(io)?;
+            let path = entry.path();
+            if kind.is_dir() {
+                pending.push(path);
+            } else if path.is_file() {
+                all.push(path);
+            }
+        }
+    }
+    all.sort();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for f in &all {
+        *counts.entry(data_extension(f)).or_default() += 1;
+    }
+    // The most common extension; `max_by_key` keeps the last maximum, so iterate in reverse to
+    // prefer the alphabetically first on a tie.
+    let Some(extension) = counts
+        .iter()
+        .rev()
+        .max_by_key(|(_, &n)| n)
+        .map(|(e, _)| e.clone())
+    else {
+        return Err(WorkloadError::DataDirectory {
+            path: dir.to_path_buf(),
+            reason: "no data files in this directory (hidden files are left out)".to_string(),
+        });
+    };
+    let (files, skipped) = all.into_iter().partition(|f| data_extension(f) == extension);
+    Ok(DataFiles {
+        files,
+        extension,
+        skipped,
+    })
+}
+
+/// Dataset name from a path: the file name without `.gz` and then without `.csv`, `.tsv`, `.txt`
+/// or `.plt` (a directory's name as it is).
 pub fn dataset_name(path: &Path) -> String {
+    if path.is_dir() {
+        let named = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+        return named(path)
+            .or_else(|| std::fs::canonicalize(path).ok().as_deref().and_then(named))
+            .unwrap_or_default();
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     let lower = name.to_ascii_lowercase();
-    let cut = [".csv", ".tsv", ".txt"]
+    let cut = [".csv", ".tsv", ".txt", ".plt"]
         .iter()
         .find(|ext| lower.ends_with(*ext))
         .map_or(0, |ext| ext.len());
@@ -195,7 +406,12 @@ pub fn dataset_name(path: &Path) -> String {
 
 /// Where the format readers put what they parse; applies the skip policy and counts.
 pub(crate) struct Sink {
+    /// What is loaded (a file or a directory): names the dataset and the whole-load errors.
     path: PathBuf,
+    /// The file being read: named by line errors.
+    file: PathBuf,
+    /// Stop after this many data lines ([`probe`]).
+    max_lines: Option<usize>,
     skip_malformed: bool,
     records: Vec<Record>,
     report: LoadReport,
@@ -216,6 +432,8 @@ impl Sink {
     fn new(path: &Path, skip_malformed: bool) -> Sink {
         Sink {
             path: path.to_path_buf(),
+            file: path.to_path_buf(),
+            max_lines: None,
             skip_malformed,
             records: Vec::new(),
             report: LoadReport::default(),
@@ -229,7 +447,7 @@ impl Sink {
     /// A line that does not parse: an error, or with `skip_malformed` a counted skip.
     pub(crate) fn malformed(&mut self, line: usize, reason: String) -> Result<(), WorkloadError> {
         let err = WorkloadError::Malformed {
-            path: self.path.clone(),
+            path: self.file.clone(),
             line,
             reason,
         };
@@ -253,6 +471,16 @@ impl Sink {
 
     pub(crate) fn data_line(&mut self) {
         self.report.lines += 1;
+    }
+
+    /// True once a [`probe`] has read its lines.
+    pub(crate) fn full(&self) -> bool {
+        self.max_lines.is_some_and(|m| self.report.lines >= m)
+    }
+
+    /// Records which fields became the record's roles (the first file's, for a directory).
+    pub(crate) fn set_mapping(&mut self, mapping: String) {
+        self.report.columns.get_or_insert(mapping);
     }
 
     pub(crate) fn push(&mut self, oid: u64, time: i64, x: f64, y: f64) {
@@ -324,6 +552,7 @@ impl Sink {
             };
             self.report.notes.push(note);
         }
+        self.report.available = self.records.len();
         if self.report.skipped_malformed > MAX_NOTED_SKIPS {
             let more = self.report.skipped_malformed - MAX_NOTED_SKIPS;
             self.report
@@ -332,14 +561,8 @@ impl Sink {
         }
         let mut t = Trajectories::from_records(dataset_name(&self.path), self.records);
         let all_extent = t.extent;
-        let loaded = t.records.len();
         if let Some(limit) = opts.limit {
-            if limit < loaded {
-                t.truncate(limit);
-                self.report.notes.push(format!(
-                    "kept the first {limit} of {loaded} records in time order (limit)"
-                ));
-            }
+            t.truncate(limit);
         }
         if self.synthetic_taxis {
             chicago::deal_to_taxis(&mut t.records, opts.taxis, &mut self.report.notes);

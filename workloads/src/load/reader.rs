@@ -70,7 +70,10 @@ impl LineReader {
         sink: &mut Sink,
         mut parse: impl FnMut(&str, &mut Sink) -> Result<(), String>,
     ) -> Result<(), WorkloadError> {
-        while let Some((no, line)) = self.next_line()? {
+        while !sink.full() {
+            let Some((no, line)) = self.next_line()? else {
+                break;
+            };
             let Ok(line) = line else {
                 sink.malformed(no, "not valid UTF-8".to_string())?;
                 continue;

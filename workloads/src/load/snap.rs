@@ -12,6 +12,10 @@ use crate::WorkloadError;
 
 pub(super) fn read(path: &Path, sink: &mut Sink) -> Result<(), WorkloadError> {
     sink.expect("SNAP check-in lines: user<TAB>ISO-8601 time<TAB>lat<TAB>lon<TAB>location id");
+    sink.set_mapping(
+        "SNAP check-ins: oid=user (column 0), time (column 1), x=longitude (column 3), y=latitude (column 2)"
+            .to_string(),
+    );
     let mut lines = LineReader::open(path)?;
     lines.for_each_data_line(sink, |line, sink| {
         let (oid, time, lon, lat) = parse(line, sink)?;
