@@ -347,7 +347,7 @@ impl IndexConfig {
     pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
         let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
         let plan = crate::data::plan(&names, ctx.data)?;
-        let (mut out, notes) = crate::data::load_files(&plan, self.records, ctx)?;
+        let (mut out, mut notes) = crate::data::load_files(&plan, self.records, ctx)?;
         for &dataset in self.datasets.iter().filter(|d| plan.generates(d.as_str())) {
             let n = if self.records == 0 {
                 dataset.paper_records()
