@@ -1,10 +1,44 @@
-//! AsterixDB's Eager strategy (Alsubaiee et al. 2014): an update or delete removes the old entry
-//! physically if it is in the memory R-tree and records a deleted key in any case; the deleted keys
-//! are flushed as an antimatter B+-tree beside each disk R-tree, shadow older components at query
-//! time, and annihilate their targets when a merge brings both together.
+//! AsterixDB's Eager strategy (Alsubaiee et al. 2014) in two variants ([`EagerVariant`]).
+//!
+//! **Authors** (the default), as the RUM-tree paper's authors ran their baseline
+//! (`LSMRTree.modify`, flush, `LSMRTreeSearchCursor`, `LSMRTreeSortedCursor` and `doMerge` of the
+//! competitor repository; the driver `UMTest` of the RUM repository keys the buddy B-tree by the
+//! object id alone):
+//! - an update inserts the new entry into the memory R-tree and the object id into the memory
+//!   deleted-key B-tree (a duplicate is ignored: one key per object); the memory delete of the old
+//!   entry is commented out, so every version stays in memory. A delete (absent from their
+//!   driver) records the object id the same way. A first insert touches only the R-tree.
+//! - a flush writes every memory R-tree entry (`fill`, not `filteredFill`), stale versions included,
+//!   plus the deleted keys;
+//! - a query returns a candidate of component k unless the deleted-key tree of memory or of a newer
+//!   disk component holds its id, so their queries also return stale versions from memory and from
+//!   within one component;
+//! - a merge drops an entry of input k iff a newer input's deleted-key tree holds its id, and keeps
+//!   the union of the inputs' deleted keys unless the merge includes the oldest component.
+//!
+//! lsmlab keeps those costs (memory fill, flush count, pages written, component sizes, deleted-key
+//! probes) but answers every query exactly: memory keeps, per object updated or deleted in it, the
+//! timestamp of the latest such operation (the memory deleted-key tree, keyed by object id, with a
+//! timestamp beside each key; no I/O), so a stale memory entry is never a result; a flush writes
+//! the stale entries marked superseded ([`SpatialEntry::SUPERSEDED`]), so they take their pages and
+//! are read and probed as the authors' query reads and probes them, but are never returned; merges
+//! keep or drop them by the authors' rule, mark and all. On disk the deleted keys are object ids,
+//! as in the authors' buddy B-tree.
+//!
+//! **Physical**, AsterixDB's Eager: an update or delete removes the old entry physically if it is
+//! in the memory R-tree and records a deleted tuple (oid, x, y) in memory in any case (sizing the
+//! memory deleted-key tree as AsterixDB's per-tuple keys do); the flush writes one oid per object
+//! beside the disk R-tree; deleted keys shadow older components at query time and annihilate their
+//! targets when a merge brings both together (a key that annihilated something is dropped).
+//!
+//! Both probe a newer disk component's deleted keys through its Bloom filter, as intended. The
+//! authors' cursor inverts that test (`if (bloomFilters[i] != null && bloomFilters[i].contains(..))
+//! continue;`), so in their runs no disk deleted-key tree ever kills a candidate; lsmlab does not
+//! copy that.
 
 use super::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeFilter, Source};
 use super::stats::CleaningCounts;
+use super::strategy::EagerVariant;
 use crate::btree::BTreeComponent;
 use crate::cache::BufferCache;
 use crate::geom::Point;
@@ -16,39 +50,60 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Eager's state: the memory component's deleted keys and, optionally, a primary index that gives
 /// the old location of an object instead of the stream.
 pub(crate) struct Eager {
-    /// The in-memory deleted-key B+-tree, keyed like AsterixDB's by the whole deleted tuple
-    /// (oid, x bits, y bits): every update and delete adds one key, so it grows with the stream.
+    variant: EagerVariant,
+    /// Physical: the in-memory deleted-key B+-tree, keyed like AsterixDB's by the whole deleted
+    /// tuple (oid, x bits, y bits): every update and delete adds one key.
     memory_deleted: BTreeSet<(u64, u64, u64)>,
-    /// Deleted tuples per B+-tree leaf page, to size the in-memory deleted-key tree in pages.
+    /// Authors: the in-memory deleted-key B+-tree, keyed by object id as the authors' buddy B-tree
+    /// (one key per object), with the timestamp of the object's latest update or delete beside it.
+    memory_latest: BTreeMap<u64, u64>,
+    /// Deleted keys per B+-tree leaf page, to size the in-memory deleted-key tree in pages.
     deleted_leaf_capacity: usize,
     /// oid -> location, when the old location is looked up (timed) rather than taken from the
     /// stream, as the paper did when it excluded that lookup.
     primary_index: Option<LsmBTree<Point>>,
     cleaned: CleaningCounts,
+    superseded_flushed: u64,
 }
 
 impl Eager {
-    pub fn new(page_size: usize, primary_index: Option<LsmBTree<Point>>) -> Self {
+    pub fn new(variant: EagerVariant, page_size: usize, primary_index: Option<LsmBTree<Point>>) -> Self {
+        let deleted_leaf_capacity = match variant {
+            // a deleted tuple is an oid plus a point, as a B+-tree entry keyed by oid with a Point
+            EagerVariant::Physical => BTreeComponent::<Point>::leaf_capacity(page_size),
+            // an object id alone
+            EagerVariant::Authors => BTreeComponent::<()>::leaf_capacity(page_size),
+        };
         Eager {
+            variant,
             memory_deleted: BTreeSet::new(),
-            // a deleted tuple is an oid plus a point, 24 bytes, as a B+-tree entry keyed by oid with a Point
-            deleted_leaf_capacity: BTreeComponent::<Point>::leaf_capacity(page_size),
+            memory_latest: BTreeMap::new(),
+            deleted_leaf_capacity,
             primary_index,
             cleaned: CleaningCounts::default(),
+            superseded_flushed: 0,
         }
     }
 
-    /// The first half of an update or delete, as AsterixDB's LSM R-tree deletes the old entry at
-    /// `old`: remove it from the memory R-tree if it is there, and insert the deleted tuple into the
-    /// memory component's deleted-key B+-tree in any case (it shadows the tuple in older
-    /// components).
-    fn retire_old(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>) {
-        if let Some(old) = old {
-            if memory.remove(old, oid).is_some() {
-                self.cleaned.memory_deletes += 1;
+    /// The first half of an update or delete stamped `ts` of object `oid`, last at `old`.
+    /// Physical, as AsterixDB's LSM R-tree: remove the old entry from the memory R-tree if it is
+    /// there, and insert the deleted tuple into the memory deleted-key tree in any case (it
+    /// shadows the tuple in older components). Authors: only record the object id (and `ts`) in
+    /// the memory deleted-key tree; the old entry stays in the memory R-tree.
+    fn retire_old(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, ts: u64) {
+        match self.variant {
+            EagerVariant::Physical => {
+                if let Some(old) = old {
+                    if memory.remove(old, oid).is_some() {
+                        self.cleaned.memory_deletes += 1;
+                    }
+                    self.memory_deleted
+                        .insert((oid, old.x.to_bits(), old.y.to_bits()));
+                }
             }
-            self.memory_deleted
-                .insert((oid, old.x.to_bits(), old.y.to_bits()));
+            EagerVariant::Authors => {
+                self.memory_latest.insert(oid, ts);
+            }
         }
     }
 
@@ -58,6 +113,18 @@ impl Eager {
             (Some(p), Some(to)) => p.upsert(oid, to),
             (Some(p), None) => p.delete(oid),
             (None, _) => Ok(()),
+        }
+    }
+
+    /// Whether memory's deleted-key tree holds object `oid`.
+    fn memory_deletes(&self, oid: u64) -> bool {
+        match self.variant {
+            EagerVariant::Physical => self
+                .memory_deleted
+                .range((oid, 0, 0)..=(oid, u64::MAX, u64::MAX))
+                .next()
+                .is_some(),
+            EagerVariant::Authors => self.memory_latest.contains_key(&oid),
         }
     }
 }
@@ -72,13 +139,14 @@ impl Maintenance for Eager {
     }
 
     /// The old location from the primary index (a lookup that may fail before anything changed),
-    /// or else from the stream.
+    /// or else from the stream (required by Physical only: Authors never needs it).
     fn locate(&mut self, oid: u64, from: Option<Point>) -> Result<Option<Point>> {
-        match &mut self.primary_index {
-            Some(p) => p.get(oid),
-            None => Ok(Some(from.ok_or_else(|| {
+        match (&mut self.primary_index, self.variant) {
+            (Some(p), _) => p.get(oid),
+            (None, EagerVariant::Authors) => Ok(from),
+            (None, EagerVariant::Physical) => Ok(Some(from.ok_or_else(|| {
                 Error::Config(format!(
-                    "Eager needs the old location of object {oid} to update or delete it"
+                    "Eager(physical) needs the old location of object {oid} to update or delete it"
                 ))
             })?)),
         }
@@ -87,40 +155,57 @@ impl Maintenance for Eager {
     /// `old` as [`Self::locate`] found it; the primary index then records the new location (its
     /// flush may fail after the write is applied).
     fn update(&mut self, memory: &mut MemRTree, old: Option<Point>, e: SpatialEntry) -> Result<()> {
-        self.retire_old(memory, e.oid, old);
+        self.retire_old(memory, e.oid, old, e.ts);
         memory.insert(e);
         self.record_primary(e.oid, Some(e.point))
     }
 
-    fn delete(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, _ts: u64) -> Result<()> {
-        self.retire_old(memory, oid, old);
+    fn delete(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, ts: u64) -> Result<()> {
+        self.retire_old(memory, oid, old, ts);
         self.record_primary(oid, None)
     }
 
     fn memory_antimatter_pages(&self) -> u64 {
-        self.memory_deleted.len().div_ceil(self.deleted_leaf_capacity) as u64
+        let keys = match self.variant {
+            EagerVariant::Physical => self.memory_deleted.len(),
+            EagerVariant::Authors => self.memory_latest.len(),
+        };
+        keys.div_ceil(self.deleted_leaf_capacity) as u64
     }
 
     fn has_memory_antimatter(&self) -> bool {
-        !self.memory_deleted.is_empty()
+        !self.memory_deleted.is_empty() || !self.memory_latest.is_empty()
     }
 
-    /// On disk one key per object suffices: an Eager update or delete kills every older version of
-    /// the object, whatever its location (a deviation from AsterixDB's per-tuple keys that only
-    /// makes the disk deleted-key trees smaller).
+    /// Authors: an entry older than its object's latest update or delete in memory (the authors'
+    /// flush writes it all the same).
+    fn superseded_on_flush(&self, e: &SpatialEntry) -> bool {
+        self.memory_latest.get(&e.oid).is_some_and(|&t| e.ts < t)
+    }
+
+    /// On disk one key per object: an Eager update or delete kills every older version of the
+    /// object, whatever its location (Physical: a deviation from AsterixDB's per-tuple keys that
+    /// only makes the disk deleted-key trees smaller; Authors: their buddy B-tree's key).
     fn memory_antimatter(&self) -> Vec<u64> {
-        let mut keys: Vec<u64> = self.memory_deleted.iter().map(|&(oid, _, _)| oid).collect();
-        keys.dedup();
-        keys
+        match self.variant {
+            EagerVariant::Physical => {
+                let mut keys: Vec<u64> = self.memory_deleted.iter().map(|&(oid, _, _)| oid).collect();
+                keys.dedup();
+                keys
+            }
+            EagerVariant::Authors => self.memory_latest.keys().copied().collect(),
+        }
     }
 
     fn flushed(&mut self, cleanup: Cleanup) {
         self.memory_deleted.clear();
+        self.memory_latest.clear();
         self.commit(cleanup);
     }
 
     fn commit(&mut self, cleanup: Cleanup) {
         self.cleaned.add(&cleanup.cleaned);
+        self.superseded_flushed += cleanup.superseded;
     }
 
     fn flush_key_indexes(&mut self) -> Result<()> {
@@ -135,19 +220,30 @@ impl Maintenance for Eager {
         antimatter: Vec<Vec<u64>>,
         includes_oldest: bool,
     ) -> Box<dyn MergeFilter + 'a> {
-        Box::new(Annihilation {
-            antimatter,
-            includes_oldest,
-            input: 0,
-            current: Vec::new(),
-            shadow: BTreeMap::new(),
-            consumed: BTreeSet::new(),
-            annihilated: 0,
-        })
+        match self.variant {
+            EagerVariant::Physical => Box::new(Annihilation {
+                antimatter,
+                includes_oldest,
+                input: 0,
+                current: Vec::new(),
+                shadow: BTreeMap::new(),
+                consumed: BTreeSet::new(),
+                annihilated: 0,
+            }),
+            EagerVariant::Authors => Box::new(SortedCursorMerge {
+                antimatter,
+                includes_oldest,
+                killed: 0,
+            }),
+        }
     }
 
-    /// A memory entry is fresh (the memory R-tree lost the old one on update); a disk entry is fresh
-    /// unless a deleted key of memory or of a newer component names its object.
+    /// A memory entry: Physical, fresh (the memory R-tree lost the old one on update); Authors,
+    /// fresh unless older than its object's latest update or delete in memory (no probe: the
+    /// authors' query returns every memory entry). A disk entry: memory's deleted keys, then each
+    /// newer component's, are probed until one holds the object (the authors' cursor order); it is
+    /// fresh iff none does and it is not marked superseded (a superseded entry is probed all the
+    /// same, as the authors' query probes it).
     fn is_fresh(
         &self,
         cache: &BufferCache,
@@ -156,15 +252,10 @@ impl Maintenance for Eager {
         lookups: &mut u64,
     ) -> Result<bool> {
         let Source::Disk { newer } = source else {
-            return Ok(true);
+            return Ok(self.memory_latest.get(&e.oid).is_none_or(|&t| e.ts >= t));
         };
         *lookups += 1;
-        if self
-            .memory_deleted
-            .range((e.oid, 0, 0)..=(e.oid, u64::MAX, u64::MAX))
-            .next()
-            .is_some()
-        {
+        if self.memory_deletes(e.oid) {
             return Ok(false);
         }
         for c in newer.iter() {
@@ -175,15 +266,53 @@ impl Maintenance for Eager {
                 }
             }
         }
-        Ok(true)
+        Ok(!e.is_superseded())
     }
 
     fn stats(&self) -> MaintenanceStats {
         MaintenanceStats {
             key_index: self.primary_index.as_ref().map(|k| (k.stats(), k.lookups())),
             cleaned: self.cleaned,
+            superseded_flushed: self.superseded_flushed,
             ..MaintenanceStats::default()
         }
+    }
+}
+
+/// The authors' merge (`LSMRTreeSortedCursor` feeding `loadMergeBulkLoader`): an entry of input k
+/// is dropped iff a newer input's deleted keys hold its object (counted as annihilated); entries of
+/// one input never kill each other, so superseded entries flushed together survive, marked. The
+/// output keeps the union of the inputs' deleted keys (`mergeLoadBTree`) unless the merge includes
+/// the oldest component.
+struct SortedCursorMerge {
+    /// Per input, newest first: the oids it deletes, ascending.
+    antimatter: Vec<Vec<u64>>,
+    includes_oldest: bool,
+    killed: u64,
+}
+
+impl MergeFilter for SortedCursorMerge {
+    fn keep(&mut self, input: usize, e: &SpatialEntry) -> Result<bool> {
+        let killed = self.antimatter[..input]
+            .iter()
+            .any(|keys| keys.binary_search(&e.oid).is_ok());
+        self.killed += u64::from(killed);
+        Ok(!killed)
+    }
+
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
+        let cleanup = Cleanup {
+            cleaned: CleaningCounts {
+                annihilated: self.killed,
+                ..CleaningCounts::default()
+            },
+            ..Cleanup::default()
+        };
+        if self.includes_oldest {
+            return (Vec::new(), cleanup);
+        }
+        let union: BTreeSet<u64> = self.antimatter.into_iter().flatten().collect();
+        (union.into_iter().collect(), cleanup)
     }
 }
 
@@ -195,7 +324,7 @@ struct Touch {
     deletes: bool,
 }
 
-/// Eager's merge filter. Replaying the merged components from the oldest, a deleted key removes
+/// Eager(physical)'s merge filter. Replaying the merged components from the oldest, a deleted key removes
 /// the live entry of its object from older inputs (annihilation, counted once per key) or else is
 /// kept for older components; a newer entry of an object replaces an older one. Seen newest first,
 /// as the filter sees them, an entry survives iff no newer input touches (deletes or holds) its
@@ -262,11 +391,11 @@ impl MergeFilter for Annihilation {
 
     fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
         let cleanup = Cleanup {
-            releases: Vec::new(),
             cleaned: CleaningCounts {
                 annihilated: self.annihilated,
                 ..CleaningCounts::default()
             },
+            ..Cleanup::default()
         };
         if self.includes_oldest {
             return (Vec::new(), cleanup);
@@ -320,7 +449,7 @@ mod tests {
     }
 
     fn filtered(inputs: &[Input], includes_oldest: bool) -> (Vec<(usize, u64)>, u64, Vec<u64>) {
-        let mut eager = Eager::new(256, None);
+        let mut eager = Eager::new(EagerVariant::Physical, 256, None);
         let antimatter = inputs.iter().map(|(d, _)| d.clone()).collect();
         let mut survivors = Vec::new();
         let mut filter = eager.merge_filter(antimatter, includes_oldest);

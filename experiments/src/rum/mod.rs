@@ -243,7 +243,11 @@ impl IndexConfig {
         cfg.buffered_threshold = self.buffered_threshold;
         cfg.vacuum_threshold = self.vacuum_threshold;
         cfg.eager_primary_lookup = self.eager_primary_lookup;
-        cfg.validation_merge_repair = self.validation_merge_repair;
+        // LEAD: merge repair now lives in the strategy (Strategy::Validation { merge_repair }); this
+        // maps the old key onto it so that results stay as they were until the experiments are rewired.
+        if let Strategy::Validation { merge_repair } = &mut cfg.strategy {
+            *merge_repair = self.validation_merge_repair;
+        }
         cfg.key_index_budget_pages = self.memory_pages;
         cfg.bloom_fp = Some(self.bloom_fp);
         cfg
