@@ -293,7 +293,15 @@ fn variants() -> Vec<(String, Variant)> {
             (parsed(name), |c| c.eager_primary_lookup = true),
         ));
     }
-    for name in ["Validation", "Validation(repair)", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"] {
+    for name in [
+        "Validation",
+        "Validation(repair)",
+        "UM",
+        "UM+F",
+        "UM+M",
+        "UM+BV",
+        "UM+FMBV",
+    ] {
         v.push((name.into(), (parsed(name), |_| {})));
     }
     v

@@ -5,7 +5,7 @@ use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::spatial::{
-    CleaningCounters, EagerVariant, FlushTrigger, LsmRTree, SpatialConfig, Strategy,
+    CleaningCounters, EagerVariant, FlushTrigger, LsmRTree, QueryOutcome, SpatialConfig, Strategy,
 };
 use lsmlab_engine::storage::{Device, MemDevice};
 use proptest::prelude::*;
@@ -64,9 +64,11 @@ fn variants() -> Vec<Variant> {
         }));
     }
     for name in ["UM+B", "UM+BV", "UM+FMBV"] {
-        v.push((format!("{name} (all-insert counters)"), name.parse().unwrap(), |c| {
-            c.cleaning_counters = CleaningCounters::AllInserts
-        }));
+        v.push((
+            format!("{name} (all-insert counters)"),
+            name.parse().unwrap(),
+            |c| c.cleaning_counters = CleaningCounters::AllInserts,
+        ));
     }
     v.push(("UM+FMBV (no merges)".into(), "UM+FMBV".parse().unwrap(), |c| {
         c.merge_policy = MergePolicyConfig::None
@@ -490,4 +492,171 @@ fn lifecycle_events_report_every_flush_and_merge_with_both_extents() {
     assert!(flushed.iter().all(|r| r.keys.is_none() && !r.extents.is_empty()));
     // Without a key index every allocated page is a component's.
     assert_eq!(device.allocated_pages(), index.disk_pages());
+}
+
+/// 10 objects inserted, then moved 200 times each to uniform random places, with a query every
+/// 50 operations: memory leaves fill with versions of objects that have moved elsewhere.
+fn moving_objects() -> Vec<Op> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(2024);
+    let mut ops: Vec<Op> = (0..10).map(|_| Op::Insert(point(&mut rng, false))).collect();
+    for round in 0..200 {
+        for oid in 0..10 {
+            ops.push(Op::Update(oid, point(&mut rng, false)));
+            if (round * 10 + oid) % 50 == 0 {
+                let a = point(&mut rng, false);
+                ops.push(Op::Query(Rect::new(
+                    a.x - 15.0,
+                    a.y - 15.0,
+                    a.x + 15.0,
+                    a.y + 15.0,
+                )));
+            }
+        }
+    }
+    ops
+}
+
+/// Replays `moving_objects` (checked against the oracle) and returns the index.
+fn replay_moving(strategy: &str, tweak: fn(&mut SpatialConfig)) -> LsmRTree {
+    let (mut index, _dev) = small_index(strategy.parse().unwrap(), tweak);
+    check_stream(strategy, &mut index, &moving_objects());
+    index
+}
+
+/// Each default is the authors' behaviour, and each switch changes what is counted: the authors'
+/// Eager keeps every version in memory (more flushes than AsterixDB's physical delete), and the
+/// authors' flush trigger counts pages allocated, so cleaning that empties leaves frees no budget
+/// (more flushes than counting live nodes).
+#[test]
+fn defaults_are_the_authors_and_each_switch_changes_the_flush_count() {
+    let cfg = SpatialConfig::new("UM+BV".parse().unwrap(), EXTENT, 4);
+    assert_eq!(cfg.flush_trigger, FlushTrigger::Allocated);
+    assert_eq!(cfg.cleaning_counters, CleaningCounters::Updates);
+    assert_eq!(
+        "Eager".parse::<Strategy>().unwrap(),
+        Strategy::Eager(EagerVariant::Authors)
+    );
+    assert_eq!(
+        "Validation".parse::<Strategy>().unwrap(),
+        Strategy::Validation { merge_repair: false }
+    );
+
+    let flushes = |index: &LsmRTree| index.stats().rtree.flushes;
+    let authors = replay_moving("Eager", |_| {});
+    let physical = replay_moving("Eager(physical)", |_| {});
+    eprintln!(
+        "Eager flushes: authors {} physical {}",
+        flushes(&authors),
+        flushes(&physical)
+    );
+    assert!(
+        flushes(&authors) > flushes(&physical),
+        "authors {} vs physical {}",
+        flushes(&authors),
+        flushes(&physical)
+    );
+    let allocated = replay_moving("UM+BV", |_| {});
+    let live = replay_moving("UM+BV", |c| c.flush_trigger = FlushTrigger::Live);
+    eprintln!(
+        "UM+BV flushes: allocated {} live {}",
+        flushes(&allocated),
+        flushes(&live)
+    );
+    assert!(
+        flushes(&allocated) > flushes(&live),
+        "allocated {} vs live {}",
+        flushes(&allocated),
+        flushes(&live)
+    );
+}
+
+/// The authors' Eager keeps every version in memory and flushes them all; the superseded ones are
+/// read and probed as the authors' query reads and probes them (memory candidates unprobed, disk
+/// candidates probed against memory's deleted keys) but never returned. AsterixDB's physical
+/// delete keeps one entry per object.
+#[test]
+fn authors_eager_flushes_superseded_versions_that_are_candidates_but_never_results() {
+    let all = Rect::new(-1.0, -1.0, 101.0, 101.0);
+    let p = Point::new;
+    for (name, versions) in [("Eager", 3u64), ("Eager(physical)", 1)] {
+        let (mut index, _dev) = small_index(name.parse().unwrap(), |c| c.memory_budget_pages = 1000);
+        index.insert(1, p(10.0, 10.0)).unwrap();
+        index.update(1, Some(p(10.0, 10.0)), p(20.0, 20.0)).unwrap();
+        index.update(1, Some(p(20.0, 20.0)), p(30.0, 30.0)).unwrap();
+        let only = |out: &QueryOutcome| out.results.iter().map(|e| (e.oid, e.point)).collect::<Vec<_>>();
+        let out = index.query(&all).unwrap();
+        assert_eq!(only(&out), vec![(1, p(30.0, 30.0))], "{name}");
+        assert_eq!((out.candidates, out.validation_lookups), (versions, 0), "{name}");
+        index.flush().unwrap();
+        assert_eq!(index.disk_entries(), versions, "{name}");
+        assert_eq!(index.stats().superseded_flushed, versions - 1, "{name}");
+        let out = index.query(&all).unwrap();
+        assert_eq!(only(&out), vec![(1, p(30.0, 30.0))], "{name}");
+        // each disk candidate probes memory's deleted keys once (no newer component)
+        assert_eq!(
+            (out.candidates, out.validation_lookups),
+            (versions, versions),
+            "{name}"
+        );
+        index.update(1, Some(p(30.0, 30.0)), p(40.0, 40.0)).unwrap();
+        let out = index.query(&all).unwrap();
+        assert_eq!(only(&out), vec![(1, p(40.0, 40.0))], "{name}");
+        assert_eq!(
+            (out.candidates, out.validation_lookups),
+            (versions + 1, versions),
+            "{name}"
+        );
+    }
+}
+
+/// On a stream of moving objects the authors' Eager writes more (its components hold superseded
+/// versions) and still answers exactly.
+#[test]
+fn authors_eager_writes_superseded_versions_physical_writes_none() {
+    let authors = replay_moving("Eager", |_| {});
+    let physical = replay_moving("Eager(physical)", |_| {});
+    assert!(authors.stats().superseded_flushed > 0);
+    assert_eq!(physical.stats().superseded_flushed, 0);
+    let flushed = |i: &LsmRTree| i.stats().rtree.flushed_entries;
+    assert!(flushed(&authors) > flushed(&physical));
+    let all = Rect::new(-1.0, -1.0, 101.0, 101.0);
+    let out = authors.query(&all).unwrap();
+    assert_eq!(out.results.len(), 10);
+    assert!(out.candidates > 10, "superseded versions are candidates");
+}
+
+/// Buffered and Vacuum counters as the authors' code keeps them (only updates count; Vacuum leaves
+/// the cleaned leaf's Buffered counter alone) against counting every insert and resetting on any
+/// cleaning. One object moves within a single memory leaf.
+#[test]
+fn cleaning_counters_follow_the_authors_rule_or_count_every_insert() {
+    let p = Point::new;
+    let run = |strategy: &str, counters: CleaningCounters, b: u32, v: u32, updates: usize| {
+        let (mut index, _dev) = small_index(strategy.parse().unwrap(), |c| {
+            c.memory_budget_pages = 1000;
+            c.cleaning_counters = counters;
+            c.buffered_threshold = b;
+            c.vacuum_threshold = v;
+        });
+        index.insert(1, p(1.0, 1.0)).unwrap();
+        for i in 0..updates {
+            let from = p(1.0 + i as f64, 1.0);
+            index.update(1, Some(from), p(2.0 + i as f64, 1.0)).unwrap();
+        }
+        let c = index.stats().cleaned;
+        (c.buffered, c.vacuum)
+    };
+    use CleaningCounters::{AllInserts, Updates};
+    // Buffered, threshold 2, one update: the first insert counts only under AllInserts.
+    assert_eq!(run("UM+B", Updates, 2, 8, 1), (0, 0));
+    assert_eq!(run("UM+B", AllInserts, 2, 8, 1), (1, 0));
+    // Vacuum, threshold 2, one update: likewise.
+    assert_eq!(run("UM+V", Updates, 8, 2, 1), (0, 0));
+    assert_eq!(run("UM+V", AllInserts, 8, 2, 1), (0, 1));
+    // Both, B threshold 3, V threshold 2, three updates. Authors: the vacuum at the second update
+    // removes two versions and leaves the leaf's counter at 2, so the third update's Buffered
+    // Cleaning removes the third. AllInserts: the vacuum at the first update resets the counter,
+    // which never reaches 3; vacuums remove all three.
+    assert_eq!(run("UM+BV", Updates, 3, 2, 3), (1, 2));
+    assert_eq!(run("UM+BV", AllInserts, 3, 2, 3), (0, 3));
 }

@@ -66,3 +66,21 @@ impl SpatialEntry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_superseded_mark_survives_encoding_and_leaves_the_stamp() {
+        let mut e = SpatialEntry::new(Point::new(1.5, -2.0), 7, 42);
+        assert!(!e.is_superseded());
+        e.mark_superseded();
+        let mut buf = [0u8; SpatialEntry::ENCODED_SIZE];
+        e.encode(&mut buf);
+        let d = SpatialEntry::decode(&buf);
+        assert_eq!(d, e);
+        assert!(d.is_superseded());
+        assert_eq!((d.oid, d.stamp()), (7, 42));
+    }
+}

@@ -44,14 +44,16 @@ impl ConcurrentRumTree {
     pub fn insert(&self, oid: u64, ts: u64, at: Point) -> Result<()> {
         let (leaf, split) = self.lock().insert_external(SpatialEntry::new(at, oid, ts));
         self.um.record_insert(oid, ts);
-        self.lock().finish_external_insert(leaf, MemoryWrite { update: false, split })
+        self.lock()
+            .finish_external_insert(leaf, MemoryWrite { update: false, split })
     }
 
     /// A later record of an object, stamped `ts`: insert the entry, then Algorithm 6 on the UM.
     pub fn update(&self, oid: u64, ts: u64, to: Point) -> Result<()> {
         let (leaf, split) = self.lock().insert_external(SpatialEntry::new(to, oid, ts));
         self.um.record_obsolete(oid, ts);
-        self.lock().finish_external_insert(leaf, MemoryWrite { update: true, split })
+        self.lock()
+            .finish_external_insert(leaf, MemoryWrite { update: true, split })
     }
 
     pub fn update_memo(&self) -> &UpdateMemo {

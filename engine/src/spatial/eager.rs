@@ -26,10 +26,14 @@
 //! as in the authors' buddy B-tree.
 //!
 //! **Physical**, AsterixDB's Eager: an update or delete removes the old entry physically if it is
-//! in the memory R-tree and records a deleted tuple (oid, x, y) in memory in any case (sizing the
-//! memory deleted-key tree as AsterixDB's per-tuple keys do); the flush writes one oid per object
-//! beside the disk R-tree; deleted keys shadow older components at query time and annihilate their
+//! in the memory R-tree (found at the old location the stream or the primary index gives) and
+//! records the object id in the memory deleted-key tree in any case; the flush writes the deleted
+//! keys beside the disk R-tree; they shadow older components at query time and annihilate their
 //! targets when a merge brings both together (a key that annihilated something is dropped).
+//!
+//! Both key the deleted-key trees by object id alone, in memory and on disk, one key per object, as
+//! the authors' driver configures the buddy B-tree (`UMTest`: B-tree fields = the id field), so
+//! the two variants differ only in the memory delete (and Physical's merge).
 //!
 //! Both probe a newer disk component's deleted keys through its Bloom filter, as intended. The
 //! authors' cursor inverts that test (`if (bloomFilters[i] != null && bloomFilters[i].contains(..))
@@ -51,12 +55,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// the old location of an object instead of the stream.
 pub(crate) struct Eager {
     variant: EagerVariant,
-    /// Physical: the in-memory deleted-key B+-tree, keyed like AsterixDB's by the whole deleted
-    /// tuple (oid, x bits, y bits): every update and delete adds one key.
-    memory_deleted: BTreeSet<(u64, u64, u64)>,
-    /// Authors: the in-memory deleted-key B+-tree, keyed by object id as the authors' buddy B-tree
-    /// (one key per object), with the timestamp of the object's latest update or delete beside it.
-    memory_latest: BTreeMap<u64, u64>,
+    /// The in-memory deleted-key B+-tree, keyed by object id as the authors' buddy B-tree (one key
+    /// per object), with the timestamp of the object's latest update or delete in this memory
+    /// component beside it (what keeps the authors' stale memory entries out of answers).
+    memory_deleted: BTreeMap<u64, u64>,
     /// Deleted keys per B+-tree leaf page, to size the in-memory deleted-key tree in pages.
     deleted_leaf_capacity: usize,
     /// oid -> location, when the old location is looked up (timed) rather than taken from the
@@ -68,43 +70,28 @@ pub(crate) struct Eager {
 
 impl Eager {
     pub fn new(variant: EagerVariant, page_size: usize, primary_index: Option<LsmBTree<Point>>) -> Self {
-        let deleted_leaf_capacity = match variant {
-            // a deleted tuple is an oid plus a point, as a B+-tree entry keyed by oid with a Point
-            EagerVariant::Physical => BTreeComponent::<Point>::leaf_capacity(page_size),
-            // an object id alone
-            EagerVariant::Authors => BTreeComponent::<()>::leaf_capacity(page_size),
-        };
         Eager {
             variant,
-            memory_deleted: BTreeSet::new(),
-            memory_latest: BTreeMap::new(),
-            deleted_leaf_capacity,
+            memory_deleted: BTreeMap::new(),
+            // a deleted key is an object id alone
+            deleted_leaf_capacity: BTreeComponent::<()>::leaf_capacity(page_size),
             primary_index,
             cleaned: CleaningCounts::default(),
             superseded_flushed: 0,
         }
     }
 
-    /// The first half of an update or delete stamped `ts` of object `oid`, last at `old`.
-    /// Physical, as AsterixDB's LSM R-tree: remove the old entry from the memory R-tree if it is
-    /// there, and insert the deleted tuple into the memory deleted-key tree in any case (it
-    /// shadows the tuple in older components). Authors: only record the object id (and `ts`) in
-    /// the memory deleted-key tree; the old entry stays in the memory R-tree.
+    /// The first half of an update or delete stamped `ts` of object `oid`, last at `old`: record
+    /// the object id (and `ts`) in the memory deleted-key tree, where it shadows the object's
+    /// entries in older components. Physical, as AsterixDB's LSM R-tree, also removes the old
+    /// entry from the memory R-tree if it is there; Authors leaves it there.
     fn retire_old(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, ts: u64) {
-        match self.variant {
-            EagerVariant::Physical => {
-                if let Some(old) = old {
-                    if memory.remove(old, oid).is_some() {
-                        self.cleaned.memory_deletes += 1;
-                    }
-                    self.memory_deleted
-                        .insert((oid, old.x.to_bits(), old.y.to_bits()));
-                }
-            }
-            EagerVariant::Authors => {
-                self.memory_latest.insert(oid, ts);
+        if let (EagerVariant::Physical, Some(old)) = (self.variant, old) {
+            if memory.remove(old, oid).is_some() {
+                self.cleaned.memory_deletes += 1;
             }
         }
+        self.memory_deleted.insert(oid, ts);
     }
 
     /// Records `new` (or the deletion) in the primary index, if there is one.
@@ -113,18 +100,6 @@ impl Eager {
             (Some(p), Some(to)) => p.upsert(oid, to),
             (Some(p), None) => p.delete(oid),
             (None, _) => Ok(()),
-        }
-    }
-
-    /// Whether memory's deleted-key tree holds object `oid`.
-    fn memory_deletes(&self, oid: u64) -> bool {
-        match self.variant {
-            EagerVariant::Physical => self
-                .memory_deleted
-                .range((oid, 0, 0)..=(oid, u64::MAX, u64::MAX))
-                .next()
-                .is_some(),
-            EagerVariant::Authors => self.memory_latest.contains_key(&oid),
         }
     }
 }
@@ -166,40 +141,28 @@ impl Maintenance for Eager {
     }
 
     fn memory_antimatter_pages(&self) -> u64 {
-        let keys = match self.variant {
-            EagerVariant::Physical => self.memory_deleted.len(),
-            EagerVariant::Authors => self.memory_latest.len(),
-        };
-        keys.div_ceil(self.deleted_leaf_capacity) as u64
+        self.memory_deleted.len().div_ceil(self.deleted_leaf_capacity) as u64
     }
 
     fn has_memory_antimatter(&self) -> bool {
-        !self.memory_deleted.is_empty() || !self.memory_latest.is_empty()
+        !self.memory_deleted.is_empty()
     }
 
-    /// Authors: an entry older than its object's latest update or delete in memory (the authors'
-    /// flush writes it all the same).
+    /// An entry older than its object's latest update or delete in memory: what the authors'
+    /// flush writes all the same (Physical has removed such entries, unless the old location it
+    /// was given was wrong).
     fn superseded_on_flush(&self, e: &SpatialEntry) -> bool {
-        self.memory_latest.get(&e.oid).is_some_and(|&t| e.ts < t)
+        self.memory_deleted.get(&e.oid).is_some_and(|&t| e.ts < t)
     }
 
-    /// On disk one key per object: an Eager update or delete kills every older version of the
-    /// object, whatever its location (Physical: a deviation from AsterixDB's per-tuple keys that
-    /// only makes the disk deleted-key trees smaller; Authors: their buddy B-tree's key).
+    /// One key per object: an Eager update or delete kills every older version of the object,
+    /// whatever its location.
     fn memory_antimatter(&self) -> Vec<u64> {
-        match self.variant {
-            EagerVariant::Physical => {
-                let mut keys: Vec<u64> = self.memory_deleted.iter().map(|&(oid, _, _)| oid).collect();
-                keys.dedup();
-                keys
-            }
-            EagerVariant::Authors => self.memory_latest.keys().copied().collect(),
-        }
+        self.memory_deleted.keys().copied().collect()
     }
 
     fn flushed(&mut self, cleanup: Cleanup) {
         self.memory_deleted.clear();
-        self.memory_latest.clear();
         self.commit(cleanup);
     }
 
@@ -238,9 +201,8 @@ impl Maintenance for Eager {
         }
     }
 
-    /// A memory entry: Physical, fresh (the memory R-tree lost the old one on update); Authors,
-    /// fresh unless older than its object's latest update or delete in memory (no probe: the
-    /// authors' query returns every memory entry). A disk entry: memory's deleted keys, then each
+    /// A memory entry: fresh unless older than its object's latest update or delete in memory (no
+    /// probe: the authors' query returns every memory entry; Physical has removed the old ones). A disk entry: memory's deleted keys, then each
     /// newer component's, are probed until one holds the object (the authors' cursor order); it is
     /// fresh iff none does and it is not marked superseded (a superseded entry is probed all the
     /// same, as the authors' query probes it).
@@ -252,10 +214,10 @@ impl Maintenance for Eager {
         lookups: &mut u64,
     ) -> Result<bool> {
         let Source::Disk { newer } = source else {
-            return Ok(self.memory_latest.get(&e.oid).is_none_or(|&t| e.ts >= t));
+            return Ok(self.memory_deleted.get(&e.oid).is_none_or(|&t| e.ts >= t));
         };
         *lookups += 1;
-        if self.memory_deletes(e.oid) {
+        if self.memory_deleted.contains_key(&e.oid) {
             return Ok(false);
         }
         for c in newer.iter() {
@@ -499,5 +461,38 @@ mod tests {
         assert_eq!(annihilated, 2);
         assert_eq!(kept, vec![2]);
         assert_eq!(filtered(&inputs, true).2, Vec::<u64>::new());
+    }
+
+    /// The authors' merge: an entry of input k dies iff a newer input deletes its object; versions
+    /// within one input survive (marks kept); the deleted keys' union is kept unless the merge
+    /// includes the oldest component.
+    #[test]
+    fn the_authors_merge_kills_by_newer_inputs_only_and_keeps_the_union_of_keys() {
+        let mut eager = Eager::new(EagerVariant::Authors, 256, None);
+        let antimatter = vec![vec![1, 4], vec![2], vec![1, 3]];
+        let e = |oid, ts| SpatialEntry::new(Point::new(0.0, 0.0), oid, ts);
+        let mut stale = e(2, 5);
+        stale.mark_superseded();
+        // (input, entry, kept?)
+        let cases = [
+            (0, e(1, 9), true),
+            (0, e(2, 8), true),
+            (1, e(2, 7), true),
+            (1, stale, true),
+            (1, e(1, 6), false),
+            (2, e(2, 3), false),
+            (2, e(3, 2), true),
+            (2, e(4, 1), false),
+        ];
+        let mut filter = eager.merge_filter(antimatter.clone(), false);
+        for (input, entry, kept) in cases {
+            assert_eq!(filter.keep(input, &entry).unwrap(), kept, "{input} {entry:?}");
+        }
+        let (keys, cleanup) = filter.finish();
+        assert_eq!(keys, vec![1, 2, 3, 4]);
+        assert_eq!(cleanup.cleaned.annihilated, 3);
+        eager.commit(cleanup);
+        let (keys, _) = eager.merge_filter(antimatter, true).finish();
+        assert!(keys.is_empty());
     }
 }

@@ -4,7 +4,7 @@
 
 use super::config::CleaningCounters;
 use super::maintenance::{
-    Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, MemoryWrite, ObjectStamps, Source,
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, ObjectStamps, Source,
 };
 use super::stats::CleaningCounts;
 use super::strategy::CleaningSwitches;

@@ -239,7 +239,10 @@ mod tests {
             assert_eq!(name.parse::<Strategy>().unwrap(), strategy);
             assert_eq!(strategy.to_string(), name);
             assert_eq!(name.to_uppercase().parse::<Strategy>().unwrap(), strategy);
-            assert_eq!(format!(" {} ", name.to_lowercase()).parse::<Strategy>().unwrap(), strategy);
+            assert_eq!(
+                format!(" {} ", name.to_lowercase()).parse::<Strategy>().unwrap(),
+                strategy
+            );
         }
         // The paper's names are the authors' baselines.
         let paper = Strategy::paper_strategies();
@@ -251,8 +254,18 @@ mod tests {
     #[test]
     fn bad_names_are_rejected_with_the_name() {
         let bad_names = [
-            "", "UM+", "UM+X", "UM+FF", "UMF", "Eagerly", "UM-F", "Eager()", "Eager(authors", "Validation(Repair",
-            "Eager (physical)", "Validation(physical)",
+            "",
+            "UM+",
+            "UM+X",
+            "UM+FF",
+            "UMF",
+            "Eagerly",
+            "UM-F",
+            "Eager()",
+            "Eager(authors",
+            "Validation(Repair",
+            "Eager (physical)",
+            "Validation(physical)",
         ];
         for bad in bad_names {
             let e = bad.parse::<Strategy>().unwrap_err();

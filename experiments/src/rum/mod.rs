@@ -441,7 +441,7 @@ mod tests {
         );
         let c = resolve(&["vacuum_threshold=4294967295", "buffered_threshold=70_000"]).unwrap();
         let cfg = c.index.spatial_config(
-            Strategy::Eager,
+            "Eager".parse().unwrap(),
             &lsmlab_workloads::generate("gowalla", 10, 1).unwrap(),
         );
         assert_eq!((cfg.vacuum_threshold, cfg.buffered_threshold), (u32::MAX, 70_000));
