@@ -36,9 +36,10 @@
 //! the two variants differ only in the memory delete (and Physical's merge).
 //!
 //! Both probe a newer disk component's deleted keys through its Bloom filter, as intended. The
-//! authors' cursor inverts that test (`if (bloomFilters[i] != null && bloomFilters[i].contains(..))
-//! continue;`), so in their runs no disk deleted-key tree ever kills a candidate; lsmlab does not
-//! copy that.
+//! authors' query cursor inverts that test (it skips the probe when the filter says the key may be
+//! present), so as their code reads no disk deleted-key tree ever kills a query candidate: a key
+//! present is skipped, a key absent is probed and not found. lsmlab does not copy that; their
+//! merge cursor probes without the filter and is followed exactly.
 
 use super::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeFilter, Source};
 use super::stats::CleaningCounts;
