@@ -14,6 +14,10 @@ pub enum FlushTrigger {
     /// back only when the component is reset after its flush; `VirtualFreePageManager` never
     /// frees a page, and the buddy deleted-key B-tree draws on the same budget). Cleaning that
     /// empties or unlinks a node therefore frees nothing; only the splits it avoids delay a flush.
+    /// Two approximations: lsmlab's memory R-tree unlinks a node a delete or a cleaning empties
+    /// (AsterixDB's keeps it in place, empty), and a later split that reuses it counts again; and
+    /// the component is full when the count exceeds the budget (AsterixDB: reaches it, counting
+    /// each tree's metadata page too).
     #[default]
     Allocated,
     /// The pages the memory component uses now: live memory R-tree nodes (a node unlinked by a
