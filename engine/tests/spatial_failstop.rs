@@ -248,31 +248,32 @@ fn parsed(name: &str) -> Strategy {
 
 #[test]
 fn eager_loses_nothing_when_the_device_fails() {
-    sweep("Eager", (Strategy::Eager, |_| {}));
+    sweep("Eager", (parsed("Eager"), |_| {}));
+}
+
+#[test]
+fn physical_eager_loses_nothing_when_the_device_fails() {
+    sweep("Eager(physical)", (parsed("Eager(physical)"), |_| {}));
 }
 
 #[test]
 fn eager_with_primary_lookups_loses_nothing_when_the_device_fails() {
-    sweep(
-        "Eager (primary lookup)",
-        (Strategy::Eager, |c| c.eager_primary_lookup = true),
-    );
+    for name in ["Eager", "Eager(physical)"] {
+        sweep(
+            &format!("{name} (primary lookup)"),
+            (parsed(name), |c| c.eager_primary_lookup = true),
+        );
+    }
 }
 
 #[test]
 fn validation_with_merge_repair_loses_nothing_when_the_device_fails() {
-    sweep(
-        "Validation",
-        (Strategy::Validation, |c| c.validation_merge_repair = true),
-    );
+    sweep("Validation(repair)", (parsed("Validation(repair)"), |_| {}));
 }
 
 #[test]
 fn validation_without_merge_repair_loses_nothing_when_the_device_fails() {
-    sweep(
-        "Validation (no repair)",
-        (Strategy::Validation, |c| c.validation_merge_repair = false),
-    );
+    sweep("Validation", (parsed("Validation"), |_| {}));
 }
 
 #[test]
@@ -284,19 +285,23 @@ fn every_update_memo_strategy_loses_nothing_when_the_device_fails() {
 
 /// Every variant the sweeps cover.
 fn variants() -> Vec<(String, Variant)> {
-    let mut v: Vec<(String, Variant)> = vec![
-        ("Eager".into(), (Strategy::Eager, |_| {})),
-        (
-            "Eager (primary lookup)".into(),
-            (Strategy::Eager, |c| c.eager_primary_lookup = true),
-        ),
-        ("Validation".into(), (Strategy::Validation, |_| {})),
-        (
-            "Validation (no repair)".into(),
-            (Strategy::Validation, |c| c.validation_merge_repair = false),
-        ),
-    ];
-    for name in ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"] {
+    let mut v: Vec<(String, Variant)> = Vec::new();
+    for name in ["Eager", "Eager(physical)"] {
+        v.push((name.into(), (parsed(name), |_| {})));
+        v.push((
+            format!("{name} (primary lookup)"),
+            (parsed(name), |c| c.eager_primary_lookup = true),
+        ));
+    }
+    for name in [
+        "Validation",
+        "Validation(repair)",
+        "UM",
+        "UM+F",
+        "UM+M",
+        "UM+BV",
+        "UM+FMBV",
+    ] {
         v.push((name.into(), (parsed(name), |_| {})));
     }
     v

@@ -23,8 +23,29 @@ impl SpatialEntry {
     /// Bytes of one encoded entry on a page: x, y (f64), oid, ts (u64), little endian.
     pub const ENCODED_SIZE: usize = 32;
 
+    /// The bit of `ts` that marks a superseded entry: one that Eager, as the authors ran it, wrote
+    /// to disk although a newer version of its object (or its deletion) was already in memory.
+    /// Such an entry occupies its page and is read as a candidate like any other, but is never a
+    /// query result. Timestamps stay below 2^63 (the clock counts operations), so the bit is free.
+    pub const SUPERSEDED: u64 = 1 << 63;
+
     pub fn new(point: Point, oid: u64, ts: u64) -> Self {
         SpatialEntry { point, oid, ts }
+    }
+
+    /// Marks the entry superseded (see [`Self::SUPERSEDED`]).
+    pub fn mark_superseded(&mut self) {
+        self.ts |= Self::SUPERSEDED;
+    }
+
+    /// Whether the entry is marked superseded.
+    pub fn is_superseded(&self) -> bool {
+        self.ts & Self::SUPERSEDED != 0
+    }
+
+    /// The operation's timestamp, without the superseded mark.
+    pub fn stamp(&self) -> u64 {
+        self.ts & !Self::SUPERSEDED
     }
 
     /// Writes the entry into `out[..ENCODED_SIZE]`.
@@ -43,5 +64,23 @@ impl SpatialEntry {
             oid: u64::from_le_bytes(f(16..24)),
             ts: u64::from_le_bytes(f(24..32)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_superseded_mark_survives_encoding_and_leaves_the_stamp() {
+        let mut e = SpatialEntry::new(Point::new(1.5, -2.0), 7, 42);
+        assert!(!e.is_superseded());
+        e.mark_superseded();
+        let mut buf = [0u8; SpatialEntry::ENCODED_SIZE];
+        e.encode(&mut buf);
+        let d = SpatialEntry::decode(&buf);
+        assert_eq!(d, e);
+        assert!(d.is_superseded());
+        assert_eq!((d.oid, d.stamp()), (7, 42));
     }
 }

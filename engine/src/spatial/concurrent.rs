@@ -4,6 +4,7 @@
 //! put-if-absent, so concurrent updates of the UM are real and exercise Algorithms 5-7.
 
 use super::index::LsmRTree;
+use super::maintenance::MemoryWrite;
 use super::um::UpdateMemo;
 use crate::geom::Point;
 use crate::rtree::SpatialEntry;
@@ -41,16 +42,18 @@ impl ConcurrentRumTree {
 
     /// The first record of an object, stamped `ts`.
     pub fn insert(&self, oid: u64, ts: u64, at: Point) -> Result<()> {
-        let leaf = self.lock().insert_external(SpatialEntry::new(at, oid, ts));
+        let (leaf, split) = self.lock().insert_external(SpatialEntry::new(at, oid, ts));
         self.um.record_insert(oid, ts);
-        self.lock().finish_external_insert(leaf)
+        self.lock()
+            .finish_external_insert(leaf, MemoryWrite { update: false, split })
     }
 
     /// A later record of an object, stamped `ts`: insert the entry, then Algorithm 6 on the UM.
     pub fn update(&self, oid: u64, ts: u64, to: Point) -> Result<()> {
-        let leaf = self.lock().insert_external(SpatialEntry::new(to, oid, ts));
+        let (leaf, split) = self.lock().insert_external(SpatialEntry::new(to, oid, ts));
         self.um.record_obsolete(oid, ts);
-        self.lock().finish_external_insert(leaf)
+        self.lock()
+            .finish_external_insert(leaf, MemoryWrite { update: true, split })
     }
 
     pub fn update_memo(&self) -> &UpdateMemo {

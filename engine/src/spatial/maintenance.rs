@@ -30,6 +30,15 @@ pub(crate) enum Source<'a> {
     Disk { newer: &'a [&'a SpatialComponent] },
 }
 
+/// How an entry entered the memory R-tree, for the cleaning counters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemoryWrite {
+    /// An update (a later version of a known object), not an object's first insert.
+    pub update: bool,
+    /// The insert split its leaf.
+    pub split: bool,
+}
+
 /// What a strategy reports beside the R-tree's own lifecycle.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct MaintenanceStats {
@@ -38,6 +47,8 @@ pub(crate) struct MaintenanceStats {
     pub um_entries: u64,
     pub um_max_entries: u64,
     pub cleaned: CleaningCounts,
+    /// Entries flushed marked superseded (Eager as the authors ran it).
+    pub superseded_flushed: u64,
 }
 
 /// Every object's entry stamps in the index (memory and disk), by oid: what the UM audit checks.
@@ -51,6 +62,8 @@ pub(crate) struct Cleanup {
     pub releases: Vec<u64>,
     /// Entries removed, by mechanism.
     pub cleaned: CleaningCounts,
+    /// Entries a flush wrote marked superseded.
+    pub superseded: u64,
 }
 
 impl CleaningCounts {
@@ -117,7 +130,7 @@ pub(crate) trait Maintenance: Send {
 
     /// After an entry stamped by a concurrent caller entered memory leaf `leaf` (the caller has
     /// updated the Update Memo itself).
-    fn after_external_insert(&mut self, _memory: &mut MemRTree, _leaf: NodeId) {}
+    fn after_external_insert(&mut self, _memory: &mut MemRTree, _leaf: NodeId, _write: MemoryWrite) {}
 
     /// Pages of the memory component beside the memory R-tree (Eager's deleted-key B+-tree).
     fn memory_antimatter_pages(&self) -> u64 {
@@ -133,6 +146,13 @@ pub(crate) trait Maintenance: Send {
     /// entry dropped is recorded in `cleanup`.
     fn keep_on_flush(&self, _e: &SpatialEntry, _cleanup: &mut Cleanup) -> bool {
         true
+    }
+
+    /// Whether an entry the flush writes is superseded: a newer version of its object (or its
+    /// deletion) is in memory, yet the strategy writes it as the authors' Eager does. It is written
+    /// marked ([`SpatialEntry::mark_superseded`]) and is never a query result.
+    fn superseded_on_flush(&self, _e: &SpatialEntry) -> bool {
+        false
     }
 
     /// The memory component's antimatter for the flushed component, ascending oids (kept in

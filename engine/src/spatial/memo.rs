@@ -2,8 +2,9 @@
 //! cleaning switches of Section 4: Buffered and Vacuum Cleaning of memory leaves (Algorithm 4),
 //! Clean Upon Flush and Clean Upon Merge.
 
+use super::config::CleaningCounters;
 use super::maintenance::{
-    Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, ObjectStamps, Source,
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, ObjectStamps, Source,
 };
 use super::stats::CleaningCounts;
 use super::strategy::CleaningSwitches;
@@ -23,18 +24,25 @@ pub(crate) struct UpdateMemoMaintenance {
     buffered_threshold: u32,
     /// Vacuum Cleaning threshold `th` (Section 4.2).
     vacuum_threshold: u32,
+    counters: CleaningCounters,
     vacuum_counter: u32,
     vacuum_cursor: Option<NodeId>,
     cleaned: CleaningCounts,
 }
 
 impl UpdateMemoMaintenance {
-    pub fn new(switches: CleaningSwitches, buffered_threshold: u32, vacuum_threshold: u32) -> Self {
+    pub fn new(
+        switches: CleaningSwitches,
+        buffered_threshold: u32,
+        vacuum_threshold: u32,
+        counters: CleaningCounters,
+    ) -> Self {
         UpdateMemoMaintenance {
             um: Arc::new(UpdateMemo::new()),
             switches,
             buffered_threshold,
             vacuum_threshold,
+            counters,
             vacuum_counter: 0,
             vacuum_cursor: None,
             cleaned: CleaningCounts::default(),
@@ -42,14 +50,25 @@ impl UpdateMemoMaintenance {
     }
 
     /// Buffered and Vacuum Cleaning after an entry entered memory leaf `leaf` (Sections 4.1-4.2).
-    /// The paper counts updates; here every entry put into the memory R-tree counts, inserts of new
-    /// objects included, since in the LSM RUM-tree an update is an insert of the new version and a
-    /// stream's inserts are only each object's first record.
-    fn after_memory_insert(&mut self, memory: &mut MemRTree, leaf: NodeId) {
+    /// Under [`CleaningCounters::Updates`] (the authors' code) only updates count, an update that
+    /// split its leaf does not bump the leaf's counter, and Vacuum Cleaning leaves the cleaned
+    /// leaf's counter as it was; under [`CleaningCounters::AllInserts`] every entry put into the
+    /// memory R-tree counts and every cleaning resets the leaf's counter. Vacuum Cleaning does not
+    /// skip a leaf Buffered Cleaning has just cleaned, as in the authors' code.
+    fn after_memory_insert(&mut self, memory: &mut MemRTree, leaf: NodeId, write: MemoryWrite) {
+        let authors = self.counters == CleaningCounters::Updates;
+        if authors && !write.update {
+            return;
+        }
         let um = &self.um;
         // Under concurrent ingestion the leaf may have been split away or unlinked meanwhile.
         let live = memory.is_live_leaf(leaf);
-        if self.switches.buffered && live && memory.bump_update_counter(leaf) >= self.buffered_threshold {
+        let counts = !(authors && write.split);
+        if self.switches.buffered
+            && live
+            && counts
+            && memory.bump_update_counter(leaf) >= self.buffered_threshold
+        {
             // Algorithm 4 on the leaf whose counter hit the threshold.
             let n = memory.clean_leaf(leaf, |e| !um.is_obsolete(e.oid, e.ts), |e| um.release(e.oid));
             self.cleaned.buffered += n as u64;
@@ -59,7 +78,12 @@ impl UpdateMemoMaintenance {
             if self.vacuum_counter >= self.vacuum_threshold {
                 self.vacuum_counter = 0;
                 if let Some(next) = memory.next_leaf(self.vacuum_cursor) {
-                    let n = memory.clean_leaf(next, |e| !um.is_obsolete(e.oid, e.ts), |e| um.release(e.oid));
+                    let n = memory.clean_leaf_with(
+                        next,
+                        !authors,
+                        |e| !um.is_obsolete(e.oid, e.ts),
+                        |e| um.release(e.oid),
+                    );
                     self.cleaned.vacuum += n as u64;
                     self.vacuum_cursor = Some(next);
                 }
@@ -84,17 +108,21 @@ impl UpdateMemoMaintenance {
 
 impl Maintenance for UpdateMemoMaintenance {
     fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()> {
+        let splits = memory.splits();
         let leaf = memory.insert(e);
+        let split = memory.splits() > splits;
         self.um.record_insert(e.oid, e.ts);
-        self.after_memory_insert(memory, leaf);
+        self.after_memory_insert(memory, leaf, MemoryWrite { update: false, split });
         Ok(())
     }
 
     /// Algorithm 6: insert the new entry, then put-if-absent / CILS + count in the UM.
     fn update(&mut self, memory: &mut MemRTree, _from: Option<Point>, e: SpatialEntry) -> Result<()> {
+        let splits = memory.splits();
         let leaf = memory.insert(e);
+        let split = memory.splits() > splits;
         self.um.record_obsolete(e.oid, e.ts);
-        self.after_memory_insert(memory, leaf);
+        self.after_memory_insert(memory, leaf, MemoryWrite { update: true, split });
         Ok(())
     }
 
@@ -108,8 +136,8 @@ impl Maintenance for UpdateMemoMaintenance {
         Some(&self.um)
     }
 
-    fn after_external_insert(&mut self, memory: &mut MemRTree, leaf: NodeId) {
-        self.after_memory_insert(memory, leaf);
+    fn after_external_insert(&mut self, memory: &mut MemRTree, leaf: NodeId, write: MemoryWrite) {
+        self.after_memory_insert(memory, leaf, write);
     }
 
     fn flushed(&mut self, cleanup: Cleanup) {
@@ -155,6 +183,7 @@ impl Maintenance for UpdateMemoMaintenance {
             um_entries: self.um.len() as u64,
             um_max_entries: self.um.max_len() as u64,
             cleaned: self.cleaned,
+            superseded_flushed: 0,
         }
     }
 

@@ -15,8 +15,8 @@ mod um;
 mod validation;
 
 pub use concurrent::ConcurrentRumTree;
-pub use config::SpatialConfig;
+pub use config::{CleaningCounters, FlushTrigger, SpatialConfig};
 pub use index::{LsmRTree, QueryOutcome};
 pub use stats::{CleaningCounts, SpatialStats};
-pub use strategy::{CleaningSwitches, ParseStrategyError, Strategy};
+pub use strategy::{CleaningSwitches, EagerVariant, ParseStrategyError, Strategy};
 pub use um::{cils, MemoState, UpdateMemo};

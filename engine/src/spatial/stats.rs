@@ -31,6 +31,9 @@ pub struct SpatialStats {
     pub cleaned: CleaningCounts,
     pub memory_splits: u64,
     pub key_index_lookups: u64,
+    /// Entries flushed although superseded (Eager as the authors ran it: its flush writes every
+    /// memory entry); they take disk pages and are read as query candidates, never returned.
+    pub superseded_flushed: u64,
 }
 
 impl SpatialStats {

@@ -1,6 +1,9 @@
 //! The secondary-index maintenance strategies compared by the LSM RUM-tree paper, as values that
 //! print and parse exactly as the paper names them: `Eager`, `Validation`, `UM`, `UM+F`, `UM+M`,
-//! `UM+BV`, `UM+FMBV` (and any other combination of the four switches, e.g. `UM+FM`).
+//! `UM+BV`, `UM+FMBV` (and any other combination of the four switches, e.g. `UM+FM`). The paper's
+//! names mean the baselines as the authors ran them; the alternatives carry a suffix:
+//! `Eager(physical)` (AsterixDB's physical memory delete) and `Validation(repair)` (Luo & Carey's
+//! merge repair).
 
 use super::config::SpatialConfig;
 use super::eager::Eager;
@@ -28,21 +31,39 @@ pub struct CleaningSwitches {
     pub vacuum: bool,
 }
 
+/// Which Eager the index runs (see `eager.rs` for the exact semantics of each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EagerVariant {
+    /// As the authors ran their baseline (`LSMRTree.modify` of the competitor repository, driven
+    /// by the RUM repository's `UMTest`): an update inserts the new entry and records the object id
+    /// in the memory deleted-key B-tree, with the memory delete commented out, so the memory
+    /// component keeps every version and flushes write them all.
+    #[default]
+    Authors,
+    /// AsterixDB's Eager: an update or delete removes the old entry physically from the memory
+    /// R-tree, so the memory component holds only live objects.
+    Physical,
+}
+
 /// A maintenance strategy of the LSM R-tree secondary index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Strategy {
-    /// AsterixDB's Eager strategy (Alsubaiee et al. 2014): delete the old entry (physically in
-    /// memory, as a deleted key otherwise), insert the new one.
-    Eager,
+    /// AsterixDB's Eager strategy (Alsubaiee et al. 2014): insert the new entry and record a
+    /// deleted key that shadows older components; [`EagerVariant`] says what happens to the old
+    /// entry when it is in memory.
+    Eager(EagerVariant),
     /// Luo & Carey's Validation (PVLDB 2019): blind inserts, a primary key index of latest
-    /// timestamps validates query candidates and repairs merges.
-    Validation,
+    /// timestamps validates query candidates; with `merge_repair`, merges also drop the entries
+    /// the key index shows obsolete (Luo & Carey's merge repair; the RUM-tree paper's baseline
+    /// has none).
+    Validation { merge_repair: bool },
     /// The LSM RUM-tree's Update Memo with its cleaning switches.
     UpdateMemo(CleaningSwitches),
 }
 
 impl Strategy {
-    /// The seven variants of the paper's Figures 5-6 and Tables 1-2, in the paper's order.
+    /// The seven variants of the paper's Figures 5-6 and Tables 1-2, in the paper's order (Eager and
+    /// Validation as the authors ran them).
     pub const PAPER: [&'static str; 7] = ["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
 
     pub fn paper_strategies() -> Vec<Strategy> {
@@ -82,20 +103,21 @@ impl Strategy {
             )
         }
         Ok(match *self {
-            Strategy::Eager => Box::new(Eager::new(
+            Strategy::Eager(variant) => Box::new(Eager::new(
+                variant,
                 cache.page_size(),
                 cfg.eager_primary_lookup
                     .then(|| key_index(cfg, cache))
                     .transpose()?,
             )),
-            Strategy::Validation => Box::new(Validation::new(
-                key_index(cfg, cache)?,
-                cfg.validation_merge_repair,
-            )),
+            Strategy::Validation { merge_repair } => {
+                Box::new(Validation::new(key_index(cfg, cache)?, merge_repair))
+            }
             Strategy::UpdateMemo(switches) => Box::new(UpdateMemoMaintenance::new(
                 switches,
                 cfg.buffered_threshold,
                 cfg.vacuum_threshold,
+                cfg.cleaning_counters,
             )),
         })
     }
@@ -104,8 +126,10 @@ impl Strategy {
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Strategy::Eager => f.write_str("Eager"),
-            Strategy::Validation => f.write_str("Validation"),
+            Strategy::Eager(EagerVariant::Authors) => f.write_str("Eager"),
+            Strategy::Eager(EagerVariant::Physical) => f.write_str("Eager(physical)"),
+            Strategy::Validation { merge_repair: false } => f.write_str("Validation"),
+            Strategy::Validation { merge_repair: true } => f.write_str("Validation(repair)"),
             Strategy::UpdateMemo(s) => {
                 f.write_str("UM")?;
                 if s.flush || s.merge || s.buffered || s.vacuum {
@@ -125,8 +149,8 @@ impl fmt::Display for Strategy {
 /// Why a strategy name did not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {given:?}: expected Eager, Validation, UM, or UM+ followed by any of the letters \
-     F, M, B, V (each at most once), e.g. UM+F, UM+BV, UM+FMBV"
+    "unknown strategy {given:?}: expected Eager, Eager(physical), Validation, Validation(repair), UM, \
+     or UM+ followed by any of the letters F, M, B, V (each at most once), e.g. UM+F, UM+BV, UM+FMBV"
 )]
 pub struct ParseStrategyError {
     pub given: String,
@@ -138,11 +162,15 @@ impl FromStr for Strategy {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || ParseStrategyError { given: s.to_string() };
         let t = s.trim();
-        if t.eq_ignore_ascii_case("eager") {
-            return Ok(Strategy::Eager);
-        }
-        if t.eq_ignore_ascii_case("validation") {
-            return Ok(Strategy::Validation);
+        for (name, strategy) in [
+            ("eager", Strategy::Eager(EagerVariant::Authors)),
+            ("eager(physical)", Strategy::Eager(EagerVariant::Physical)),
+            ("validation", Strategy::Validation { merge_repair: false }),
+            ("validation(repair)", Strategy::Validation { merge_repair: true }),
+        ] {
+            if t.eq_ignore_ascii_case(name) {
+                return Ok(strategy);
+            }
         }
         let rest = t
             .strip_prefix("UM")
@@ -200,11 +228,52 @@ mod tests {
     }
 
     #[test]
+    fn baseline_variants_parse_case_insensitively_and_print_canonically() {
+        let cases = [
+            ("Eager", Strategy::Eager(EagerVariant::Authors)),
+            ("Eager(physical)", Strategy::Eager(EagerVariant::Physical)),
+            ("Validation", Strategy::Validation { merge_repair: false }),
+            ("Validation(repair)", Strategy::Validation { merge_repair: true }),
+        ];
+        for (name, strategy) in cases {
+            assert_eq!(name.parse::<Strategy>().unwrap(), strategy);
+            assert_eq!(strategy.to_string(), name);
+            assert_eq!(name.to_uppercase().parse::<Strategy>().unwrap(), strategy);
+            assert_eq!(
+                format!(" {} ", name.to_lowercase()).parse::<Strategy>().unwrap(),
+                strategy
+            );
+        }
+        // The paper's names are the authors' baselines.
+        let paper = Strategy::paper_strategies();
+        assert_eq!(paper[0], Strategy::Eager(EagerVariant::default()));
+        assert_eq!(EagerVariant::default(), EagerVariant::Authors);
+        assert_eq!(paper[1], Strategy::Validation { merge_repair: false });
+    }
+
+    #[test]
     fn bad_names_are_rejected_with_the_name() {
-        for bad in ["", "UM+", "UM+X", "UM+FF", "UMF", "Eagerly", "UM-F"] {
+        let bad_names = [
+            "",
+            "UM+",
+            "UM+X",
+            "UM+FF",
+            "UMF",
+            "Eagerly",
+            "UM-F",
+            "Eager()",
+            "Eager(authors",
+            "Validation(Repair",
+            "Eager (physical)",
+            "Validation(physical)",
+        ];
+        for bad in bad_names {
             let e = bad.parse::<Strategy>().unwrap_err();
             assert_eq!(e.given, bad);
-            assert!(e.to_string().contains("UM+FMBV"));
+            let msg = e.to_string();
+            for form in ["Eager(physical)", "Validation(repair)", "UM+FMBV"] {
+                assert!(msg.contains(form), "{msg}");
+            }
         }
     }
 }

@@ -503,7 +503,7 @@ mod tests {
             ratio: 0.5,
             clean: true,
             name: "chicago".into(),
-            strategies: vec![Strategy::Eager, "UM+F".parse().unwrap()],
+            strategies: vec!["Eager".parse().unwrap(), "UM+F".parse().unwrap()],
             sizes: vec![0.001, 0.5],
             storage: StorageConfig::with_cache_pages(16),
         }
@@ -542,7 +542,10 @@ mod tests {
         assert_eq!(c.ratio, 1e-3);
         assert!(!c.clean);
         assert_eq!(c.name, "berlinmod");
-        assert_eq!(c.strategies, vec![Strategy::Eager, "UM+FMBV".parse().unwrap()]);
+        assert_eq!(
+            c.strategies,
+            vec!["Eager".parse::<Strategy>().unwrap(), "UM+FMBV".parse().unwrap()]
+        );
         assert_eq!(c.sizes, vec![0.25, 1.0]);
         assert_eq!(c.storage.device, DeviceKind::File);
         assert_eq!(c.storage.profile, lsmlab_engine::storage::DeviceProfile::Hdd);

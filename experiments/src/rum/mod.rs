@@ -326,7 +326,11 @@ impl IndexConfig {
         cfg.buffered_threshold = self.buffered_threshold;
         cfg.vacuum_threshold = self.vacuum_threshold;
         cfg.eager_primary_lookup = self.eager_primary_lookup;
-        cfg.validation_merge_repair = self.validation_merge_repair;
+        // LEAD: merge repair now lives in the strategy (Strategy::Validation { merge_repair }); this
+        // maps the old key onto it so that results stay as they were until the experiments are rewired.
+        if let Strategy::Validation { merge_repair } = &mut cfg.strategy {
+            *merge_repair = self.validation_merge_repair;
+        }
         cfg.key_index_budget_pages = self.memory_pages;
         cfg.bloom_fp = Some(self.bloom_fp);
         cfg
@@ -628,7 +632,7 @@ mod tests {
         );
         let c = resolve(&["vacuum_threshold=4294967295", "buffered_threshold=70_000"]).unwrap();
         let cfg = c.index.spatial_config(
-            Strategy::Eager,
+            "Eager".parse().unwrap(),
             &lsmlab_workloads::generate("gowalla", 10, 1).unwrap(),
         );
         assert_eq!((cfg.vacuum_threshold, cfg.buffered_threshold), (u32::MAX, 70_000));

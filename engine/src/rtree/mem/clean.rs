@@ -10,7 +10,8 @@
 //! starts at 0. The leaf that was split **keeps** its counter: it is the same page (a paged R-tree
 //! splits by allocating one new page beside the old one, which keeps its id), and the updates it
 //! buffered have not been cleaned; resetting would postpone the cleaning of exactly the hot leaves
-//! Buffered Cleaning targets. (Whether the authors' code does the same is not checked here.)
+//! Buffered Cleaning targets. The authors' code does the same: the counter lives on the cached
+//! page (`VirtualPage.touchCounter`), which the split keeps, and a new page starts at 0.
 //!
 //! # Leaf cursor
 //!
@@ -69,11 +70,25 @@ impl MemRTree {
     pub fn clean_leaf(
         &mut self,
         leaf: NodeId,
+        keep: impl FnMut(&SpatialEntry) -> bool,
+        removed: impl FnMut(SpatialEntry),
+    ) -> usize {
+        self.clean_leaf_with(leaf, true, keep, removed)
+    }
+
+    /// [`Self::clean_leaf`], resetting the leaf's update counter only if `reset_counter` (the
+    /// authors' Vacuum Cleaning leaves it as it was).
+    pub fn clean_leaf_with(
+        &mut self,
+        leaf: NodeId,
+        reset_counter: bool,
         mut keep: impl FnMut(&SpatialEntry) -> bool,
         mut removed: impl FnMut(SpatialEntry),
     ) -> usize {
         let n = self.live_leaf_mut(leaf);
-        n.update_counter = 0;
+        if reset_counter {
+            n.update_counter = 0;
+        }
         let before = n.entries.len();
         n.entries.retain(|e| {
             let k = keep(e);

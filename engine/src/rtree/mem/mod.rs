@@ -111,6 +111,9 @@ pub struct MemRTree {
     root: NodeId,
     len: usize,
     splits: u64,
+    /// Nodes allocated since the tree was created or last emptied (the root leaf counts), never
+    /// decremented when a node is freed.
+    allocated: u64,
     leaf_capacity: usize,
     internal_capacity: usize,
     leaf_min_fill: usize,
@@ -161,6 +164,7 @@ impl MemRTree {
             root: 0,
             len: 0,
             splits: 0,
+            allocated: 1,
             leaf_capacity,
             internal_capacity,
             leaf_min_fill: min_fill_of(leaf_capacity),
@@ -180,6 +184,7 @@ impl MemRTree {
         self.live_leaves.insert(0);
         self.root = 0;
         self.len = 0;
+        self.allocated = 1;
     }
 
     /// Maximum entries of a leaf.
@@ -213,6 +218,14 @@ impl MemRTree {
         self.nodes.len() - self.free.len()
     }
 
+    /// Nodes allocated since the tree was created or last drained, the root leaf included: what a
+    /// paged memory component whose pages are given back only when it is reset (AsterixDB's
+    /// virtual buffer cache) has used, whatever was freed since. A freed id reused by a later split
+    /// counts again.
+    pub fn allocated_pages(&self) -> u64 {
+        self.allocated
+    }
+
     /// Live leaves.
     pub fn leaf_count(&self) -> usize {
         self.live_leaves.len()
@@ -236,6 +249,7 @@ impl MemRTree {
 
     /// Takes a node id for a new node at `level` (from the free list first), live, counter 0.
     fn alloc_node(&mut self, parent: NodeId, level: u32) -> NodeId {
+        self.allocated += 1;
         let id = match self.free.pop() {
             Some(id) => id,
             None => {

@@ -458,3 +458,30 @@ proptest! {
         }
     }
 }
+
+/// Allocated pages count every node ever allocated since the last drain (a freed node's reuse
+/// counts again); live nodes shrink when deletions unlink nodes.
+#[test]
+fn allocated_pages_never_shrink_until_the_tree_is_drained() {
+    let mut t = MemRTree::with_capacities(4, 4);
+    assert_eq!((t.allocated_pages(), t.node_count()), (1, 1));
+    let es: Vec<_> = (0..40u64)
+        .map(|i| entry((i % 7) as f64 * 10.0, (i / 7) as f64 * 10.0, i, i + 1))
+        .collect();
+    for e in &es {
+        t.insert(*e);
+    }
+    let grown = t.allocated_pages();
+    assert_eq!(grown, t.node_count() as u64, "nothing freed yet");
+    for e in &es[..30] {
+        t.remove(e.point, e.oid).unwrap();
+    }
+    assert!((t.node_count() as u64) < grown);
+    assert_eq!(t.allocated_pages(), grown);
+    for e in &es[..30] {
+        t.insert(*e);
+    }
+    assert!(t.allocated_pages() > grown, "reused ids count again");
+    t.drain();
+    assert_eq!((t.allocated_pages(), t.node_count()), (1, 1));
+}

@@ -18,7 +18,8 @@ impl LsmRTree {
     }
 
     /// Flushes the memory component into a new disk component (filtered by the strategy, e.g.
-    /// Clean Upon Flush, then sorted in Hilbert order), writes the strategy's antimatter beside it,
+    /// Clean Upon Flush, entries the strategy writes although superseded marked so, then sorted in
+    /// Hilbert order), writes the strategy's antimatter beside it,
     /// flushes the key indexes with it, then merges as the policy asks.
     ///
     /// The memory R-tree and the memory antimatter are copied, not taken: they are emptied, and the
@@ -37,6 +38,12 @@ impl LsmRTree {
         let mut cleanup = Cleanup::default();
         let m = self.maintenance.as_ref();
         entries.retain(|e| m.keep_on_flush(e, &mut cleanup));
+        for e in &mut entries {
+            if m.superseded_on_flush(e) {
+                e.mark_superseded();
+                cleanup.superseded += 1;
+            }
+        }
         self.store.format().hilbert_sort(&mut entries);
         let antimatter = self.maintenance.memory_antimatter();
         let n = entries.len() as u64;

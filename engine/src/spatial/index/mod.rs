@@ -15,8 +15,8 @@ mod query;
 pub use query::QueryOutcome;
 
 use super::component::SpatialRuns;
-use super::config::SpatialConfig;
-use super::maintenance::{Maintenance, ObjectStamps};
+use super::config::{FlushTrigger, SpatialConfig};
+use super::maintenance::{Maintenance, MemoryWrite, ObjectStamps};
 use super::stats::SpatialStats;
 use super::strategy::Strategy;
 use super::um::UpdateMemo;
@@ -86,10 +86,16 @@ impl LsmRTree {
         self.clock
     }
 
-    /// The memory component's size in pages: memory R-tree nodes plus the pages of whatever the
-    /// strategy keeps beside it in memory (Eager's deleted-key B+-tree).
+    /// The memory component's size in pages as the flush trigger counts them: memory R-tree nodes
+    /// (allocated since the last flush under [`FlushTrigger::Allocated`], live under
+    /// [`FlushTrigger::Live`]) plus the pages of whatever the strategy keeps beside it in memory
+    /// (Eager's deleted-key B+-tree, which only grows until the flush).
     pub fn memory_pages(&self) -> u64 {
-        self.memory.node_count() as u64 + self.maintenance.memory_antimatter_pages()
+        let rtree = match self.cfg.flush_trigger {
+            FlushTrigger::Allocated => self.memory.allocated_pages(),
+            FlushTrigger::Live => self.memory.node_count() as u64,
+        };
+        rtree + self.maintenance.memory_antimatter_pages()
     }
 
     pub fn memory_entries(&self) -> usize {
@@ -119,6 +125,7 @@ impl LsmRTree {
             cleaned: m.cleaned,
             memory_splits: self.memory.splits(),
             key_index_lookups: m.key_index.map_or(0, |k| k.1),
+            superseded_flushed: m.superseded_flushed,
         }
     }
 
@@ -155,17 +162,22 @@ impl LsmRTree {
     }
 
     /// UM strategies only, for concurrent ingestion ([`super::ConcurrentRumTree`]): puts an entry
-    /// stamped by the caller into the memory R-tree and returns its leaf. The caller updates the UM
-    /// (outside any lock) and then calls [`Self::finish_external_insert`].
-    pub(crate) fn insert_external(&mut self, e: SpatialEntry) -> NodeId {
+    /// stamped by the caller into the memory R-tree and returns its leaf and whether the insert
+    /// split it. The caller updates the UM (outside any lock) and then calls
+    /// [`Self::finish_external_insert`].
+    pub(crate) fn insert_external(&mut self, e: SpatialEntry) -> (NodeId, bool) {
         debug_assert!(self.maintenance.update_memo().is_some());
         self.clock = self.clock.max(e.ts);
-        self.memory.insert(e)
+        let splits = self.memory.splits();
+        let leaf = self.memory.insert(e);
+        (leaf, self.memory.splits() > splits)
     }
 
-    /// Buffered/Vacuum Cleaning and the flush check after [`Self::insert_external`].
-    pub(crate) fn finish_external_insert(&mut self, leaf: NodeId) -> Result<()> {
-        self.maintenance.after_external_insert(&mut self.memory, leaf);
+    /// Buffered/Vacuum Cleaning and the flush check after [`Self::insert_external`] (`write` says
+    /// whether it was an update and whether it split its leaf).
+    pub(crate) fn finish_external_insert(&mut self, leaf: NodeId, write: MemoryWrite) -> Result<()> {
+        self.maintenance
+            .after_external_insert(&mut self.memory, leaf, write);
         self.maybe_flush()
     }
 
