@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// When the memory component is full.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum FlushTrigger {
     /// AsterixDB's, as the authors ran it: the memory component is full once it has allocated its
     /// budget of pages since it was created (`VirtualBufferCache.isFull`: pages pinned new, given
@@ -27,6 +28,7 @@ pub enum FlushTrigger {
 
 /// Which writes advance the Buffered and Vacuum Cleaning counters of the Update Memo strategies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum CleaningCounters {
     /// As the authors' code (`LSMRTree.modify` calls `insertClean` / `insertVacuumClean` only for
     /// updates; `VirtualPage.needsClean` is reached only when the entry fits its leaf): only

@@ -20,7 +20,9 @@ use anyhow::Context;
 use lsmlab_engine::lsm::LifecycleStats;
 use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::rtree::DiskRTree;
-use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, SpatialStats, Strategy};
+use lsmlab_engine::spatial::{
+    CleaningCounters, FlushTrigger, LsmRTree, SpatialConfig, SpatialStats, Strategy,
+};
 use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::{GenSpec, SpatialOp, Trajectories};
 use serde::{Deserialize, Serialize};
@@ -106,15 +108,38 @@ pub struct IndexConfig {
     pub buffered_threshold: u32,
     pub vacuum_threshold: u32,
     pub eager_primary_lookup: bool,
-    pub validation_merge_repair: bool,
+    /// When the memory component is full: `allocated` pages (AsterixDB's, the authors') or `live` nodes.
+    pub flush_trigger: FlushTrigger,
+    /// Which writes advance the Buffered/Vacuum Cleaning counters: `updates` (the authors') or
+    /// `all-inserts`.
+    pub cleaning_counters: CleaningCounters,
     pub bloom_fp: f64,
 }
 
 /// The help of `strategies` where the experiment takes any strategy.
 pub const STRATEGIES_HELP: KeyHelp = (
     "strategies",
-    "strategies: Eager, Validation, UM, or UM+ with any of F, M, B, V",
+    "strategies: Eager (the authors' baseline), Eager(physical) (AsterixDB's memory delete), Validation (no merge repair, as the paper ran), Validation(repair) (Luo & Carey's merge repair), UM, or UM+ with any of F, M, B, V",
 );
+
+/// The strategies `rum-update` and `rum-query` report: the paper's seven, each baseline beside its
+/// alternative (Eager(physical) after Eager, Validation(repair) after Validation).
+pub fn reported_strategies() -> Vec<Strategy> {
+    [
+        "Eager",
+        "Eager(physical)",
+        "Validation",
+        "Validation(repair)",
+        "UM",
+        "UM+F",
+        "UM+M",
+        "UM+BV",
+        "UM+FMBV",
+    ]
+    .iter()
+    .map(|s| s.parse().expect("strategy names parse"))
+    .collect()
+}
 
 impl IndexConfig {
     /// The defaults at `scale`, with 2,000,000 records at the small scale.
@@ -141,7 +166,8 @@ impl IndexConfig {
             buffered_threshold: 4,
             vacuum_threshold: 8,
             eager_primary_lookup: false,
-            validation_merge_repair: true,
+            flush_trigger: FlushTrigger::Allocated,
+            cleaning_counters: CleaningCounters::Updates,
             bloom_fp: 0.01,
         }
     }
@@ -197,8 +223,12 @@ impl IndexConfig {
                 "Eager looks the old location up in an LSM primary index (timed)",
             ),
             (
-                "validation_merge_repair",
-                "Validation drops obsolete entries during merges",
+                "flush_trigger",
+                "allocated (a flush once the memory component has allocated memory_pages pages, as AsterixDB and the authors) or live (once its live nodes exceed them)",
+            ),
+            (
+                "cleaning_counters",
+                "updates (only updates advance the Buffered/Vacuum counters, as the authors' code) or all-inserts",
             ),
             (
                 "bloom_fp",
@@ -326,11 +356,8 @@ impl IndexConfig {
         cfg.buffered_threshold = self.buffered_threshold;
         cfg.vacuum_threshold = self.vacuum_threshold;
         cfg.eager_primary_lookup = self.eager_primary_lookup;
-        // LEAD: merge repair now lives in the strategy (Strategy::Validation { merge_repair }); this
-        // maps the old key onto it so that results stay as they were until the experiments are rewired.
-        if let Strategy::Validation { merge_repair } = &mut cfg.strategy {
-            *merge_repair = self.validation_merge_repair;
-        }
+        cfg.flush_trigger = self.flush_trigger;
+        cfg.cleaning_counters = self.cleaning_counters;
         cfg.key_index_budget_pages = self.memory_pages;
         cfg.bloom_fp = Some(self.bloom_fp);
         cfg
@@ -696,6 +723,10 @@ mod tests {
         let mut c = IndexConfig::defaults(Scale::Small);
         c.objects = 700;
         assert_eq!(c.objects_for(Dataset::Gowalla, 1_000), 700);
-        assert_eq!(c.objects_for(Dataset::Gowalla, 500), 500, "never more objects than records");
+        assert_eq!(
+            c.objects_for(Dataset::Gowalla, 500),
+            500,
+            "never more objects than records"
+        );
     }
 }

@@ -106,7 +106,7 @@ impl TypedExperiment for RumQuery {
     fn defaults(&self, scale: Scale) -> QueryConfig {
         let index = IndexConfig::defaults(scale);
         QueryConfig {
-            strategies: Strategy::paper_strategies(),
+            strategies: super::reported_strategies(),
             storage: index.storage_defaults(),
             index,
             queries: if scale == Scale::Tiny { 20 } else { 100 },

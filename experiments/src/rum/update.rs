@@ -56,7 +56,7 @@ impl TypedExperiment for RumUpdate {
     fn defaults(&self, scale: Scale) -> UpdateConfig {
         let index = IndexConfig::defaults(scale);
         UpdateConfig {
-            strategies: Strategy::paper_strategies(),
+            strategies: super::reported_strategies(),
             storage: index.storage_defaults(),
             index,
         }
