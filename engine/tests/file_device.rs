@@ -84,10 +84,7 @@ fn many_pages_round_trip_with_direct_io_on_and_off_and_count_like_memory() {
                     );
                     eprintln!("page size {page_size}: direct I/O off here: {reason}");
                 }
-                (false, d) => assert_eq!(
-                    d,
-                    &DirectIo::Off("direct I/O turned off (direct_io = false)".into())
-                ),
+                (false, d) => assert_eq!(d, &DirectIo::Off("turned off by direct_io = false".into())),
             }
             assert_eq!(
                 exercise(&dev, page_size as u64),

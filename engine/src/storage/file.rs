@@ -327,10 +327,7 @@ fn check_page_size(page_size: usize) -> Result<()> {
 /// and the file system and page size allow it, else the buffered `file`, with the reason.
 fn choose_io(file: File, path: &Path, page_size: usize, options: FileDeviceOptions) -> (File, DirectIo) {
     if !options.direct_io {
-        return (
-            file,
-            DirectIo::Off("direct I/O turned off (direct_io = false)".into()),
-        );
+        return (file, DirectIo::Off("turned off by direct_io = false".into()));
     }
     match open_direct(path).and_then(|direct| {
         let alignment = probe_alignment(&direct)?;
@@ -791,7 +788,7 @@ mod tests {
         assert!(!kernel_says_direct(&off));
         assert_eq!(
             off.direct_io(),
-            &DirectIo::Off("direct I/O turned off (direct_io = false)".into())
+            &DirectIo::Off("turned off by direct_io = false".into())
         );
     }
 }
