@@ -43,6 +43,9 @@ pub struct StorageConfig {
     pub device: DeviceKind,
     /// Directory of `device = file`; empty means the system's temporary directory.
     pub file_dir: PathBuf,
+    /// `device = file` opens its file with `O_DIRECT` where the file system allows it.
+    #[serde(default = "direct_io_default")]
+    pub direct_io: bool,
     /// The profile of modelled time.
     #[serde(with = "super::text")]
     pub profile: DeviceProfile,
@@ -50,7 +53,7 @@ pub struct StorageConfig {
 
 impl StorageConfig {
     /// The keys' help, for [`super::Config::help`].
-    pub const HELP: [KeyHelp; 5] = [
+    pub const HELP: [KeyHelp; 6] = [
         ("page_size", "page size in bytes (the RUM-tree authors ran 2 KiB)"),
         ("cache_pages", "buffer cache capacity in pages"),
         (
@@ -60,6 +63,11 @@ impl StorageConfig {
         (
             "file_dir",
             "directory for device=file (default: the system temp dir)",
+        ),
+        (
+            "direct_io",
+            "device=file bypasses the OS page cache with O_DIRECT where the file system allows it \
+             (true/false; falls back to buffered I/O with a note)",
         ),
         ("profile", "device profile for modelled time: nvme, sata-ssd, hdd"),
     ];
@@ -71,6 +79,7 @@ impl StorageConfig {
             cache_pages,
             device: DeviceKind::Mem,
             file_dir: PathBuf::new(),
+            direct_io: true,
             profile: DeviceProfile::Nvme,
         }
     }
@@ -100,7 +109,9 @@ impl StorageConfig {
             DeviceKind::Mem => (Arc::new(MemDevice::new(self.page_size)), None),
             DeviceKind::File => {
                 let dir = self.file_dir();
-                let options = FileDeviceOptions::default();
+                let options = FileDeviceOptions {
+                    direct_io: self.direct_io,
+                };
                 let file = FileDevice::temporary_with(&dir, self.page_size, options)
                     .with_context(|| format!("creating a file device in {}", dir.display()))?;
                 let direct_io = file.direct_io().clone();
@@ -123,6 +134,10 @@ impl StorageConfig {
     pub fn device_note(&self) -> anyhow::Result<Option<String>> {
         Ok(self.open()?.device_note())
     }
+}
+
+fn direct_io_default() -> bool {
+    true
 }
 
 /// An open device with its cache: what an index is built on.
@@ -196,6 +211,12 @@ mod tests {
             DirectIo::On { .. } => assert!(note.contains("direct I/O on (O_DIRECT"), "{note}"),
             DirectIo::Off(reason) => assert!(note.contains(reason.as_str()), "{note}"),
         }
+        cfg.direct_io = false;
+        let note = cfg.device_note().unwrap().unwrap();
+        assert!(
+            note.contains("direct I/O off (turned off by direct_io = false)"),
+            "{note}"
+        );
         cfg.file_dir = dir.path().join("missing/deeper");
         let e = format!("{:#}", cfg.open().err().unwrap());
         assert!(e.contains("missing"), "{e}");
