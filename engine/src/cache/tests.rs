@@ -398,7 +398,8 @@ fn reads_see_writes_and_the_device_sees_them_on_eviction() {
         io(&dev, io0),
         IoStats {
             page_reads: 2,
-            page_writes: 1
+            page_writes: 1,
+            syncs: 0
         }
     );
     let s = cache.stats();
@@ -481,7 +482,8 @@ fn capacity_zero_caches_nothing_and_writes_straight_through() {
         io(&dev, io0),
         IoStats {
             page_reads: 2,
-            page_writes: 1
+            page_writes: 1,
+            syncs: 0
         }
     );
 }
@@ -606,7 +608,8 @@ fn a_prepopulating_sink_admits_the_pages_of_a_new_run() {
         io(&dev, io0),
         IoStats {
             page_reads: 0,
-            page_writes: pages
+            page_writes: pages,
+            syncs: 0
         }
     );
     assert_eq!(cache.len() as u64, pages);
@@ -709,6 +712,9 @@ impl Device for RetiringReads {
             }
         }
         Device::read_page(&self.inner, id, buf)
+    }
+    fn sync(&self) -> crate::Result<()> {
+        Device::sync(&self.inner)
     }
     fn stats(&self) -> IoStats {
         Device::stats(&self.inner)

@@ -2,9 +2,11 @@
 //!
 //! A [`RunStore`] holds an index's runs (built by its [`RunFormat`]) and their [`Version`], asks the
 //! [`CompactionStrategy`] what to do and does it. It is fail-stop: outputs are built before inputs
-//! are touched and the version is switched only once every output exists, so a flush or merge that
-//! fails (an I/O error, a filter error) destroys its partial outputs and leaves the store exactly as
-//! it was; the error goes to the caller, never a wrong answer.
+//! are touched and the version is switched only once every output exists and the device has made
+//! it durable ([`Device::sync`], once per flush and per merge, after its last page write), so a
+//! flush or merge that fails (an I/O error, a failed sync, a filter error) destroys its partial
+//! outputs and leaves the store exactly as it was; the error goes to the caller, never a wrong
+//! answer.
 
 use super::events::{CompactionKind, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
 use super::merge::{EntryStream, KWayMerge};
@@ -247,7 +249,15 @@ impl<F: RunFormat> RunStore<F> {
         let io = self.device.stats();
         let seq = self.next_seq;
         self.emit(LifecycleEvent::FlushStarted { seq, entries });
-        let run = match build(&self.format) {
+        // The run's pages are durable before the version points at them.
+        let built = build(&self.format).and_then(|run| match self.device.sync() {
+            Ok(()) => Ok(run),
+            Err(e) => {
+                self.format.destroy(run);
+                Err(e)
+            }
+        });
+        let run = match built {
             Ok(run) => run,
             Err(e) => {
                 self.emit(LifecycleEvent::Aborted { error: e.to_string() });
@@ -416,7 +426,11 @@ impl<F: RunFormat> RunStore<F> {
             .iter()
             .map(|r| self.meta_of(r, plan.output_level, seqs))
             .collect();
-        if let Err(e) = result.and_then(|()| self.version.replace(&ids, outputs.clone(), plan.output_level)) {
+        // The outputs are durable before the version switches to them.
+        let installed = result
+            .and_then(|()| self.device.sync())
+            .and_then(|()| self.version.replace(&ids, outputs.clone(), plan.output_level));
+        if let Err(e) = installed {
             for run in built {
                 self.format.destroy(run);
             }
@@ -445,6 +459,7 @@ impl<F: RunFormat> RunStore<F> {
 fn add_io(total: &mut IoStats, delta: IoStats) {
     total.page_reads += delta.page_reads;
     total.page_writes += delta.page_writes;
+    total.syncs += delta.syncs;
 }
 
 impl<F: RunFormat> Drop for RunStore<F> {

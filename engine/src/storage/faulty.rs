@@ -5,7 +5,7 @@ use crate::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// When a [`FaultyDevice`] fails one kind of access (reads or writes), counting from 1.
+/// When a [`FaultyDevice`] fails one kind of access (reads, writes or syncs), counting from 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Fault {
     /// Never fails.
@@ -39,17 +39,20 @@ impl Fault {
     }
 }
 
-/// Wraps any device and makes chosen reads and/or writes fail with an I/O error instead of
+/// Wraps any device and makes chosen reads, writes and/or syncs fail with an I/O error instead of
 /// reaching it. Accesses are numbered from 1 in the order they are attempted (failed ones
-/// included) from the moment the device is built or [`FaultyDevice::arm`] is called, so a test can
-/// replay a workload failing its 1st, 2nd, ... k-th access. Failed accesses are not counted in
-/// [`Device::stats`], which are the inner device's.
+/// included) from the moment the device is built or [`FaultyDevice::arm`] (reads and writes) or
+/// [`FaultyDevice::arm_syncs`] (syncs) is called, so a test can replay a workload failing its 1st,
+/// 2nd, ... k-th access. Failed accesses are not counted in [`Device::stats`], which are the inner
+/// device's.
 pub struct FaultyDevice {
     inner: Arc<dyn Device>,
     reads: AtomicU64,
     writes: AtomicU64,
+    syncs: AtomicU64,
     read_fault: std::sync::Mutex<Fault>,
     write_fault: std::sync::Mutex<Fault>,
+    sync_fault: std::sync::Mutex<Fault>,
     failures: AtomicU64,
 }
 
@@ -60,13 +63,16 @@ impl FaultyDevice {
             inner,
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
             read_fault: std::sync::Mutex::new(Fault::Never),
             write_fault: std::sync::Mutex::new(Fault::Never),
+            sync_fault: std::sync::Mutex::new(Fault::Never),
             failures: AtomicU64::new(0),
         }
     }
 
-    /// Sets which reads and writes fail, numbering accesses from 1 again.
+    /// Sets which reads and writes fail, numbering accesses from 1 again. Sync faults are left as
+    /// they are.
     pub fn arm(&self, reads: Fault, writes: Fault) {
         *self.read_fault.lock().unwrap() = reads;
         *self.write_fault.lock().unwrap() = writes;
@@ -74,9 +80,16 @@ impl FaultyDevice {
         self.writes.store(0, Ordering::SeqCst);
     }
 
-    /// Stops failing.
+    /// Sets which syncs fail, numbering syncs from 1 again.
+    pub fn arm_syncs(&self, syncs: Fault) {
+        *self.sync_fault.lock().unwrap() = syncs;
+        self.syncs.store(0, Ordering::SeqCst);
+    }
+
+    /// Stops failing reads, writes and syncs.
     pub fn disarm(&self) {
         self.arm(Fault::Never, Fault::Never);
+        self.arm_syncs(Fault::Never);
     }
 
     /// Accesses failed so far.
@@ -84,12 +97,13 @@ impl FaultyDevice {
         self.failures.load(Ordering::SeqCst)
     }
 
-    fn check(&self, what: &str, counter: &AtomicU64, fault: Fault, page: PageId) -> Result<()> {
+    /// `target` names what is accessed ("page 7", "the device").
+    fn check(&self, what: &str, counter: &AtomicU64, fault: Fault, target: &str) -> Result<()> {
         let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
         if fault.fails(n) {
             self.failures.fetch_add(1, Ordering::SeqCst);
             return Err(Error::Io(std::io::Error::other(format!(
-                "injected fault: {what} number {n} (page {page}) failed"
+                "injected fault: {what} number {n} ({target}) failed"
             ))));
         }
         Ok(())
@@ -111,14 +125,20 @@ impl Device for FaultyDevice {
 
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
         let fault = *self.write_fault.lock().unwrap();
-        self.check("write", &self.writes, fault, id)?;
+        self.check("write", &self.writes, fault, &format!("page {id}"))?;
         self.inner.write_page(id, data)
     }
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         let fault = *self.read_fault.lock().unwrap();
-        self.check("read", &self.reads, fault, id)?;
+        self.check("read", &self.reads, fault, &format!("page {id}"))?;
         self.inner.read_page(id, buf)
+    }
+
+    fn sync(&self) -> Result<()> {
+        let fault = *self.sync_fault.lock().unwrap();
+        self.check("sync", &self.syncs, fault, "the device")?;
+        self.inner.sync()
     }
 
     fn stats(&self) -> IoStats {
@@ -155,10 +175,21 @@ mod tests {
             dev.stats(),
             IoStats {
                 page_reads: 2,
-                page_writes: 2
+                page_writes: 2,
+                syncs: 0
             }
         );
         dev.disarm();
         assert!(dev.write_page(p + 3, &page).is_ok());
+        // Syncs are armed on their own; a failed sync does not reach the inner device.
+        dev.arm_syncs(Fault::Nth(2));
+        dev.arm(Fault::Never, Fault::Never);
+        assert!(dev.sync().is_ok());
+        let e = dev.sync().unwrap_err().to_string();
+        assert!(e.contains("sync number 2"), "{e}");
+        assert!(dev.sync().is_ok());
+        assert_eq!((dev.failures(), dev.stats().syncs), (4, 2));
+        dev.disarm();
+        assert!(dev.sync().is_ok());
     }
 }

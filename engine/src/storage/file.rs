@@ -1,41 +1,104 @@
-//! The file-backed device: real pread/pwrite, a checksum per page verified on every read.
+//! The file-backed device: whole pages read and written with pread/pwrite, direct I/O where the
+//! file system allows it, a checksum per page verified on every read, and `fdatasync` on
+//! [`Device::sync`].
 //!
-//! # On-disk layout
+//! # Layout
 //!
-//! The file is an array of fixed-size *slots*, one per page id; slot `id` starts at byte
-//! `id * (page_size + TRAILER_SIZE)`. A slot holds the caller's `page_size` bytes followed by a
-//! 16-byte trailer (all integers little endian):
+//! The file is an array of pages: page `id` occupies bytes `id * page_size .. (id + 1) *
+//! page_size`, and nothing else is in the file. Each page access is one transfer of exactly
+//! `page_size` bytes, the unit the device profiles price.
 //!
-//! | offset in trailer | size | field                                                    |
-//! |-------------------|------|----------------------------------------------------------|
-//! | 0                 | 8    | page id the slot was written for                         |
-//! | 8                 | 4    | format tag [`FORMAT_TAG`]                                |
-//! | 12                | 4    | CRC-32 (IEEE) of `data ‖ page id ‖ format tag`           |
+//! # Checksums
 //!
-//! The CRC is recomputed on every read with the page id the caller *asked for*, not the one
-//! stored, so a page written to the wrong slot (a misdirected write, or a slot copied over
-//! another) fails verification just like a flipped bit does. The callers' pages keep their full
-//! `page_size`: the trailer is the device's own overhead.
+//! For every written page the device keeps in memory the CRC-32 (IEEE) of the page's bytes followed
+//! by its page id (little endian), and checks every read against it. A flipped bit, a page that
+//! landed in another page's place (a misdirected write, or one page copied over another) and a lost
+//! write (the file still holding an older version of the page) all fail verification. The
+//! checksums live in memory rather than in a per-page trailer on disk so that a page stays one
+//! aligned transfer, which direct I/O needs; a device is never reopened, so nothing on disk has to
+//! describe itself.
+//!
+//! # Direct I/O
+//!
+//! With [`FileDeviceOptions::direct_io`] (the default) the file is opened with `O_DIRECT` (Linux),
+//! so page reads and writes bypass the operating system's page cache and reach the device: the
+//! buffer cache in front of the device is then the only cache, as in the database systems the
+//! experiments model. Direct I/O needs the file offset, the length and the memory buffer aligned to
+//! the file system's logical block size; the device finds that size by a probe (an aligned write and
+//! read of 512, 1024, 2048 and then 4096 bytes at the start of the still empty file, which is then
+//! truncated again) and transfers pages through page-aligned buffers. When the file system refuses
+//! `O_DIRECT` (tmpfs on older kernels, some overlay and network file systems), when no probe size
+//! works, or when the page size is not a multiple of the alignment, the device uses buffered I/O
+//! and says why in [`FileDevice::direct_io`].
+//!
+//! # Temporary files
+//!
+//! [`FileDevice::temporary`] creates a uniquely named file, opens it and unlinks it at once: the
+//! open handle keeps the pages, and an interrupted run (a crash, a kill) leaves no file behind,
+//! since the space is returned when the process's handle closes.
 
 use super::{Device, IoCounters, IoStats, PageId};
 use crate::{Error, Result};
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Bytes the device appends to every page (page id, format tag, CRC-32).
-pub const TRAILER_SIZE: usize = 16;
-
-/// Format tag stored in every trailer and covered by the checksum ("LSMP" in ASCII), so that a
-/// future layout change cannot be mistaken for this one.
-pub const FORMAT_TAG: u32 = u32::from_le_bytes(*b"LSMP");
-
 /// Smallest page size accepted (the same floor as [`super::MemDevice`]).
 const MIN_PAGE_SIZE: usize = 64;
 
-/// Lifecycle of one slot, tracked in memory so that reads of unwritten or freed pages are
+/// Alignment of the memory buffers direct I/O goes through: the memory page, which meets every
+/// Linux file system's memory alignment for `O_DIRECT`.
+const BUFFER_ALIGN: usize = 4096;
+
+/// Block sizes the direct I/O probe tries, smallest first: the logical block sizes of real disks.
+const PROBE_BLOCKS: [usize; 4] = [512, 1024, 2048, 4096];
+
+/// Aligned buffers kept for reuse, at most.
+const POOLED_BUFFERS: usize = 64;
+
+/// How a [`FileDevice`] is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileDeviceOptions {
+    /// Open the file with `O_DIRECT` where the file system and page size allow it (see
+    /// [`FileDevice::direct_io`] for what was granted). Default `true`.
+    pub direct_io: bool,
+}
+
+impl Default for FileDeviceOptions {
+    fn default() -> Self {
+        FileDeviceOptions { direct_io: true }
+    }
+}
+
+/// Whether a [`FileDevice`] bypasses the operating system's page cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DirectIo {
+    /// Pages go to the device with `O_DIRECT`; offsets, lengths and buffers are aligned to
+    /// `alignment` bytes (the file system's logical block size).
+    On { alignment: usize },
+    /// Buffered I/O through the page cache, for the reason given.
+    Off(String),
+}
+
+impl DirectIo {
+    pub fn is_on(&self) -> bool {
+        matches!(self, DirectIo::On { .. })
+    }
+}
+
+impl fmt::Display for DirectIo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirectIo::On { alignment } => write!(f, "on (O_DIRECT, {alignment}-byte alignment)"),
+            DirectIo::Off(reason) => write!(f, "off ({reason})"),
+        }
+    }
+}
+
+/// Lifecycle of one page slot, tracked in memory so that reads of unwritten or freed pages are
 /// reported as [`Error::UnknownPage`] without touching the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotState {
@@ -43,8 +106,8 @@ enum SlotState {
     Free,
     /// Allocated but not yet written.
     Allocated,
-    /// Allocated and written at least once.
-    Written,
+    /// Allocated and written; `crc` is the checksum of the last write (see the module docs).
+    Written { crc: u32 },
 }
 
 #[derive(Debug, Default)]
@@ -55,39 +118,89 @@ struct FileState {
     allocated: u64,
 }
 
-/// Pages in a real file, read and written with `pread`/`pwrite` and verified by a per-page CRC-32
-/// (see the module docs for the layout). Reads and writes are counted like [`super::MemDevice`]'s,
-/// so counted figures agree between the two devices; a read is counted once the bytes have come
-/// off the file, whether or not they then verify.
+/// A page-sized buffer whose start is aligned to [`BUFFER_ALIGN`], carved out of a slightly larger
+/// vector (safe code only: the vector never reallocates, so the aligned start stays put).
+#[derive(Debug)]
+struct AlignedBuf {
+    storage: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let storage = vec![0u8; len + BUFFER_ALIGN];
+        let start = storage.as_ptr().align_offset(BUFFER_ALIGN);
+        assert!(start < BUFFER_ALIGN, "a byte pointer can always be aligned");
+        AlignedBuf { storage, start, len }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.storage[self.start..self.start + self.len]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + self.len]
+    }
+}
+
+/// Pages in a real file, read and written with `pread`/`pwrite`, with `O_DIRECT` where possible,
+/// and verified by a per-page CRC-32 (see the module docs). Reads and writes are counted like
+/// [`super::MemDevice`]'s, so counted figures agree between the two devices; a read is counted
+/// once the bytes have come off the file, whether or not they then verify.
 #[derive(Debug)]
 pub struct FileDevice {
     page_size: usize,
     file: File,
     path: PathBuf,
-    remove_on_drop: bool,
+    /// The file's name in messages (marked when it has been unlinked).
+    label: String,
+    direct: DirectIo,
     state: Mutex<FileState>,
+    /// Aligned buffers for direct I/O, reused across accesses.
+    buffers: Mutex<Vec<AlignedBuf>>,
     counters: IoCounters,
 }
 
 impl FileDevice {
-    /// Creates (or truncates) the file at `path` and uses it as an empty device.
+    /// Creates (or truncates) the file at `path` and uses it as an empty device; the file stays
+    /// after the device is dropped. Direct I/O as [`FileDeviceOptions::default`] asks.
     pub fn create(path: &Path, page_size: usize) -> Result<FileDevice> {
+        Self::create_with(path, page_size, FileDeviceOptions::default())
+    }
+
+    /// [`Self::create`] with options.
+    pub fn create_with(path: &Path, page_size: usize, options: FileDeviceOptions) -> Result<FileDevice> {
         check_page_size(page_size)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(true)
-            .open(path)?;
-        Ok(Self::with_file(file, path.to_path_buf(), page_size, false))
+            .open(path)
+            .map_err(|e| annotate(e, format!("creating page file {}", path.display())))?;
+        let (file, direct) = choose_io(file, path, page_size, options);
+        Ok(Self::with_file(
+            file,
+            path.to_path_buf(),
+            path.display().to_string(),
+            page_size,
+            direct,
+        ))
     }
 
-    /// Creates a fresh, uniquely named file inside `dir`; the file is removed when the device is
-    /// dropped. For experiments that want real I/O without leaving files behind.
+    /// Creates a uniquely named file inside `dir`, opens it and unlinks it at once, so that no
+    /// file is left behind however the run ends. Direct I/O as [`FileDeviceOptions::default`]
+    /// asks.
     pub fn temporary(dir: &Path, page_size: usize) -> Result<FileDevice> {
+        Self::temporary_with(dir, page_size, FileDeviceOptions::default())
+    }
+
+    /// [`Self::temporary`] with options.
+    pub fn temporary_with(dir: &Path, page_size: usize, options: FileDeviceOptions) -> Result<FileDevice> {
         check_page_size(page_size)?;
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-        loop {
+        let (file, path) = loop {
             let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
             let path = dir.join(format!("lsmlab-{}-{n}.pages", std::process::id()));
             match OpenOptions::new()
@@ -96,48 +209,109 @@ impl FileDevice {
                 .create_new(true)
                 .open(&path)
             {
-                Ok(file) => return Ok(Self::with_file(file, path, page_size, true)),
+                Ok(file) => break (file, path),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(annotate(e, format!("creating a page file in {}", dir.display()))),
             }
-        }
+        };
+        let (file, direct) = choose_io(file, &path, page_size, options);
+        std::fs::remove_file(&path)
+            .map_err(|e| annotate(e, format!("unlinking page file {}", path.display())))?;
+        let label = format!("{} (unlinked)", path.display());
+        Ok(Self::with_file(file, path, label, page_size, direct))
     }
 
-    fn with_file(file: File, path: PathBuf, page_size: usize, remove_on_drop: bool) -> FileDevice {
+    fn with_file(file: File, path: PathBuf, label: String, page_size: usize, direct: DirectIo) -> FileDevice {
         FileDevice {
             page_size,
             file,
             path,
-            remove_on_drop,
+            label,
+            direct,
             state: Mutex::new(FileState::default()),
+            buffers: Mutex::new(Vec::new()),
             counters: IoCounters::default(),
         }
     }
 
-    /// The backing file's path.
+    /// The file's path; a [`Self::temporary`] device's file no longer has it (it is unlinked).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Bytes one page occupies in the file (page plus trailer).
-    pub fn slot_size(&self) -> usize {
-        self.page_size + TRAILER_SIZE
+    /// Whether pages bypass the page cache, and if not, why.
+    pub fn direct_io(&self) -> &DirectIo {
+        &self.direct
     }
 
-    /// Forces written pages to stable storage (`fsync`).
-    pub fn sync(&self) -> Result<()> {
-        self.file.sync_all()?;
-        Ok(())
-    }
-
-    fn slot_offset(&self, id: PageId) -> u64 {
-        id * self.slot_size() as u64
+    fn page_offset(&self, id: PageId) -> u64 {
+        id * self.page_size as u64
     }
 
     fn slot_state(&self, id: PageId) -> SlotState {
         let st = self.state.lock().unwrap();
         st.slots.get(id as usize).copied().unwrap_or(SlotState::Free)
     }
+
+    /// An aligned page buffer from the pool (or a new one).
+    fn take_buffer(&self) -> AlignedBuf {
+        self.buffers
+            .lock()
+            .unwrap()
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::new(self.page_size))
+    }
+
+    fn return_buffer(&self, buf: AlignedBuf) {
+        let mut pool = self.buffers.lock().unwrap();
+        if pool.len() < POOLED_BUFFERS {
+            pool.push(buf);
+        }
+    }
+
+    /// An OS error on page `id`, naming the page, the file and the access.
+    fn page_error(&self, what: &str, id: PageId, e: std::io::Error) -> Error {
+        annotate(e, format!("{what} page {id} of {}", self.label))
+    }
+
+    /// Reads page `id`'s bytes into `buf` (of page size), through an aligned buffer under direct
+    /// I/O unless `buf` happens to be aligned already.
+    fn read_raw(&self, id: PageId, buf: &mut [u8]) -> std::io::Result<()> {
+        let offset = self.page_offset(id);
+        if !self.needs_bounce(buf.as_ptr()) {
+            return self.file.read_exact_at(buf, offset);
+        }
+        let mut aligned = self.take_buffer();
+        let result = self.file.read_exact_at(aligned.bytes_mut(), offset);
+        if result.is_ok() {
+            buf.copy_from_slice(aligned.bytes());
+        }
+        self.return_buffer(aligned);
+        result
+    }
+
+    /// Writes `data` as page `id`'s bytes, likewise.
+    fn write_raw(&self, id: PageId, data: &[u8]) -> std::io::Result<()> {
+        let offset = self.page_offset(id);
+        if !self.needs_bounce(data.as_ptr()) {
+            return self.file.write_all_at(data, offset);
+        }
+        let mut aligned = self.take_buffer();
+        aligned.bytes_mut().copy_from_slice(data);
+        let result = self.file.write_all_at(aligned.bytes(), offset);
+        self.return_buffer(aligned);
+        result
+    }
+
+    /// Whether a transfer from or to `ptr` must go through an aligned buffer.
+    fn needs_bounce(&self, ptr: *const u8) -> bool {
+        self.direct.is_on() && ptr.align_offset(BUFFER_ALIGN) != 0
+    }
+}
+
+/// Keeps an OS error's kind and says what was being done.
+fn annotate(e: std::io::Error, context: String) -> Error {
+    Error::Io(std::io::Error::new(e.kind(), format!("{context}: {e}")))
 }
 
 fn check_page_size(page_size: usize) -> Result<()> {
@@ -149,12 +323,79 @@ fn check_page_size(page_size: usize) -> Result<()> {
     Ok(())
 }
 
+/// The handle pages go through: a second, `O_DIRECT` handle on `path` when `options` ask for it
+/// and the file system and page size allow it, else the buffered `file`, with the reason.
+fn choose_io(file: File, path: &Path, page_size: usize, options: FileDeviceOptions) -> (File, DirectIo) {
+    if !options.direct_io {
+        return (file, DirectIo::Off("turned off by direct_io = false".into()));
+    }
+    match open_direct(path).and_then(|direct| {
+        let alignment = probe_alignment(&direct)?;
+        if !page_size.is_multiple_of(alignment) {
+            return Err(format!(
+                "page size {page_size} is not a multiple of the file system's direct I/O alignment of \
+                 {alignment} bytes"
+            ));
+        }
+        Ok((direct, alignment))
+    }) {
+        Ok((direct, alignment)) => (direct, DirectIo::On { alignment }),
+        Err(reason) => (file, DirectIo::Off(reason)),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn open_direct(path: &Path) -> std::result::Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|e| format!("the file system refused O_DIRECT: {e}"))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_direct(_path: &Path) -> std::result::Result<File, String> {
+    Err("O_DIRECT is used on Linux only".into())
+}
+
+/// The smallest of [`PROBE_BLOCKS`] that an aligned `O_DIRECT` write and read at offset 0 accept:
+/// the file system's logical block size. Leaves the file empty again.
+fn probe_alignment(file: &File) -> std::result::Result<usize, String> {
+    let largest = PROBE_BLOCKS[PROBE_BLOCKS.len() - 1];
+    let mut block = AlignedBuf::new(largest);
+    let mut failure = None;
+    for size in PROBE_BLOCKS {
+        let bytes = &mut block.bytes_mut()[..size];
+        match file
+            .write_all_at(bytes, 0)
+            .and_then(|()| file.read_exact_at(bytes, 0))
+        {
+            Ok(()) => {
+                failure = None;
+                block.len = size;
+                break;
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    file.set_len(0)
+        .map_err(|e| format!("truncating the file after the direct I/O probe failed: {e}"))?;
+    match failure {
+        None => Ok(block.len),
+        Some(e) => Err(format!(
+            "O_DIRECT transfers of aligned blocks of {} to {largest} bytes failed: {e}",
+            PROBE_BLOCKS[0]
+        )),
+    }
+}
+
 /// CRC-32 of a page's data bound to the page id it belongs at.
 fn page_checksum(data: &[u8], id: PageId) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(data);
     h.update(&id.to_le_bytes());
-    h.update(&FORMAT_TAG.to_le_bytes());
     h.finalize()
 }
 
@@ -197,49 +438,47 @@ impl Device for FileDevice {
         st.free.push((first, count));
     }
 
-    /// Writes a page with its trailer; writing a page outside every allocated extent is
-    /// [`Error::UnknownPage`] (it would silently resurrect a freed slot).
+    /// Writes a page and records its checksum; writing a page outside every allocated extent is
+    /// [`Error::UnknownPage`] (it would silently resurrect a freed slot). After a failed write the
+    /// page keeps its previous checksum, so whatever the failed write left in the file is caught
+    /// when read.
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
         assert_eq!(data.len(), self.page_size, "page write of the wrong size");
         if self.slot_state(id) == SlotState::Free {
             return Err(Error::UnknownPage { page: id });
         }
-        let mut slot = Vec::with_capacity(self.slot_size());
-        slot.extend_from_slice(data);
-        slot.extend_from_slice(&id.to_le_bytes());
-        slot.extend_from_slice(&FORMAT_TAG.to_le_bytes());
-        slot.extend_from_slice(&page_checksum(data, id).to_le_bytes());
-        self.file.write_all_at(&slot, self.slot_offset(id))?;
+        let crc = page_checksum(data, id);
+        self.write_raw(id, data)
+            .map_err(|e| self.page_error("writing", id, e))?;
         self.counters.write();
         let mut st = self.state.lock().unwrap();
-        if let Some(s @ SlotState::Allocated) = st.slots.get_mut(id as usize) {
-            *s = SlotState::Written;
+        if let Some(slot) = st.slots.get_mut(id as usize) {
+            if *slot != SlotState::Free {
+                *slot = SlotState::Written { crc };
+            }
         }
         Ok(())
     }
 
-    /// Reads a page and verifies its checksum against the page id asked for.
+    /// Reads a page and verifies it against the checksum of its last write.
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         assert_eq!(buf.len(), self.page_size, "page read of the wrong size");
-        if self.slot_state(id) != SlotState::Written {
+        let SlotState::Written { crc: stored } = self.slot_state(id) else {
             return Err(Error::UnknownPage { page: id });
-        }
-        let mut slot = vec![0u8; self.slot_size()];
-        match self.file.read_exact_at(&mut slot, self.slot_offset(id)) {
+        };
+        match self.read_raw(id, buf) {
             Ok(()) => {}
             // The file was cut short behind our back: the page's bytes are gone.
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return Err(Error::Corrupt {
                     page: id,
-                    reason: format!("file {} ends inside the page's slot", self.path.display()),
+                    reason: format!("file {} ends inside the page", self.label),
                 })
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(self.page_error("reading", id, e)),
         }
         self.counters.read();
-        let (data, trailer) = slot.split_at(self.page_size);
-        let stored = u32::from_le_bytes(trailer[12..16].try_into().unwrap());
-        let computed = page_checksum(data, id);
+        let computed = page_checksum(buf, id);
         if stored != computed {
             return Err(Error::Checksum {
                 page: id,
@@ -247,7 +486,16 @@ impl Device for FileDevice {
                 computed,
             });
         }
-        buf.copy_from_slice(data);
+        Ok(())
+    }
+
+    /// `fdatasync`: the pages written so far, and the file size they need, reach stable storage
+    /// (under direct I/O this also flushes the disk's volatile write cache).
+    fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| annotate(e, format!("syncing page file {}", self.label)))?;
+        self.counters.sync();
         Ok(())
     }
 
@@ -260,15 +508,6 @@ impl Device for FileDevice {
     }
 }
 
-impl Drop for FileDevice {
-    fn drop(&mut self) {
-        if self.remove_on_drop {
-            // Nothing useful can be done about a failure here; the file is in a temporary dir.
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +517,19 @@ mod tests {
 
     fn page(fill: u8) -> Vec<u8> {
         (0..PS).map(|i| fill.wrapping_add(i as u8)).collect()
+    }
+
+    /// Whether the kernel has `O_DIRECT` set on the device's handle (`/proc/self/fdinfo`).
+    #[cfg(target_os = "linux")]
+    fn kernel_says_direct(d: &FileDevice) -> bool {
+        use std::os::fd::AsRawFd;
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", d.file.as_raw_fd())).unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|f| i64::from_str_radix(f.trim(), 8).unwrap())
+            .unwrap();
+        flags & i64::from(libc::O_DIRECT) != 0
     }
 
     #[test]
@@ -297,16 +549,19 @@ mod tests {
         d.write_page(a + 1, &page(99)).unwrap();
         d.read_page(a + 1, &mut buf).unwrap();
         assert_eq!(buf, page(99));
+        d.sync().unwrap();
         assert_eq!(
             d.stats(),
             IoStats {
                 page_reads: 4,
-                page_writes: 4
+                page_writes: 4,
+                syncs: 1
             }
         );
         assert_eq!(d.allocated_pages(), 3);
+        // Nothing but the pages is in the file.
         let len = std::fs::metadata(d.path()).unwrap().len();
-        assert_eq!(len, 3 * (PS + TRAILER_SIZE) as u64);
+        assert_eq!(len, 3 * PS as u64);
     }
 
     #[test]
@@ -319,7 +574,7 @@ mod tests {
         d.write_page(a + 1, &page(2)).unwrap();
         // Corrupt one data byte of the second page through an independent handle.
         let f = OpenOptions::new().read(true).write(true).open(&path).unwrap();
-        let off = d.slot_size() as u64 + 17;
+        let off = PS as u64 + 17;
         let mut b = [0u8; 1];
         f.read_exact_at(&mut b, off).unwrap();
         f.write_all_at(&[b[0] ^ 0x20], off).unwrap();
@@ -338,10 +593,22 @@ mod tests {
         // The neighbour is intact.
         d.read_page(a, &mut buf).unwrap();
         assert_eq!(buf, page(1));
-        // Corrupting the stored checksum itself is caught as well.
-        let crc_off = d.slot_size() as u64 - 1;
-        f.read_exact_at(&mut b, crc_off).unwrap();
-        f.write_all_at(&[b[0] ^ 1], crc_off).unwrap();
+    }
+
+    #[test]
+    fn a_lost_write_is_a_checksum_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev");
+        let d = FileDevice::create(&path, PS).unwrap();
+        let a = d.allocate(1);
+        d.write_page(a, &page(1)).unwrap();
+        let f = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let mut old = vec![0u8; PS];
+        f.read_exact_at(&mut old, 0).unwrap();
+        d.write_page(a, &page(2)).unwrap();
+        // The file ends up holding the older, once valid version of the page.
+        f.write_all_at(&old, 0).unwrap();
+        let mut buf = vec![0u8; PS];
         assert!(matches!(d.read_page(a, &mut buf), Err(Error::Checksum { page, .. }) if page == a));
     }
 
@@ -353,11 +620,11 @@ mod tests {
         let a = d.allocate(2);
         d.write_page(a, &page(5)).unwrap();
         d.write_page(a + 1, &page(6)).unwrap();
-        // Copy slot A (data and trailer, a perfectly valid page) over slot B.
+        // Copy page A (a perfectly valid page) over page B.
         let f = OpenOptions::new().read(true).write(true).open(&path).unwrap();
-        let mut slot = vec![0u8; d.slot_size()];
+        let mut slot = vec![0u8; PS];
         f.read_exact_at(&mut slot, 0).unwrap();
-        f.write_all_at(&slot, d.slot_size() as u64).unwrap();
+        f.write_all_at(&slot, PS as u64).unwrap();
         let mut buf = vec![0u8; PS];
         assert!(matches!(
             d.read_page(a + 1, &mut buf),
@@ -365,6 +632,30 @@ mod tests {
         ));
         d.read_page(a, &mut buf).unwrap();
         assert_eq!(buf, page(5));
+    }
+
+    #[test]
+    fn a_truncated_file_is_corruption_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev");
+        let d = FileDevice::create(&path, PS).unwrap();
+        let a = d.allocate(2);
+        d.write_page(a, &page(5)).unwrap();
+        d.write_page(a + 1, &page(6)).unwrap();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(PS as u64)
+            .unwrap();
+        let mut buf = vec![0u8; PS];
+        match d.read_page(a + 1, &mut buf) {
+            Err(Error::Corrupt { page, reason }) => {
+                assert_eq!(page, a + 1);
+                assert!(reason.contains(&path.display().to_string()), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
     }
 
     #[test]
@@ -410,19 +701,20 @@ mod tests {
             d.stats(),
             IoStats {
                 page_reads: 0,
-                page_writes: 4
+                page_writes: 4,
+                syncs: 0
             }
         );
     }
 
     #[test]
-    fn temporary_file_is_removed_on_drop_and_device_is_shareable() {
+    fn a_temporary_device_is_unlinked_at_once_and_shareable() {
         let dir = tempfile::tempdir().unwrap();
         let d = Arc::new(FileDevice::temporary(dir.path(), PS).unwrap());
-        let path = d.path().to_path_buf();
-        assert!(path.exists());
+        assert!(!d.path().exists());
         let other = FileDevice::temporary(dir.path(), PS).unwrap();
-        assert_ne!(other.path(), path);
+        assert_ne!(other.path(), d.path());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let a = d.allocate(8);
         std::thread::scope(|s| {
             for t in 0..4u64 {
@@ -443,14 +735,60 @@ mod tests {
             d.stats(),
             IoStats {
                 page_reads: 8,
-                page_writes: 8
+                page_writes: 8,
+                syncs: 0
             }
         );
-        drop(d);
-        assert!(!path.exists());
         assert!(matches!(
             FileDevice::create(&dir.path().join("x"), 8),
             Err(Error::Config(_))
         ));
+    }
+
+    #[test]
+    fn os_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let e = FileDevice::temporary(&missing, PS).unwrap_err().to_string();
+        assert!(e.contains(&missing.display().to_string()), "{e}");
+        let e = FileDevice::create(&missing.join("dev"), PS)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing/dev") && e.contains("No such file"), "{e}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn direct_io_is_what_the_kernel_has_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = FileDevice::temporary(dir.path(), 4096).unwrap();
+        assert_eq!(
+            big.direct_io().is_on(),
+            kernel_says_direct(&big),
+            "{}",
+            big.direct_io()
+        );
+        match big.direct_io() {
+            DirectIo::On { alignment } => assert_eq!(4096 % alignment, 0),
+            DirectIo::Off(reason) => assert!(reason.contains("O_DIRECT"), "{reason}"),
+        }
+        // A page smaller than any logical block cannot use it.
+        let small = FileDevice::temporary(dir.path(), PS).unwrap();
+        assert!(!kernel_says_direct(&small));
+        match small.direct_io() {
+            DirectIo::Off(reason) => assert!(
+                reason.contains("page size 128 is not a multiple") || reason.contains("O_DIRECT"),
+                "{reason}"
+            ),
+            on => panic!("a 128-byte page cannot be transferred directly, yet direct I/O is {on}"),
+        }
+        // Turned off on request.
+        let off =
+            FileDevice::temporary_with(dir.path(), 4096, FileDeviceOptions { direct_io: false }).unwrap();
+        assert!(!kernel_says_direct(&off));
+        assert_eq!(
+            off.direct_io(),
+            &DirectIo::Off("turned off by direct_io = false".into())
+        );
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! Every index reads and writes whole pages through a [`Device`]. Two devices exist:
 //! [`MemDevice`] keeps pages in memory and counts every read and write (deterministic, the
-//! default for experiments), [`FileDevice`] keeps them in a real file with a checksum per page
-//! that is verified on every read. [`DeviceProfile`] turns counted I/O into modelled time.
+//! default for experiments), [`FileDevice`] keeps them in a real file (direct I/O where the file
+//! system allows it) with a checksum per page that is verified on every read. [`DeviceProfile`]
+//! turns counted I/O into modelled time.
 
 mod cost;
 mod faulty;
@@ -12,7 +13,7 @@ mod mem;
 
 pub use cost::DeviceProfile;
 pub use faulty::{Fault, FaultyDevice};
-pub use file::FileDevice;
+pub use file::{DirectIo, FileDevice, FileDeviceOptions};
 pub use mem::MemDevice;
 
 use crate::Result;
@@ -39,6 +40,11 @@ pub trait Device: Send + Sync {
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()>;
     /// Reads one page into `buf` (`buf.len() == page_size()`).
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()>;
+    /// Makes every page written so far durable (`fdatasync` on a file; nothing to do in memory).
+    /// The LSM executor calls it once at the end of each flush and each merge, before the new
+    /// version is installed, so a failed sync fails the flush or merge. Counted in
+    /// [`IoStats::syncs`]; a wrapping device must forward it.
+    fn sync(&self) -> Result<()>;
     /// Counters since creation.
     fn stats(&self) -> IoStats;
     /// Pages currently allocated (live footprint).
@@ -50,6 +56,9 @@ pub trait Device: Send + Sync {
 pub struct IoStats {
     pub page_reads: u64,
     pub page_writes: u64,
+    /// Completed [`Device::sync`] calls (one per flush and per merge in an LSM index).
+    #[serde(default)]
+    pub syncs: u64,
 }
 
 impl IoStats {
@@ -58,6 +67,7 @@ impl IoStats {
         IoStats {
             page_reads: self.page_reads - earlier.page_reads,
             page_writes: self.page_writes - earlier.page_writes,
+            syncs: self.syncs - earlier.syncs,
         }
     }
 }
@@ -67,6 +77,7 @@ impl IoStats {
 pub(crate) struct IoCounters {
     reads: AtomicU64,
     writes: AtomicU64,
+    syncs: AtomicU64,
 }
 
 impl IoCounters {
@@ -76,10 +87,14 @@ impl IoCounters {
     pub(crate) fn write(&self) {
         self.writes.fetch_add(1, Ordering::Relaxed);
     }
+    pub(crate) fn sync(&self) {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+    }
     pub(crate) fn snapshot(&self) -> IoStats {
         IoStats {
             page_reads: self.reads.load(Ordering::Relaxed),
             page_writes: self.writes.load(Ordering::Relaxed),
+            syncs: self.syncs.load(Ordering::Relaxed),
         }
     }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use lsmlab_engine::cache::BufferCache;
-use lsmlab_engine::storage::{Device, DeviceProfile, FileDevice, IoStats, MemDevice};
+use lsmlab_engine::storage::{
+    Device, DeviceProfile, DirectIo, FileDevice, FileDeviceOptions, IoStats, MemDevice,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{check, KeyHelp};
@@ -41,6 +43,9 @@ pub struct StorageConfig {
     pub device: DeviceKind,
     /// Directory of `device = file`; empty means the system's temporary directory.
     pub file_dir: PathBuf,
+    /// `device = file` opens its file with `O_DIRECT` where the file system allows it.
+    #[serde(default = "direct_io_default")]
+    pub direct_io: bool,
     /// The profile of modelled time.
     #[serde(with = "super::text")]
     pub profile: DeviceProfile,
@@ -48,7 +53,7 @@ pub struct StorageConfig {
 
 impl StorageConfig {
     /// The keys' help, for [`super::Config::help`].
-    pub const HELP: [KeyHelp; 5] = [
+    pub const HELP: [KeyHelp; 6] = [
         ("page_size", "page size in bytes (the RUM-tree authors ran 2 KiB)"),
         ("cache_pages", "buffer cache capacity in pages"),
         (
@@ -58,6 +63,11 @@ impl StorageConfig {
         (
             "file_dir",
             "directory for device=file (default: the system temp dir)",
+        ),
+        (
+            "direct_io",
+            "device=file bypasses the OS page cache with O_DIRECT where the file system allows it \
+             (true/false; falls back to buffered I/O with a note)",
         ),
         ("profile", "device profile for modelled time: nvme, sata-ssd, hdd"),
     ];
@@ -69,6 +79,7 @@ impl StorageConfig {
             cache_pages,
             device: DeviceKind::Mem,
             file_dir: PathBuf::new(),
+            direct_io: true,
             profile: DeviceProfile::Nvme,
         }
     }
@@ -83,20 +94,28 @@ impl StorageConfig {
         )
     }
 
+    /// The directory `device = file` puts its (at once unlinked) page file in.
+    pub fn file_dir(&self) -> PathBuf {
+        if self.file_dir.as_os_str().is_empty() {
+            std::env::temp_dir()
+        } else {
+            self.file_dir.clone()
+        }
+    }
+
     /// A fresh device and an empty cache over it.
     pub fn open(&self) -> anyhow::Result<Storage> {
-        let device: Arc<dyn Device> = match self.device {
-            DeviceKind::Mem => Arc::new(MemDevice::new(self.page_size)),
+        let (device, direct_io): (Arc<dyn Device>, _) = match self.device {
+            DeviceKind::Mem => (Arc::new(MemDevice::new(self.page_size)), None),
             DeviceKind::File => {
-                let dir = if self.file_dir.as_os_str().is_empty() {
-                    std::env::temp_dir()
-                } else {
-                    self.file_dir.clone()
+                let dir = self.file_dir();
+                let options = FileDeviceOptions {
+                    direct_io: self.direct_io,
                 };
-                Arc::new(
-                    FileDevice::temporary(&dir, self.page_size)
-                        .with_context(|| format!("creating a file device in {}", dir.display()))?,
-                )
+                let file = FileDevice::temporary_with(&dir, self.page_size, options)
+                    .with_context(|| format!("creating a file device in {}", dir.display()))?;
+                let direct_io = file.direct_io().clone();
+                (Arc::new(file), Some(direct_io))
             }
         };
         let cache = Arc::new(BufferCache::new(device.clone(), self.cache_pages));
@@ -105,8 +124,20 @@ impl StorageConfig {
             cache,
             profile: self.profile,
             page_size: self.page_size,
+            direct_io,
+            file_dir: self.file_dir(),
         })
     }
+
+    /// The note an experiment writes about its device (see [`Storage::device_note`]), found by
+    /// opening one device and dropping it; `None` for `device = mem`.
+    pub fn device_note(&self) -> anyhow::Result<Option<String>> {
+        Ok(self.open()?.device_note())
+    }
+}
+
+fn direct_io_default() -> bool {
+    true
 }
 
 /// An open device with its cache: what an index is built on.
@@ -115,12 +146,35 @@ pub struct Storage {
     pub cache: Arc<BufferCache>,
     pub profile: DeviceProfile,
     pub page_size: usize,
+    /// Whether a file device bypasses the page cache (`None` for `device = mem`).
+    pub direct_io: Option<DirectIo>,
+    file_dir: PathBuf,
 }
 
 impl Storage {
     /// The device's counters so far.
     pub fn io(&self) -> IoStats {
         self.device.stats()
+    }
+
+    /// For `device = file`, one sentence on how its pages reach the disk: the directory, direct I/O
+    /// (or why not), and the sync that ends every flush and merge. `None` for `device = mem`.
+    pub fn device_note(&self) -> Option<String> {
+        let direct = self.direct_io.as_ref()?;
+        let cache = match direct {
+            DirectIo::On { .. } => "page reads and writes bypass the operating system's page cache",
+            DirectIo::Off(_) => {
+                "page reads may be served from the operating system's page cache, so total_ms can \
+                 understate device time"
+            }
+        };
+        Some(format!(
+            "device=file: {}-byte pages in a file in {} that is unlinked as soon as it is open \
+             (nothing is left behind); direct I/O {direct}: {cache}; each flush and merge ends with \
+             one fdatasync (counted as syncs, not priced in modelled time).",
+            self.page_size,
+            self.file_dir.display(),
+        ))
     }
 
     /// Milliseconds the configured profile would spend on `io`.
@@ -139,6 +193,7 @@ mod tests {
         assert_eq!(storage.io(), IoStats::default());
         assert_eq!(storage.page_size, 2048);
         assert_eq!(storage.modelled_io_ms(IoStats::default()), 0.0);
+        assert_eq!((storage.direct_io.clone(), storage.device_note()), (None, None));
     }
 
     #[test]
@@ -147,7 +202,21 @@ mod tests {
         let mut cfg = StorageConfig::with_cache_pages(4);
         cfg.device = DeviceKind::File;
         cfg.file_dir = dir.path().to_path_buf();
-        assert!(cfg.open().is_ok());
+        let storage = cfg.open().unwrap();
+        // The page file is unlinked at once; direct I/O is on or says why not.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let note = storage.device_note().unwrap();
+        assert!(note.contains(&dir.path().display().to_string()), "{note}");
+        match storage.direct_io.as_ref().unwrap() {
+            DirectIo::On { .. } => assert!(note.contains("direct I/O on (O_DIRECT"), "{note}"),
+            DirectIo::Off(reason) => assert!(note.contains(reason.as_str()), "{note}"),
+        }
+        cfg.direct_io = false;
+        let note = cfg.device_note().unwrap().unwrap();
+        assert!(
+            note.contains("direct I/O off (turned off by direct_io = false)"),
+            "{note}"
+        );
         cfg.file_dir = dir.path().join("missing/deeper");
         let e = format!("{:#}", cfg.open().err().unwrap());
         assert!(e.contains("missing"), "{e}");
