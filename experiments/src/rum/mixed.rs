@@ -178,6 +178,7 @@ impl TypedExperiment for RumMixed {
         let skews = &cfg.query_skews;
         let sel = cfg.selectivity;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
+        notes.extend(cfg.storage.device_note()?);
         ctx.progress
             .set_total(datasets.len() * fractions.len() * skews.len() * strategies.len());
         let mut rows = Vec::new();

@@ -494,11 +494,13 @@ pub struct PhaseTimes {
 fn add_io(to: &mut IoStats, io: IoStats) {
     to.page_reads += io.page_reads;
     to.page_writes += io.page_writes;
+    to.syncs += io.syncs;
 }
 
 fn sub_io(from: &mut IoStats, io: IoStats) {
     from.page_reads = from.page_reads.saturating_sub(io.page_reads);
     from.page_writes = from.page_writes.saturating_sub(io.page_writes);
+    from.syncs = from.syncs.saturating_sub(io.syncs);
 }
 
 impl PhaseIo {

@@ -120,6 +120,7 @@ impl TypedExperiment for RumQuery {
         let sels = &cfg.selectivities;
         let nq = cfg.queries;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
+        notes.extend(cfg.storage.device_note()?);
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {

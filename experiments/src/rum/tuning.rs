@@ -104,6 +104,7 @@ impl TypedExperiment for RumTuning {
             cells.push(("buffered_threshold", t, "UM+BV".parse()?));
         }
         let (datasets, mut notes) = p.load_datasets(ctx)?;
+        notes.extend(cfg.storage.device_note()?);
         ctx.progress.set_total(datasets.len() * cells.len());
         let sel = cfg.selectivity;
         let nq = cfg.queries;

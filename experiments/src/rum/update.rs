@@ -66,6 +66,7 @@ impl TypedExperiment for RumUpdate {
         let p = &cfg.index;
         let strategies = &cfg.strategies;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
+        notes.extend(cfg.storage.device_note()?);
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
