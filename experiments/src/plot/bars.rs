@@ -126,7 +126,9 @@ impl Draw for Bars<'_> {
                 floor
             });
             let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
-            self.draw_chart(&plot, (lo..hi).log_scale(), lo, &colors)
+            // A hair wider than the decades, so that the lowest and highest decade keep their labels.
+            let range = lo * (1.0 - 1e-9)..hi * (1.0 + 1e-9);
+            self.draw_chart(&plot, range.log_scale(), lo, &colors)
         } else {
             let lo = values().fold(0.0, f64::min);
             let hi = values().fold(0.0, f64::max);

@@ -86,7 +86,10 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
     let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if log {
         let (lo, hi) = (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()));
-        return if hi <= lo { lo..lo * 10.0 } else { lo..hi };
+        let hi = if hi <= lo { lo * 10.0 } else { hi };
+        // A hair wider than the decades, so that rounding in the axis's own tick arithmetic does not
+        // drop the tick and label of the lowest or highest decade.
+        return lo * (1.0 - 1e-9)..hi * (1.0 + 1e-9);
     }
     let lo = if from_zero && lo >= 0.0 { 0.0 } else { lo };
     if hi <= lo {
@@ -244,8 +247,12 @@ mod tests {
 
     #[test]
     fn log_ranges_cover_whole_decades() {
-        assert_eq!(axis_range(&[0.002, 35.0], true, false), 0.001..100.0);
-        assert_eq!(axis_range(&[5.0], true, false), 1.0..10.0);
+        let near = |r: Range<f64>, lo: f64, hi: f64| {
+            assert!(r.start <= lo && (r.start - lo).abs() < lo * 1e-6, "{r:?}");
+            assert!(r.end >= hi && (r.end - hi).abs() < hi * 1e-6, "{r:?}");
+        };
+        near(axis_range(&[0.002, 35.0], true, false), 0.001, 100.0);
+        near(axis_range(&[5.0], true, false), 1.0, 10.0);
         assert_eq!(axis_range(&[2.0, 4.0], false, true).start, 0.0);
     }
 }

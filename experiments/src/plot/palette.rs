@@ -121,6 +121,7 @@ fn plus(arm: f64, half: f64, turn_deg: f64) -> Vec<(i32, i32)> {
 
 /// The strategy labels of the RUM-tree experiments with their palette index and marker. Every UM
 /// combination of the four cleaning switches (F, M, B, V, written in that order) has its own entry.
+/// UM+V and UM+B, drawn beside UM+BV's purple in the tuning sweeps, take hues far from it.
 pub const STRATEGIES: &[(&str, usize, Marker)] = &[
     ("Eager", 9, Marker::Square),
     ("Eager(physical)", 19, Marker::Cross),
@@ -132,13 +133,13 @@ pub const STRATEGIES: &[(&str, usize, Marker)] = &[
     ("UM+FM", 3, Marker::Pentagon),
     ("UM+BV", 6, Marker::Star),
     ("UM+FMBV", 1, Marker::Hexagon),
-    ("UM+B", 16, Marker::Plus),
-    ("UM+V", 7, Marker::Cross),
+    ("UM+B", 13, Marker::Plus),
+    ("UM+V", 8, Marker::Cross),
     ("UM+FB", 10, Marker::TriangleUp),
     ("UM+FV", 11, Marker::Square),
     ("UM+MB", 14, Marker::TriangleDown),
-    ("UM+MV", 8, Marker::Diamond),
-    ("UM+FMB", 13, Marker::Pentagon),
+    ("UM+MV", 7, Marker::Diamond),
+    ("UM+FMB", 16, Marker::Pentagon),
     ("UM+FMV", 12, Marker::Circle),
     ("UM+FBV", 17, Marker::Star),
     ("UM+MBV", 18, Marker::Hexagon),

@@ -94,14 +94,15 @@ pub const QUERY_FIGURES: &[FigureSpec] = &[
 const MIX: &str = "q={query_fraction} {query_skew}";
 const MIX_LABEL: &str = "mix: query fraction q, query skew";
 
-/// Mixed workloads: throughput and p99 update / query latency per mix, one chart per dataset
-/// (latencies on a log axis when they span more than two decades).
+/// Mixed workloads: throughput and p99 update / query latency per mix, one chart per dataset (each on
+/// a log axis only when its values span more than two decades).
 pub const MIXED_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["dataset"],
         x: MIX,
         x_label: MIX_LABEL,
         y_label: "operations / s",
+        log_y: true,
         ..FigureSpec::new(
             "rum-mixed-throughput-{dataset}",
             "Mixed workload throughput on {dataset} ({scale} scale)",
@@ -146,6 +147,7 @@ pub const CONCURRENCY_FIGURES: &[FigureSpec] = &[FigureSpec {
     x_label: "threads",
     y_label: "operations / s",
     log_x: true,
+    log_y: true,
     threads: Some("threads"),
     ..FigureSpec::new(
         "rum-concurrency-{dataset}",
@@ -157,7 +159,8 @@ pub const CONCURRENCY_FIGURES: &[FigureSpec] = &[FigureSpec {
 }];
 
 /// A tuning chart of `y` (in `y_unit` when a time) against the swept threshold, one line per
-/// strategy and swept knob; a strategy swept along both knobs keeps its colour, dashed the second time.
+/// strategy and swept knob (y on a log axis when it spans more than two decades); a strategy swept
+/// along both knobs keeps its colour, dashed the second time.
 const fn tuning(
     stem: &'static str,
     title: &'static str,
@@ -174,6 +177,7 @@ const fn tuning(
         y_label,
         y_unit,
         log_x: true,
+        log_y: true,
         ..FigureSpec::new(stem, title, Mark::Lines { y })
     }
 }
