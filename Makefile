@@ -3,7 +3,11 @@
 #   make                    every experiment at SCALE=small, then figures and REPORT.md
 #   make test               unit/integration tests, then a SCALE=tiny smoke run of every experiment
 #   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment
+#   make plot report        figures and report of $(SCALE) from its existing results
 #   make SCALE=tiny|small|paper SEED=N SET="key=value key2=value2" <target>
+#
+# The report of SCALE=small is REPORT.md (the committed reference); any other scale writes
+# $(RESULTS)/<scale>/REPORT.md beside its results, so a tiny or paper run never rewrites REPORT.md.
 #
 # `lsmlab list` shows the experiments, `lsmlab params EXPERIMENT` their parameters.
 
@@ -12,7 +16,7 @@ SEED    ?= 42
 SET     ?=
 RESULTS ?= results
 PLOTS   ?= plots
-REPORT  ?= REPORT.md
+REPORT  ?= $(if $(filter small,$(SCALE)),REPORT.md,$(RESULTS)/$(SCALE)/REPORT.md)
 CARGO   ?= cargo
 LSMLAB  = target/release/lsmlab
 SMOKE   = target/smoke
@@ -20,6 +24,7 @@ SMOKE   = target/smoke
 SET_ARGS = $(foreach kv,$(SET),--set $(kv))
 RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_ARGS)
 PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
+REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCALE) --out $(REPORT)
 
 # Papers; experiments are registered in experiments/src/registry.rs only, each named
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
@@ -32,7 +37,7 @@ all: build
 	if [ -z "$$names" ]; then echo "no experiments are registered" >&2; exit 1; fi; \
 	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done
 	$(PLOT)
-	$(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --out $(REPORT)
+	$(REPORTS)
 
 build:
 	$(CARGO) build --release -p lsmlab
@@ -47,8 +52,8 @@ test:
 		$(LSMLAB) run $$e --scale tiny --seed $(SEED) --out $(SMOKE)/results --quiet; \
 	done; \
 	if [ -n "$$names" ]; then \
-		$(LSMLAB) plot --results $(SMOKE)/results --out $(SMOKE)/plots; \
-		$(LSMLAB) report --results $(SMOKE)/results --plots $(SMOKE)/plots --out $(SMOKE)/REPORT.md; \
+		$(LSMLAB) plot --results $(SMOKE)/results --out $(SMOKE)/plots --scale tiny; \
+		$(LSMLAB) report --results $(SMOKE)/results --plots $(SMOKE)/plots --scale tiny --out $(SMOKE)/REPORT.md; \
 	else echo "no experiments registered: smoke run skipped"; fi
 
 bench:
@@ -58,7 +63,7 @@ plot: build
 	$(PLOT)
 
 report: build
-	$(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --out $(REPORT)
+	$(REPORTS)
 
 # One experiment: run it at $(SCALE), then render the figures of that scale. One pattern rule per
 # paper prefix; the recipe refuses a name that `lsmlab list --names` does not print.
@@ -84,6 +89,7 @@ $(PAPERS): build
 	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done
 	$(PLOT)
 
-# Removes the results and figures of $(SCALE) only (reference runs of other scales stay).
+# Removes the results (with their report, for scales other than small) and figures of $(SCALE) only
+# (reference runs of other scales stay).
 clean-results:
 	rm -rf $(RESULTS)/$(SCALE) $(PLOTS)/$(SCALE)

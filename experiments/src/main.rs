@@ -58,9 +58,13 @@ enum Command {
         /// Where `lsmlab plot` wrote the figures.
         #[arg(long, value_name = "DIR", default_value = "plots")]
         plots: PathBuf,
-        /// The report file.
-        #[arg(long, value_name = "FILE", default_value = "REPORT.md")]
-        out: PathBuf,
+        /// Only this scale (default: every scale found).
+        #[arg(long, value_enum)]
+        scale: Option<Scale>,
+        /// The report file (default: REPORT.md for --scale small or no --scale, else
+        /// DIR/<scale>/REPORT.md beside that scale's results).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -153,8 +157,15 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Report { results, plots, out } => {
-            let n = report::write_report(&experiments, &results, &plots, &out)?;
+        Command::Report {
+            results,
+            plots,
+            scale,
+            out,
+        } => {
+            let out = out.unwrap_or_else(|| report::default_report_path(&results, scale));
+            let scales: Vec<Scale> = scale.into_iter().collect();
+            let n = report::write_report(&experiments, &results, &plots, &scales, &out)?;
             println!("{}", out.display());
             eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
             Ok(())

@@ -91,18 +91,38 @@ fn relative_link(target: &Path, base: &Path) -> String {
     rel.to_string_lossy().replace('\\', "/")
 }
 
-/// Writes the report for every result under `results_dir` to `out_file`, linking figures found
-/// under `plots_dir`; returns how many results it covers.
+/// Where the report of one scale goes by default: `REPORT.md` (in the working directory, the
+/// project root under `make`) for the small scale, whose report is the committed reference, and for
+/// a report of every scale (`None`); `<results_dir>/<scale>/REPORT.md` for any other scale, beside
+/// that scale's results, so that a tiny or paper run never rewrites the reference.
+pub fn default_report_path(results_dir: &Path, scale: Option<Scale>) -> PathBuf {
+    match scale {
+        None | Some(Scale::Small) => PathBuf::from("REPORT.md"),
+        Some(scale) => results_dir.join(scale.as_str()).join("REPORT.md"),
+    }
+}
+
+/// Writes the report for the results under `results_dir` of `scales` (every scale when empty) to
+/// `out_file`, linking figures found under `plots_dir` by paths relative to the report's directory;
+/// returns how many results it covers.
 pub fn write_report(
     experiments: &[&dyn Experiment],
     results_dir: &Path,
     plots_dir: &Path,
+    scales: &[Scale],
     out_file: &Path,
 ) -> anyhow::Result<usize> {
-    let files = find_result_files(results_dir, &[])?;
+    let files = find_result_files(results_dir, scales)?;
     if files.is_empty() {
+        let which = match scales {
+            [] => String::new(),
+            some => format!(
+                " for scale {}",
+                some.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        };
         bail!(
-            "no result files under {}; run `lsmlab run EXPERIMENT` or `make` first",
+            "no result files under {}{which}; run `lsmlab run EXPERIMENT` or `make` first",
             results_dir.display()
         );
     }
@@ -347,7 +367,10 @@ mod tests {
         plot(&experiments, &results, &plots, &[]).unwrap();
 
         let out = dir.path().join("REPORT.md");
-        assert_eq!(write_report(&experiments, &results, &plots, &out).unwrap(), 2);
+        assert_eq!(
+            write_report(&experiments, &results, &plots, &[], &out).unwrap(),
+            2
+        );
         let md = fs::read_to_string(&out).unwrap();
         assert!(md.starts_with("# lsmlab report"));
         assert!(
@@ -372,7 +395,7 @@ mod tests {
         // Only the registered experiment known: the other gets the generic section.
         let only_fake: Vec<&dyn Experiment> = vec![&FAKE];
         let nested = dir.path().join("docs/REPORT.md");
-        write_report(&only_fake, &results, &plots, &nested).unwrap();
+        write_report(&only_fake, &results, &plots, &[], &nested).unwrap();
         let md = fs::read_to_string(&nested).unwrap();
         assert!(md.contains("no experiment of this name"), "{md}");
         assert!(md.contains("(../plots/tiny/fake-time.png)"), "{md}");
@@ -402,7 +425,7 @@ mod tests {
             .unwrap();
         let out = dir.path().join("REPORT.md");
         let experiments = crate::registry::all();
-        write_report(&experiments, &results, &dir.path().join("plots"), &out).unwrap();
+        write_report(&experiments, &results, &dir.path().join("plots"), &[], &out).unwrap();
         let md = fs::read_to_string(&out).unwrap();
         assert!(
             md.contains("## Claims (tiny)") && md.contains("### LSM RUM-tree claims (tiny)"),
@@ -428,9 +451,89 @@ mod tests {
     }
 
     #[test]
+    fn each_scale_has_its_own_report_and_small_is_the_reference() {
+        let results = Path::new("res");
+        assert_eq!(
+            default_report_path(results, Some(Scale::Small)),
+            PathBuf::from("REPORT.md")
+        );
+        assert_eq!(default_report_path(results, None), PathBuf::from("REPORT.md"));
+        assert_eq!(
+            default_report_path(results, Some(Scale::Tiny)),
+            PathBuf::from("res/tiny/REPORT.md")
+        );
+        assert_eq!(
+            default_report_path(results, Some(Scale::Paper)),
+            PathBuf::from("res/paper/REPORT.md")
+        );
+    }
+
+    #[test]
+    fn a_report_of_one_scale_covers_only_it_and_links_from_where_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let plots = dir.path().join("plots");
+        for scale in [Scale::Tiny, Scale::Small] {
+            let request = RunRequest {
+                scale,
+                seed: 42,
+                sets: vec![],
+                out_dir: results.clone(),
+                data: vec![],
+            };
+            run(&FAKE, &request, &Progress::silent()).unwrap();
+        }
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE];
+        plot(&experiments, &results, &plots, &[]).unwrap();
+
+        // The tiny report sits beside the tiny results; the small reference is not written.
+        let reference = dir.path().join("REPORT.md");
+        let tiny = results.join("tiny").join("REPORT.md");
+        assert_eq!(tiny, default_report_path(&results, Some(Scale::Tiny)));
+        assert_eq!(
+            write_report(&experiments, &results, &plots, &[Scale::Tiny], &tiny).unwrap(),
+            1
+        );
+        assert!(!reference.exists());
+        let md = fs::read_to_string(&tiny).unwrap();
+        assert!(
+            md.contains("## fake (Fake paper, tiny)") && !md.contains("small"),
+            "{md}"
+        );
+        assert!(
+            md.contains("![fake-time](../../plots/tiny/fake-time.png)"),
+            "{md}"
+        );
+        // The tiny report is not taken for a result file.
+        assert_eq!(find_result_files(&results, &[Scale::Tiny]).unwrap().len(), 1);
+
+        assert_eq!(
+            write_report(&experiments, &results, &plots, &[Scale::Small], &reference).unwrap(),
+            1
+        );
+        let md = fs::read_to_string(&reference).unwrap();
+        assert!(
+            md.contains("## fake (Fake paper, small)") && !md.contains("tiny"),
+            "{md}"
+        );
+        assert!(md.contains("![fake-time](plots/small/fake-time.png)"), "{md}");
+
+        let err = write_report(
+            &experiments,
+            &results,
+            &plots,
+            &[Scale::Paper],
+            &dir.path().join("p.md"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("for scale paper"), "{err}");
+    }
+
+    #[test]
     fn report_without_results_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = write_report(&[], dir.path(), dir.path(), &dir.path().join("R.md"))
+        let err = write_report(&[], dir.path(), dir.path(), &[], &dir.path().join("R.md"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("no result files"), "{err}");

@@ -124,8 +124,12 @@ impl TypedExperiment for Fake {
         ];
         plot::stacked_bars(
             &out_dir.join(format!("{}-time", self.name)),
-            "Time per strategy",
-            "seconds",
+            &plot::Labels {
+                title: "Time per strategy",
+                x: "strategy",
+                y: "seconds",
+                note: None,
+            },
             &strategies,
             &series,
         )

@@ -8,14 +8,15 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{axis_desc_font, draw_no_data, fmt_num, label_font, plot_err, render, titled_with_legend, Draw};
+use super::axis::{axis_label, fmt_tick};
+use super::{axis_desc_font, draw_no_data, label_font, plot_err, render, titled_with_legend, Draw, Labels};
 
-/// One bar per category, one segment per series stacked bottom-up in series order, a legend.
-/// `series[j].1[i]` is series j's value in category i; values must be finite and non-negative.
+/// One bar per category, one segment per series stacked bottom-up in series order, a legend, on a
+/// linear axis. `series[j].1[i]` is series j's value in category i; values must be finite and
+/// non-negative. `labels.x` names what the categories are.
 pub fn stacked_bars(
     out_stem: &Path,
-    title: &str,
-    y_label: &str,
+    labels: &Labels,
     categories: &[String],
     series: &[(String, Vec<f64>)],
 ) -> anyhow::Result<Vec<PathBuf>> {
@@ -30,8 +31,7 @@ pub fn stacked_bars(
     render(
         out_stem,
         &Bars {
-            title,
-            y_label,
+            labels: *labels,
             categories,
             series,
             stacked: true,
@@ -41,21 +41,24 @@ pub fn stacked_bars(
 }
 
 /// One bar per series inside each category, side by side, a legend. Non-finite values are left
-/// out; on a log axis (`log_y`) non-positive values are left out too.
+/// out; on a log axis (`log_y`, which the y label then states) non-positive values are left out too.
+/// `labels.x` names what the categories are.
 pub fn grouped_bars(
     out_stem: &Path,
-    title: &str,
-    y_label: &str,
+    labels: &Labels,
     categories: &[String],
     series: &[(String, Vec<f64>)],
     log_y: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
     check_shape(categories, series)?;
+    let y_label = axis_label(labels.y, None, log_y);
     render(
         out_stem,
         &Bars {
-            title,
-            y_label,
+            labels: Labels {
+                y: &y_label,
+                ..*labels
+            },
             categories,
             series,
             stacked: false,
@@ -78,8 +81,7 @@ fn check_shape(categories: &[String], series: &[(String, Vec<f64>)]) -> anyhow::
 }
 
 struct Bars<'a> {
-    title: &'a str,
-    y_label: &'a str,
+    labels: Labels<'a>,
     categories: &'a [String],
     series: &'a [(String, Vec<f64>)],
     stacked: bool,
@@ -95,8 +97,8 @@ impl Bars<'_> {
 impl Draw for Bars<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
-        let (plot, styles) = titled_with_legend(root, self.title, &names, &names, false)?;
-        let colors: Vec<RGBColor> = styles.iter().map(|(c, _)| *c).collect();
+        let (plot, styles) = titled_with_legend(root, &self.labels, &names, &names, false)?;
+        let colors: Vec<RGBColor> = styles.iter().map(|s| s.color).collect();
         let values = || {
             self.series
                 .iter()
@@ -124,7 +126,9 @@ impl Draw for Bars<'_> {
                 floor
             });
             let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
-            self.draw_chart(&plot, (lo..hi).log_scale(), lo, &colors)
+            // A hair wider than the decades, so that the lowest and highest decade keep their labels.
+            let range = lo * (1.0 - 1e-9)..hi * (1.0 + 1e-9);
+            self.draw_chart(&plot, range.log_scale(), lo, &colors)
         } else {
             let lo = values().fold(0.0, f64::min);
             let hi = values().fold(0.0, f64::max);
@@ -158,7 +162,7 @@ impl Bars<'_> {
         let n = self.categories.len();
         let mut chart = ChartBuilder::on(area)
             .margin(16)
-            .x_label_area_size(48)
+            .x_label_area_size(64)
             .y_label_area_size(90)
             // Integer ranges are inclusive in plotters: 0..n-1 gives exactly n segments.
             .build_cartesian_2d((0..n - 1).into_segmented(), y_spec)
@@ -168,14 +172,15 @@ impl Bars<'_> {
             SegmentValue::CenterOf(i) => categories.get(*i).cloned().unwrap_or_default(),
             _ => String::new(),
         };
-        let y_format = |v: &f64| fmt_num(*v);
+        let y_format = |v: &f64| fmt_tick(*v);
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&x_format)
             .y_label_formatter(&y_format)
-            .y_desc(self.y_label)
+            .x_desc(self.labels.x)
+            .y_desc(self.labels.y)
             .label_style(label_font())
             .axis_desc_style(axis_desc_font())
             .draw()
@@ -244,6 +249,15 @@ mod tests {
             .collect()
     }
 
+    fn labels() -> Labels<'static> {
+        Labels {
+            title: "Update time, chicago",
+            x: "strategy",
+            y: "time (s)",
+            note: None,
+        }
+    }
+
     #[test]
     fn stacked_bars_render_svg_and_png() {
         let dir = tempfile::tempdir().unwrap();
@@ -252,17 +266,10 @@ mod tests {
             ("flush".to_string(), vec![5.0, 4.0, 4.0, 0.5]),
             ("merge".to_string(), vec![2.0, 2.0, 1.0, 0.0]),
         ];
-        let paths = stacked_bars(
-            &dir.path().join("sub/fig5"),
-            "Update time, chicago",
-            "time (s)",
-            &categories(),
-            &series,
-        )
-        .unwrap();
+        let paths = stacked_bars(&dir.path().join("sub/fig5"), &labels(), &categories(), &series).unwrap();
         assert_rendered(&paths);
         let svg = std::fs::read_to_string(&paths[0]).unwrap();
-        for text in ["Update time, chicago", "UM+F", "flush"] {
+        for text in ["Update time, chicago", "UM+F", "flush", "strategy", "time (s)"] {
             assert!(svg.contains(text), "SVG lacks {text}");
         }
     }
@@ -271,12 +278,12 @@ mod tests {
     fn stacked_bars_reject_bad_values_and_shapes() {
         let dir = tempfile::tempdir().unwrap();
         let bad = vec![("update".to_string(), vec![1.0, f64::NAN, 1.0, 1.0])];
-        let err = stacked_bars(&dir.path().join("x"), "t", "y", &categories(), &bad)
+        let err = stacked_bars(&dir.path().join("x"), &labels(), &categories(), &bad)
             .unwrap_err()
             .to_string();
         assert!(err.contains("update") && err.contains("Validation"), "{err}");
         let short = vec![("update".to_string(), vec![1.0])];
-        assert!(stacked_bars(&dir.path().join("x"), "t", "y", &categories(), &short).is_err());
+        assert!(stacked_bars(&dir.path().join("x"), &labels(), &categories(), &short).is_err());
     }
 
     #[test]
@@ -287,20 +294,34 @@ mod tests {
             ("Eager".to_string(), vec![100.0, 250.0, 0.0]),
             ("UM+F".to_string(), vec![1.0, f64::NAN, 0.5]),
         ];
-        assert_rendered(
-            &grouped_bars(&dir.path().join("lin"), "Query", "ms", &groups, &series, false).unwrap(),
+        let labels = Labels {
+            title: "Query",
+            x: "dataset",
+            y: "query time (ms)",
+            note: None,
+        };
+        let lin = grouped_bars(&dir.path().join("lin"), &labels, &groups, &series, false).unwrap();
+        assert_rendered(&lin);
+        let log = grouped_bars(&dir.path().join("log"), &labels, &groups, &series, true).unwrap();
+        assert_rendered(&log);
+        let lin = std::fs::read_to_string(&lin[0]).unwrap();
+        let log = std::fs::read_to_string(&log[0]).unwrap();
+        assert!(
+            lin.contains("query time (ms)") && !lin.contains("log scale"),
+            "{lin}"
         );
-        assert_rendered(
-            &grouped_bars(&dir.path().join("log"), "Query", "ms", &groups, &series, true).unwrap(),
-        );
+        let texts = crate::plot::tests::svg_texts(&log);
+        for text in ["query time (ms, log scale)", "dataset"] {
+            assert!(texts.iter().any(|t| t == text), "{texts:?}");
+        }
     }
 
     #[test]
     fn empty_bars_still_render() {
         let dir = tempfile::tempdir().unwrap();
-        assert_rendered(&grouped_bars(&dir.path().join("empty"), "Nothing", "ms", &[], &[], true).unwrap());
+        assert_rendered(&grouped_bars(&dir.path().join("empty"), &labels(), &[], &[], true).unwrap());
         let one = vec!["only".to_string()];
         let series = vec![("Eager".to_string(), vec![3.0])];
-        assert_rendered(&stacked_bars(&dir.path().join("one"), "One", "s", &one, &series).unwrap());
+        assert_rendered(&stacked_bars(&dir.path().join("one"), &labels(), &one, &series).unwrap());
     }
 }

@@ -7,50 +7,52 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::axis::{axis_label, fmt_tick};
 use super::{
-    axis_desc_font, draw_no_data, fmt_num, label_font, plot_err, render, titled_with_legend, Draw, Marker,
+    axis_desc_font, draw_no_data, label_font, plot_err, render, titled_with_legend, Draw, Labels, Style,
     MARKER_RADIUS,
 };
 
 /// One line with point markers per series, points in the given order, a legend. Non-finite points
-/// are skipped, and on a log axis so are points whose value on that axis is not positive.
+/// are skipped, and on a log axis so are points whose value on that axis is not positive. An axis
+/// drawn on a log scale says so in its label.
 pub fn line_chart(
     out_stem: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    log_x: bool,
-    log_y: bool,
+    labels: &Labels,
+    logs: (bool, bool),
     series: &[(String, Vec<(f64, f64)>)],
 ) -> anyhow::Result<Vec<PathBuf>> {
     let keys: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
-    line_chart_keyed(out_stem, title, x_label, y_label, (log_x, log_y), series, &keys)
+    line_chart_keyed(out_stem, labels, logs, series, &keys)
 }
 
 /// [`line_chart`] with a style key per series (e.g. its strategy when the series name adds the
 /// swept knob): colours and markers follow the keys (see [`super::palette::styles_for`]).
 pub fn line_chart_keyed(
     out_stem: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
+    labels: &Labels,
     (log_x, log_y): (bool, bool),
     series: &[(String, Vec<(f64, f64)>)],
     keys: &[String],
 ) -> anyhow::Result<Vec<PathBuf>> {
     if keys.len() != series.len() {
         anyhow::bail!(
-            "line chart `{title}`: {} style keys for {} series",
+            "line chart `{}`: {} style keys for {} series",
+            labels.title,
             keys.len(),
             series.len()
         );
     }
+    let x_label = axis_label(labels.x, None, log_x);
+    let y_label = axis_label(labels.y, None, log_y);
     render(
         out_stem,
         &Lines {
-            title,
-            x_label,
-            y_label,
+            labels: Labels {
+                x: &x_label,
+                y: &y_label,
+                ..*labels
+            },
             log_x,
             log_y,
             series,
@@ -60,9 +62,7 @@ pub fn line_chart_keyed(
 }
 
 struct Lines<'a> {
-    title: &'a str,
-    x_label: &'a str,
-    y_label: &'a str,
+    labels: Labels<'a>,
     log_x: bool,
     log_y: bool,
     series: &'a [(String, Vec<(f64, f64)>)],
@@ -86,7 +86,10 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
     let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if log {
         let (lo, hi) = (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()));
-        return if hi <= lo { lo..lo * 10.0 } else { lo..hi };
+        let hi = if hi <= lo { lo * 10.0 } else { hi };
+        // A hair wider than the decades, so that rounding in the axis's own tick arithmetic does not
+        // drop the tick and label of the lowest or highest decade.
+        return lo * (1.0 - 1e-9)..hi * (1.0 + 1e-9);
     }
     let lo = if from_zero && lo >= 0.0 { 0.0 } else { lo };
     if hi <= lo {
@@ -100,7 +103,7 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
 impl Draw for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
-        let (plot, styles) = titled_with_legend(root, self.title, &names, self.keys, true)?;
+        let (plot, styles) = titled_with_legend(root, &self.labels, &names, self.keys, true)?;
         let all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
         if all.is_empty() {
             return draw_no_data(&plot);
@@ -122,7 +125,7 @@ impl Lines<'_> {
         area: &DrawingArea<DB, Shift>,
         x_spec: X,
         y_spec: Y,
-        styles: &[(RGBColor, Marker)],
+        styles: &[Style],
     ) -> anyhow::Result<()>
     where
         X: AsRangedCoord<Value = f64>,
@@ -136,26 +139,34 @@ impl Lines<'_> {
             .y_label_area_size(90)
             .build_cartesian_2d(x_spec, y_spec)
             .map_err(plot_err)?;
-        let format = |v: &f64| fmt_num(*v);
+        let format = |v: &f64| fmt_tick(*v);
         chart
             .configure_mesh()
             .x_label_formatter(&format)
             .y_label_formatter(&format)
-            .x_desc(self.x_label)
-            .y_desc(self.y_label)
+            .x_desc(self.labels.x)
+            .y_desc(self.labels.y)
             .label_style(label_font())
             .axis_desc_style(axis_desc_font())
             .draw()
             .map_err(plot_err)?;
-        for ((_, values), (color, marker)) in self.series.iter().zip(styles) {
+        for ((_, values), style) in self.series.iter().zip(styles) {
             let points = self.points(values);
             if points.is_empty() {
                 continue;
             }
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
-                .map_err(plot_err)?;
-            let style = color.filled();
+            let stroke = style.color.stroke_width(2);
+            if style.dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, stroke))
+                    .map_err(plot_err)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(points.iter().copied(), stroke))
+                    .map_err(plot_err)?;
+            }
+            let marker = style.marker;
+            let style = style.color.filled();
             match marker.polygon(MARKER_RADIUS) {
                 None => chart
                     .draw_series(
@@ -199,17 +210,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (log_x, log_y) in [(false, false), (true, false), (false, true), (true, true)] {
             let stem = dir.path().join(format!("fig6-{log_x}-{log_y}"));
-            let paths = line_chart(
-                &stem,
-                "Query time, berlinmod",
-                "selectivity (%)",
-                "ms",
-                log_x,
-                log_y,
-                &series(),
-            )
-            .unwrap();
+            let labels = Labels {
+                title: "Query time, berlinmod",
+                x: "selectivity (%)",
+                y: "query time (ms)",
+                note: log_x.then_some("a note under the title"),
+            };
+            let paths = line_chart(&stem, &labels, (log_x, log_y), &series()).unwrap();
             assert_rendered(&paths);
+            let svg = std::fs::read_to_string(&paths[0]).unwrap();
+            assert_eq!(svg.contains("selectivity (%, log scale)"), log_x);
+            assert_eq!(svg.contains("query time (ms, log scale)"), log_y);
+            assert_eq!(svg.contains("a note under the title"), log_x);
         }
     }
 
@@ -220,11 +232,13 @@ mod tests {
         assert_rendered(
             &line_chart(
                 &dir.path().join("none"),
-                "Nothing",
-                "x",
-                "y",
-                true,
-                true,
+                &Labels {
+                    title: "Nothing",
+                    x: "x",
+                    y: "y",
+                    note: None,
+                },
+                (true, true),
                 &only_bad,
             )
             .unwrap(),
@@ -233,8 +247,12 @@ mod tests {
 
     #[test]
     fn log_ranges_cover_whole_decades() {
-        assert_eq!(axis_range(&[0.002, 35.0], true, false), 0.001..100.0);
-        assert_eq!(axis_range(&[5.0], true, false), 1.0..10.0);
+        let near = |r: Range<f64>, lo: f64, hi: f64| {
+            assert!(r.start <= lo && (r.start - lo).abs() < lo * 1e-6, "{r:?}");
+            assert!(r.end >= hi && (r.end - hi).abs() < hi * 1e-6, "{r:?}");
+        };
+        near(axis_range(&[0.002, 35.0], true, false), 0.001, 100.0);
+        near(axis_range(&[5.0], true, false), 1.0, 10.0);
         assert_eq!(axis_range(&[2.0, 4.0], false, true).start, 0.0);
     }
 }

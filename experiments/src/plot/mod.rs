@@ -5,6 +5,7 @@
 //! no font libraries (DESIGN.md section 8). Every helper writes `<stem>.svg` and `<stem>.png` and
 //! returns both paths, SVG first.
 
+pub mod axis;
 mod bars;
 mod line;
 mod palette;
@@ -17,15 +18,27 @@ use std::sync::Once;
 
 use anyhow::{anyhow, Context};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
+pub use axis::TimeUnit;
 pub use bars::{grouped_bars, stacked_bars};
 pub use line::{line_chart, line_chart_keyed};
-pub use palette::{color_for, marker_for, Marker, PALETTE};
+pub use palette::{color_for, marker_for, style_for, Marker, Style, PALETTE, STRATEGIES};
 pub use table::{markdown_table, table_figure};
 
 /// Default canvas size of a chart, in pixels.
 pub const CHART_SIZE: (u32, u32) = (1024, 640);
+
+/// The words on a chart: title, axis labels (a bar chart's x label names what its categories are)
+/// and an optional note printed under the title (a caveat the reader needs to read the figure).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Labels<'a> {
+    pub title: &'a str,
+    pub x: &'a str,
+    pub y: &'a str,
+    pub note: Option<&'a str>,
+}
 
 /// Registers the embedded DejaVu fonts with plotters, once per process. Every helper calls it;
 /// call it yourself before drawing with plotters directly.
@@ -151,6 +164,13 @@ pub(crate) fn axis_desc_font() -> FontDesc<'static> {
     FontDesc::new(FontFamily::SansSerif, 18.0, FontStyle::Normal)
 }
 
+pub(crate) fn note_font() -> FontDesc<'static> {
+    FontDesc::new(FontFamily::SansSerif, 16.0, FontStyle::Italic)
+}
+
+/// Height of the strip under the title that holds a figure's note, in pixels.
+const NOTE_HEIGHT: u32 = 28;
+
 /// The plot area and, when there are series, the legend column beside it.
 type PlotAndLegend<DB> = (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>);
 
@@ -159,9 +179,17 @@ type PlotAndLegend<DB> = (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>
 fn title_and_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
+    note: Option<&str>,
     names: &[String],
 ) -> anyhow::Result<PlotAndLegend<DB>> {
-    let body = root.titled(title, title_font()).map_err(plot_err)?;
+    let mut body = root.titled(title, title_font()).map_err(plot_err)?;
+    if let Some(note) = note {
+        let (strip, rest) = body.split_vertically(NOTE_HEIGHT);
+        strip
+            .draw_text(note, &note_font().color(&RGBColor(0x60, 0x20, 0x20)), (16, 4))
+            .map_err(plot_err)?;
+        body = rest;
+    }
     if names.is_empty() {
         return Ok((body, None));
     }
@@ -177,30 +205,41 @@ fn title_and_legend<DB: DrawingBackend>(
     Ok((plot, Some(legend)))
 }
 
-/// The title, the legend (one entry per series, styled by [`palette::styles_for`] from the series'
-/// style keys: a swatch, or for line charts (`markers`) a line with the series' marker) and the area
-/// left for the chart; returns that area and the series' colours and markers.
+/// The title, the note, the legend (one entry per series, styled by [`palette::styles_for`] from the
+/// series' style keys: a swatch, or for line charts (`markers`) a line, dashed for a repeated key,
+/// with the series' marker) and the area left for the chart; returns that area and the series'
+/// styles.
 pub(crate) fn titled_with_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    title: &str,
+    labels: &Labels,
     names: &[String],
     keys: &[String],
     markers: bool,
 ) -> anyhow::Result<(DrawingArea<DB, Shift>, Vec<Style>)> {
     let styles = palette::styles_for(keys);
-    let (plot, legend) = title_and_legend(root, title, names)?;
+    let (plot, legend) = title_and_legend(root, labels.title, labels.note, names)?;
     if let Some(legend) = legend {
         let font = label_font();
-        for (i, (name, (color, marker))) in names.iter().zip(&styles).enumerate() {
+        for (i, (name, style)) in names.iter().zip(&styles).enumerate() {
             let y = 30 + 26 * i as i32;
+            let color = style.color;
             if markers {
-                legend
-                    .draw(&PathElement::new(
-                        vec![(6, y + 8), (30, y + 8)],
-                        color.stroke_width(2),
-                    ))
-                    .map_err(plot_err)?;
-                draw_marker(&legend, (18, y + 8), *marker, *color)?;
+                let stroke = color.stroke_width(2);
+                if style.dashed {
+                    legend
+                        .draw(&DashedPathElement::new(
+                            vec![(4, y + 8), (32, y + 8)],
+                            5,
+                            3,
+                            stroke,
+                        ))
+                        .map_err(plot_err)?;
+                } else {
+                    legend
+                        .draw(&PathElement::new(vec![(6, y + 8), (30, y + 8)], stroke))
+                        .map_err(plot_err)?;
+                }
+                draw_marker(&legend, (18, y + 8), style.marker, color)?;
             } else {
                 legend
                     .draw(&Rectangle::new([(8, y), (26, y + 16)], color.filled()))
@@ -213,9 +252,6 @@ pub(crate) fn titled_with_legend<DB: DrawingBackend>(
     }
     Ok((plot, styles))
 }
-
-/// A series' colour and marker.
-pub(crate) type Style = (RGBColor, Marker);
 
 /// Radius of a point marker, in pixels.
 pub(crate) const MARKER_RADIUS: f64 = 5.0;
@@ -264,6 +300,17 @@ pub(crate) mod tests {
         assert!(paths[1].extension().unwrap() == "png");
         assert!(png.len() > 1000, "PNG too small: {}", png.len());
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+
+    /// The texts an SVG draws, trimmed, in order.
+    pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = &t[t.find('>')? + 1..];
+                Some(body[..body.find("</text>")?].trim().to_string())
+            })
+            .collect()
     }
 
     #[test]

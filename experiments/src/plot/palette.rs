@@ -1,61 +1,39 @@
-//! One colour and one marker per name, the same in every figure: the strategies and phases the
-//! papers name get fixed ones; any other name gets them from its hash, so it too is stable across
-//! figures.
+//! One colour and one marker per label, the same in every figure (lines, bars, tuning sweeps): the
+//! strategies and phases the papers name have fixed ones, keyed by label; any other label gets them
+//! from a hash of its name, so it too is stable across figures and runs.
+//!
+//! The twenty RUM-tree strategy labels (Eager and Validation with their variants, UM and its fifteen
+//! cleaning combinations) each own one of the twenty palette colours, so no two of them ever share a
+//! colour, not even in a bar chart where only colour tells bars apart. A variant of a baseline takes
+//! the light shade of its baseline's hue (Eager(physical) is light grey beside Eager's grey).
 
 use plotters::style::RGBColor;
 
-/// Tableau 10, a palette that stays distinguishable in print and for most colour-blind readers.
-pub const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7), // blue
-    RGBColor(0xf2, 0x8e, 0x2b), // orange
-    RGBColor(0xe1, 0x57, 0x59), // red
-    RGBColor(0x76, 0xb7, 0xb2), // teal
-    RGBColor(0x59, 0xa1, 0x4f), // green
-    RGBColor(0xed, 0xc9, 0x48), // yellow
-    RGBColor(0xb0, 0x7a, 0xa1), // purple
-    RGBColor(0xff, 0x9d, 0xa7), // pink
-    RGBColor(0x9c, 0x75, 0x5f), // brown
-    RGBColor(0x79, 0x70, 0x6e), // grey
+/// Tableau 20: ten hues dark, then the same ten light (index `i + 10` is the light shade of `i`). The
+/// palette stays distinguishable in print and for most colour-blind readers; hashed labels take the
+/// dark half first.
+pub const PALETTE: [RGBColor; 20] = [
+    RGBColor(0x4e, 0x79, 0xa7), // 0 blue
+    RGBColor(0xf2, 0x8e, 0x2b), // 1 orange
+    RGBColor(0xe1, 0x57, 0x59), // 2 red
+    RGBColor(0x49, 0x98, 0x94), // 3 teal
+    RGBColor(0x59, 0xa1, 0x4f), // 4 green
+    RGBColor(0xb6, 0x99, 0x2d), // 5 gold
+    RGBColor(0xb0, 0x7a, 0xa1), // 6 purple
+    RGBColor(0xd3, 0x72, 0x95), // 7 pink
+    RGBColor(0x9d, 0x76, 0x60), // 8 brown
+    RGBColor(0x79, 0x70, 0x6e), // 9 grey
+    RGBColor(0xa0, 0xcb, 0xe8), // 10 light blue
+    RGBColor(0xff, 0xbe, 0x7d), // 11 light orange
+    RGBColor(0xff, 0x9d, 0x9a), // 12 light red
+    RGBColor(0x86, 0xbc, 0xb6), // 13 light teal
+    RGBColor(0x8c, 0xd1, 0x7d), // 14 light green
+    RGBColor(0xf1, 0xce, 0x63), // 15 light gold
+    RGBColor(0xd4, 0xa6, 0xc8), // 16 light purple
+    RGBColor(0xfa, 0xbf, 0xd2), // 17 light pink
+    RGBColor(0xd7, 0xb5, 0xa6), // 18 light brown
+    RGBColor(0xba, 0xb0, 0xac), // 19 light grey
 ];
-
-/// Names with a fixed place in the palette (compared case-insensitively).
-const FIXED: &[(&str, usize)] = &[
-    // LSM RUM-tree strategies.
-    ("eager", 9),
-    ("validation", 8),
-    ("um", 2),
-    ("um+f", 0),
-    ("um+m", 4),
-    ("um+fm", 3),
-    ("um+bv", 6),
-    ("um+fmbv", 1),
-    // Phases of an update stream (Figure 5 of the RUM-tree paper).
-    ("update", 0),
-    ("flush", 1),
-    ("merge", 4),
-    ("query", 6),
-    // Leaper and its baselines.
-    ("leaper", 1),
-    ("none", 9),
-    ("no prefetch", 9),
-    ("warm-up", 0),
-    ("prepopulate", 4),
-    // DIOL and OEP 7.
-    ("iotdb", 9),
-    ("diol", 1),
-    ("paginated", 9),
-    ("single-page", 1),
-];
-
-/// The colour for a series name.
-pub fn color_for(name: &str) -> RGBColor {
-    let lower = name.trim().to_ascii_lowercase();
-    if let Some((_, i)) = FIXED.iter().find(|(n, _)| *n == lower) {
-        return PALETTE[*i];
-    }
-    // FNV-1a: stable across runs and platforms (std's hasher is randomly seeded).
-    PALETTE[(fnv(&lower) % PALETTE.len() as u64) as usize]
-}
 
 /// A point marker shape for line charts; each strategy keeps one in every figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,11 +46,13 @@ pub enum Marker {
     Pentagon,
     Hexagon,
     Star,
+    Plus,
+    Cross,
 }
 
 impl Marker {
-    /// Every marker, in the order hashed names pick from.
-    pub const ALL: [Marker; 8] = [
+    /// Every marker, in the order hashed labels pick from.
+    pub const ALL: [Marker; 10] = [
         Marker::Circle,
         Marker::Square,
         Marker::Diamond,
@@ -81,6 +61,8 @@ impl Marker {
         Marker::Pentagon,
         Marker::Hexagon,
         Marker::Star,
+        Marker::Plus,
+        Marker::Cross,
     ];
 
     /// The outline as pixel offsets from the point, for a marker of radius `r`; `None` for the
@@ -104,21 +86,119 @@ impl Marker {
             Marker::Pentagon => regular(5, 90.0, &|_| r * 1.2),
             Marker::Hexagon => regular(6, 0.0, &|_| r * 1.25),
             Marker::Star => regular(10, 90.0, &|i| if i % 2 == 0 { r * 1.5 } else { r * 0.65 }),
+            Marker::Plus => plus(r * 1.4, r * 0.45, 0.0),
+            Marker::Cross => plus(r * 1.4, r * 0.45, 45.0),
         })
     }
 }
 
-/// Strategies with a fixed marker (compared case-insensitively); other names hash to one.
-const FIXED_MARKERS: &[(&str, Marker)] = &[
-    ("eager", Marker::Square),
-    ("validation", Marker::Diamond),
-    ("um", Marker::Circle),
-    ("um+f", Marker::TriangleUp),
-    ("um+m", Marker::TriangleDown),
-    ("um+fm", Marker::Pentagon),
-    ("um+bv", Marker::Star),
-    ("um+fmbv", Marker::Hexagon),
+/// A plus sign of arm length `arm` and half-width `half` as a 12-corner outline, turned by `turn_deg`
+/// (45 degrees makes a cross).
+fn plus(arm: f64, half: f64, turn_deg: f64) -> Vec<(i32, i32)> {
+    let corners = [
+        (half, half),
+        (arm, half),
+        (arm, -half),
+        (half, -half),
+        (half, -arm),
+        (-half, -arm),
+        (-half, -half),
+        (-arm, -half),
+        (-arm, half),
+        (-half, half),
+        (-half, arm),
+        (half, arm),
+    ];
+    let (sin, cos) = turn_deg.to_radians().sin_cos();
+    corners
+        .iter()
+        .map(|(x, y)| {
+            let (x, y) = (x * cos - y * sin, x * sin + y * cos);
+            (x.round() as i32, y.round() as i32)
+        })
+        .collect()
+}
+
+/// The strategy labels of the RUM-tree experiments with their palette index and marker. Every UM
+/// combination of the four cleaning switches (F, M, B, V, written in that order) has its own entry.
+/// UM+V and UM+B, drawn beside UM+BV's purple in the tuning sweeps, take hues far from it.
+pub const STRATEGIES: &[(&str, usize, Marker)] = &[
+    ("Eager", 9, Marker::Square),
+    ("Eager(physical)", 19, Marker::Cross),
+    ("Validation", 5, Marker::Diamond),
+    ("Validation(repair)", 15, Marker::Plus),
+    ("UM", 2, Marker::Circle),
+    ("UM+F", 0, Marker::TriangleUp),
+    ("UM+M", 4, Marker::TriangleDown),
+    ("UM+FM", 3, Marker::Pentagon),
+    ("UM+BV", 6, Marker::Star),
+    ("UM+FMBV", 1, Marker::Hexagon),
+    ("UM+B", 13, Marker::Plus),
+    ("UM+V", 8, Marker::Cross),
+    ("UM+FB", 10, Marker::TriangleUp),
+    ("UM+FV", 11, Marker::Square),
+    ("UM+MB", 14, Marker::TriangleDown),
+    ("UM+MV", 7, Marker::Diamond),
+    ("UM+FMB", 16, Marker::Pentagon),
+    ("UM+FMV", 12, Marker::Circle),
+    ("UM+FBV", 17, Marker::Star),
+    ("UM+MBV", 18, Marker::Hexagon),
 ];
+
+/// Other labels with a fixed colour (phases and the other papers' systems); their marker is hashed.
+const OTHER_COLORS: &[(&str, usize)] = &[
+    // Phases of an update stream (Figure 5 of the RUM-tree paper).
+    ("update", 0),
+    ("flush", 1),
+    ("merge", 4),
+    ("query", 6),
+    // Leaper and its baselines.
+    ("leaper", 1),
+    ("none", 9),
+    ("noprefetch", 9),
+    ("warm-up", 0),
+    ("prepopulate", 4),
+    // DIOL and OEP 7.
+    ("iotdb", 9),
+    ("diol", 1),
+    ("paginated", 9),
+    ("single-page", 1),
+];
+
+/// The lookup form of a label: lower case without white space, and a UM combination's switches in
+/// the order F, M, B, V (`UM+VB` and `um + bv` are `um+bv`).
+fn canonical(label: &str) -> String {
+    let lower: String = label
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if let Some(switches) = lower.strip_prefix("um+") {
+        let ordered: String = "fmbv".chars().filter(|c| switches.contains(*c)).collect();
+        if !ordered.is_empty() && ordered.len() == switches.len() {
+            return format!("um+{ordered}");
+        }
+    }
+    lower
+}
+
+fn fixed_strategy(label: &str) -> Option<(RGBColor, Marker)> {
+    let key = canonical(label);
+    STRATEGIES
+        .iter()
+        .find(|(name, _, _)| canonical(name) == key)
+        .map(|(_, i, m)| (PALETTE[*i], *m))
+}
+
+fn fixed_color(label: &str) -> Option<RGBColor> {
+    let key = canonical(label);
+    fixed_strategy(label).map(|(c, _)| c).or_else(|| {
+        OTHER_COLORS
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map(|(_, i)| PALETTE[*i])
+    })
+}
 
 fn fnv(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -126,38 +206,83 @@ fn fnv(name: &str) -> u64 {
     })
 }
 
-/// The marker for a series name.
+/// The colour of a label: its fixed one, else one of the dark ten picked by a hash of its name
+/// (FNV-1a: stable across runs and platforms, where std's hasher is randomly seeded).
+pub fn color_for(name: &str) -> RGBColor {
+    fixed_color(name).unwrap_or_else(|| PALETTE[(fnv(&canonical(name)) % 10) as usize])
+}
+
+/// The marker of a label: its fixed one, else one picked by a hash of its name.
 pub fn marker_for(name: &str) -> Marker {
-    let lower = name.trim().to_ascii_lowercase();
-    match FIXED_MARKERS.iter().find(|(n, _)| *n == lower) {
-        Some((_, m)) => *m,
-        None => Marker::ALL[(fnv(&lower) % Marker::ALL.len() as u64) as usize],
+    match fixed_strategy(name) {
+        Some((_, m)) => m,
+        None => Marker::ALL[(fnv(&canonical(name)) % Marker::ALL.len() as u64) as usize],
     }
 }
 
-/// Colour and marker per series, keyed by each series' style key (its strategy): the key's own
-/// colour and marker; a key seen earlier in the figure keeps its colour and takes the next marker
-/// that colour has not used yet (two lines of one strategy stay apart); a different key whose colour
-/// is taken gets the next free palette colour.
-pub(crate) fn styles_for(keys: &[String]) -> Vec<(RGBColor, Marker)> {
-    let mut out: Vec<(RGBColor, Marker)> = Vec::with_capacity(keys.len());
+/// How one series is drawn: colour (bars and lines), marker and dash (lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Style {
+    pub color: RGBColor,
+    pub marker: Marker,
+    /// A second (third, ...) series of the same style key in one figure, e.g. UM+BV once per swept
+    /// knob: same colour, another marker, a dashed line.
+    pub dashed: bool,
+}
+
+/// The style of a label on its own: [`color_for`] and [`marker_for`], solid.
+pub fn style_for(name: &str) -> Style {
+    Style {
+        color: color_for(name),
+        marker: marker_for(name),
+        dashed: false,
+    }
+}
+
+/// The style of each series of one figure, from its style key (its strategy):
+/// - the first series of a key with a fixed colour gets exactly [`style_for`] the key, whatever else
+///   the figure shows, so a strategy looks the same in every figure;
+/// - a later series of a key seen before keeps the colour, takes the next marker that colour has not
+///   used in this figure, and is dashed;
+/// - a key without a fixed colour gets its hashed one unless another key of the figure holds that
+///   colour, then the first palette colour no key of the figure holds.
+pub(crate) fn styles_for(keys: &[String]) -> Vec<Style> {
+    let canon: Vec<String> = keys.iter().map(|k| canonical(k)).collect();
+    let first_of = |i: usize| canon.iter().position(|c| *c == canon[i]).unwrap_or(i);
+    // Colours held by keys with a fixed colour, so a hashed key never takes one of them.
+    let mut held: Vec<RGBColor> = keys.iter().filter_map(|k| fixed_color(k)).collect();
+    let mut out: Vec<Style> = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {
-        let mut color = color_for(key);
-        let mut marker = marker_for(key);
-        let same_key = keys[..i].iter().any(|k| k.eq_ignore_ascii_case(key));
-        if same_key {
-            let taken: Vec<Marker> = out.iter().filter(|(c, _)| *c == color).map(|(_, m)| *m).collect();
-            if taken.contains(&marker) {
-                if let Some(free) = Marker::ALL.iter().find(|m| !taken.contains(m)) {
-                    marker = *free;
+        let first = first_of(i);
+        if first < i {
+            let color = out[first].color;
+            let taken: Vec<Marker> = out
+                .iter()
+                .filter(|s| s.color == color)
+                .map(|s| s.marker)
+                .collect();
+            let marker = Marker::ALL
+                .iter()
+                .copied()
+                .find(|m| !taken.contains(m))
+                .unwrap_or(out[first].marker);
+            out.push(Style {
+                color,
+                marker,
+                dashed: true,
+            });
+            continue;
+        }
+        let mut style = style_for(key);
+        if fixed_color(key).is_none() {
+            if held.contains(&style.color) {
+                if let Some(free) = PALETTE.iter().find(|c| !held.contains(c)) {
+                    style.color = *free;
                 }
             }
-        } else if out.iter().any(|(c, _)| *c == color) {
-            if let Some(free) = PALETTE.iter().find(|c| !out.iter().any(|(u, _)| u == *c)) {
-                color = *free;
-            }
+            held.push(style.color);
         }
-        out.push((color, marker));
+        out.push(style);
     }
     out
 }
@@ -166,41 +291,124 @@ pub(crate) fn styles_for(keys: &[String]) -> Vec<(RGBColor, Marker)> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_keep_their_colour() {
-        assert_eq!(color_for("UM+F"), color_for("um+f"));
-        assert_eq!(color_for("some new strategy"), color_for("some new strategy"));
-        assert_ne!(color_for("Eager"), color_for("Validation"));
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
     }
 
-    #[test]
-    fn strategies_keep_distinct_markers() {
-        let names = ["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
-        let markers: Vec<Marker> = names.iter().map(|n| marker_for(n)).collect();
-        for (i, m) in markers.iter().enumerate() {
-            assert!(!markers[..i].contains(m), "marker repeated for {}", names[i]);
+    /// Every strategy label the RUM-tree experiments print: the baselines, their variants, UM and
+    /// every combination of its four cleaning switches.
+    fn every_strategy_label() -> Vec<String> {
+        let mut labels = strings(&[
+            "Eager",
+            "Eager(physical)",
+            "Validation",
+            "Validation(repair)",
+            "UM",
+        ]);
+        for mask in 1..16u32 {
+            let switches: String = "FMBV"
+                .chars()
+                .enumerate()
+                .filter(|(bit, _)| mask & (1 << bit) != 0)
+                .map(|(_, c)| c)
+                .collect();
+            labels.push(format!("UM+{switches}"));
         }
-        assert_eq!(marker_for("um+f"), marker_for("UM+F"));
-        assert_eq!(marker_for("another"), marker_for("another"));
-        assert!(Marker::Circle.polygon(4.0).is_none());
-        assert_eq!(Marker::Star.polygon(4.0).unwrap().len(), 10);
+        labels
     }
 
     #[test]
-    fn one_strategy_twice_keeps_its_colour_with_another_marker() {
-        let keys: Vec<String> = ["UM+BV", "UM+B", "UM+BV"].iter().map(|s| s.to_string()).collect();
-        let styles = styles_for(&keys);
-        assert_eq!(styles[0], (color_for("UM+BV"), marker_for("UM+BV")));
-        assert_eq!(styles[2].0, color_for("UM+BV"));
-        assert_ne!(styles[2].1, styles[0].1);
+    fn every_strategy_label_has_its_own_colour_and_marker_pair() {
+        let labels = every_strategy_label();
+        assert_eq!(labels.len(), 20);
+        let styles: Vec<(RGBColor, Marker)> = labels.iter().map(|l| (color_for(l), marker_for(l))).collect();
+        for (i, s) in styles.iter().enumerate() {
+            assert!(
+                fixed_strategy(&labels[i]).is_some(),
+                "{} has no fixed style",
+                labels[i]
+            );
+            for (j, t) in styles[..i].iter().enumerate() {
+                assert_ne!(s, t, "{} and {} share a style", labels[i], labels[j]);
+                // Bars tell series apart by colour alone.
+                assert_ne!(s.0, t.0, "{} and {} share a colour", labels[i], labels[j]);
+            }
+        }
+        // And the whole list drawn together in one figure keeps every fixed style.
+        let together = styles_for(&labels);
+        for (label, style) in labels.iter().zip(&together) {
+            assert_eq!(*style, style_for(label), "{label}");
+        }
+    }
+
+    #[test]
+    fn eager_and_validation_are_far_apart() {
+        let (Style { color: e, .. }, Style { color: v, .. }) = (style_for("Eager"), style_for("Validation"));
+        let distance = |a: RGBColor, b: RGBColor| {
+            let d = |x: u8, y: u8| (f64::from(x) - f64::from(y)).powi(2);
+            (d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)).sqrt()
+        };
+        assert!(distance(e, v) > 80.0, "{e:?} vs {v:?}");
+        assert_ne!(marker_for("Eager"), marker_for("Validation"));
+    }
+
+    #[test]
+    fn labels_are_looked_up_case_space_and_order_blind() {
+        assert_eq!(style_for("UM+F"), style_for("um+f"));
+        assert_eq!(style_for("UM+BV"), style_for("UM+VB"));
+        assert_eq!(style_for("Eager(physical)"), style_for("eager (physical)"));
+        assert_eq!(style_for("some new strategy"), style_for("some new strategy"));
+        // Not a UM combination: hashed, not mistaken for one.
+        assert_eq!(canonical("UM+FF"), "um+ff");
+        assert!(fixed_strategy("UM+X").is_none());
+    }
+
+    #[test]
+    fn a_label_keeps_its_style_whatever_else_the_figure_shows() {
+        // A line chart, a bar chart and a tuning sweep each show UM+BV among other series.
+        let line = strings(&["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"]);
+        let bars = strings(&["UM+BV", "Eager", "Validation"]);
+        let tuning = strings(&["UM+V", "UM+BV", "UM+B", "UM+BV"]);
+        let with_unknown = strings(&["a label nobody fixed", "another one", "UM+BV", "Validation"]);
+        for keys in [&line, &bars, &tuning, &with_unknown] {
+            let styles = styles_for(keys);
+            for (i, (key, style)) in keys.iter().zip(&styles).enumerate() {
+                if fixed_strategy(key).is_some() && keys.iter().position(|k| k == key) == Some(i) {
+                    assert_eq!(*style, style_for(key), "{key} in {keys:?}");
+                }
+            }
+            let bv = keys.iter().position(|k| k == "UM+BV").unwrap();
+            assert_eq!(styles[bv], style_for("UM+BV"), "{keys:?}");
+        }
+        // The tuning sweep's UM+V is not drawn in Validation's colour.
+        let tuning_styles = styles_for(&tuning);
+        assert!(tuning_styles.iter().all(|s| s.color != color_for("Validation")));
+    }
+
+    #[test]
+    fn one_strategy_twice_keeps_its_colour_with_another_marker_dashed() {
+        let styles = styles_for(&strings(&["UM+BV", "UM+B", "UM+BV"]));
+        assert_eq!(styles[0], style_for("UM+BV"));
+        assert_eq!(styles[2].color, color_for("UM+BV"));
+        assert_ne!(styles[2].marker, styles[0].marker);
+        assert!(styles[2].dashed && !styles[0].dashed && !styles[1].dashed);
     }
 
     #[test]
     fn one_figure_never_repeats_a_colour() {
-        let names: Vec<String> = (0..10).map(|i| format!("series {i}")).collect();
-        let colors: Vec<RGBColor> = styles_for(&names).into_iter().map(|(c, _)| c).collect();
+        let mut names: Vec<String> = (0..10).map(|i| format!("series {i}")).collect();
+        names.extend(strings(&["Eager", "UM", "UM+F"]));
+        let colors: Vec<RGBColor> = styles_for(&names).into_iter().map(|s| s.color).collect();
         for (i, c) in colors.iter().enumerate() {
-            assert!(!colors[..i].contains(c), "colour repeated at {i}");
+            assert!(!colors[..i].contains(c), "colour repeated at {i}: {names:?}");
         }
+    }
+
+    #[test]
+    fn markers_have_outlines() {
+        assert!(Marker::Circle.polygon(4.0).is_none());
+        assert_eq!(Marker::Star.polygon(4.0).unwrap().len(), 10);
+        assert_eq!(Marker::Plus.polygon(4.0).unwrap().len(), 12);
+        assert_ne!(Marker::Plus.polygon(4.0), Marker::Cross.polygon(4.0));
     }
 }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::axis::{axis_label, wants_log};
+use super::{Labels, TimeUnit};
 use crate::experiment::Row;
 use crate::result::ResultFile;
 
@@ -53,7 +55,8 @@ pub struct FigureSpec {
     pub filters: &'static [Filter],
     /// For [`Mark::Lines`] a numeric field; otherwise the template of an x category (table column).
     pub x: &'static str,
-    /// Axis label of x; for a table, the header of its first column.
+    /// Axis label of x (every bar chart names what its categories are); for a table, the header of
+    /// its first column.
     pub x_label: &'static str,
     /// Series template, e.g. `{strategy}` (colours and markers follow the series name); unused by
     /// stacked bars, whose series are the parts.
@@ -61,11 +64,21 @@ pub struct FigureSpec {
     /// Style key template of a series (colour and marker), e.g. `{strategy}` when the series name
     /// adds more; empty means the series name itself.
     pub style: &'static str,
+    /// Axis label of y without its unit when [`FigureSpec::y_unit`] is set (the unit is added).
     pub y_label: &'static str,
-    /// Multiplies every y value (e.g. 1e-3 for ms to s).
+    /// Multiplies every y value (after which they are in `y_unit`, when set).
     pub y_scale: f64,
+    /// The time unit the y values are measured in, when they are times: the axis is then labelled
+    /// in the unit that suits the data's range ([`TimeUnit::for_seconds`]), never in `5.00e-6`.
+    pub y_unit: Option<TimeUnit>,
+    /// A log x axis (for x values laid out in powers, e.g. selectivities or thread counts).
     pub log_x: bool,
+    /// A log y axis when the figure's values span more than two decades ([`wants_log`]), else linear
+    /// (grouped bars and lines; stacked bars are always linear).
     pub log_y: bool,
+    /// The numeric field holding a thread count: when the machine that produced the result has
+    /// fewer cores than the most threads a figure plots, the figure says so under its title.
+    pub threads: Option<&'static str>,
 }
 
 impl FigureSpec {
@@ -84,8 +97,10 @@ impl FigureSpec {
             style: "",
             y_label: "",
             y_scale: 1.0,
+            y_unit: None,
             log_x: false,
             log_y: false,
+            threads: None,
         }
     }
 }
@@ -194,13 +209,66 @@ pub fn render_specs(
             let extra = [("scale", scale)];
             let stem = out_dir.join(fill(spec.stem, first, &extra));
             let title = fill(spec.title, first, &extra);
-            paths.extend(render_one(spec, &rows, &stem, &title)?);
+            let note = cores_note(spec, &rows, result.machine.cores);
+            paths.extend(render_one(spec, &rows, &stem, &title, note.as_deref())?);
         }
     }
     Ok(paths)
 }
 
-fn render_one(spec: &FigureSpec, rows: &[&Row], stem: &Path, title: &str) -> anyhow::Result<Vec<PathBuf>> {
+/// The note a figure of `spec` over `rows` carries when the machine had `cores` cores (0: unknown)
+/// and the figure plots more threads than that.
+pub fn cores_note(spec: &FigureSpec, rows: &[&Row], cores: usize) -> Option<String> {
+    let field = spec.threads?;
+    let mut over: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| r.get(field).and_then(Value::as_u64))
+        .filter(|t| cores > 0 && *t > cores as u64)
+        .collect();
+    over.sort_unstable();
+    over.dedup();
+    let list: Vec<String> = over.iter().map(u64::to_string).collect();
+    let threads = match list.as_slice() {
+        [] => return None,
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    let s = if cores == 1 { "" } else { "s" };
+    Some(format!(
+        "This machine has {cores} core{s}: the runs with {threads} threads share them (contention, not speed-up)."
+    ))
+}
+
+/// The factor that turns one figure's y values (as measured, after `y_scale`) into the unit they
+/// are shown in, and the y axis label naming that unit. `reference` are the values that set the
+/// unit (the bars' or points' heights); `log` says whether the axis is logarithmic.
+fn y_axis(spec: &FigureSpec, reference: &[f64], log: bool) -> (f64, String) {
+    let Some(measured) = spec.y_unit else {
+        return (1.0, spec.y_label.to_string());
+    };
+    let seconds: Vec<f64> = reference.iter().map(|v| v * measured.seconds()).collect();
+    let shown = TimeUnit::for_seconds(&seconds, log);
+    (
+        measured.seconds() / shown.seconds(),
+        axis_label(spec.y_label, Some(shown.symbol()), false),
+    )
+}
+
+fn render_one(
+    spec: &FigureSpec,
+    rows: &[&Row],
+    stem: &Path,
+    title: &str,
+    note: Option<&str>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    fn labels<'a>(spec: &'a FigureSpec, title: &'a str, y: &'a str, note: Option<&'a str>) -> Labels<'a> {
+        Labels {
+            title,
+            x: spec.x_label,
+            y,
+            note,
+        }
+    }
     let series_of = |r: &Row| fill(spec.series, r, &[]);
     let x_of = |r: &Row| fill(spec.x, r, &[]);
     match spec.mark {
@@ -210,7 +278,7 @@ fn render_one(spec: &FigureSpec, rows: &[&Row], stem: &Path, title: &str) -> any
                     .filter(|r| parts.iter().any(|(_, f)| num(r, f).is_some()))
                     .map(|r| x_of(r)),
             );
-            let series: Vec<(String, Vec<f64>)> = parts
+            let mut series: Vec<(String, Vec<f64>)> = parts
                 .iter()
                 .map(|(name, field)| {
                     let values = categories
@@ -226,12 +294,20 @@ fn render_one(spec: &FigureSpec, rows: &[&Row], stem: &Path, title: &str) -> any
                     (name.to_string(), values)
                 })
                 .collect();
-            super::stacked_bars(stem, title, spec.y_label, &categories, &series)
+            // The unit follows the bars' heights: each category's stack.
+            let totals: Vec<f64> = (0..categories.len())
+                .map(|i| series.iter().map(|(_, v)| v[i]).sum())
+                .collect();
+            let (factor, y_label) = y_axis(spec, &totals, false);
+            for (_, values) in &mut series {
+                values.iter_mut().for_each(|v| *v *= factor);
+            }
+            super::stacked_bars(stem, &labels(spec, title, &y_label, note), &categories, &series)
         }
         Mark::Bars { y } => {
             let categories = distinct(rows.iter().map(|r| x_of(r)));
             let names = distinct(rows.iter().map(|r| series_of(r)));
-            let series: Vec<(String, Vec<f64>)> = names
+            let mut series: Vec<(String, Vec<f64>)> = names
                 .into_iter()
                 .map(|s| {
                     let values = categories
@@ -246,12 +322,24 @@ fn render_one(spec: &FigureSpec, rows: &[&Row], stem: &Path, title: &str) -> any
                     (s, values)
                 })
                 .collect();
-            super::grouped_bars(stem, title, spec.y_label, &categories, &series, spec.log_y)
+            let all: Vec<f64> = series.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+            let log = spec.log_y && wants_log(&all);
+            let (factor, y_label) = y_axis(spec, &all, log);
+            for (_, values) in &mut series {
+                values.iter_mut().for_each(|v| *v *= factor);
+            }
+            super::grouped_bars(
+                stem,
+                &labels(spec, title, &y_label, note),
+                &categories,
+                &series,
+                log,
+            )
         }
         Mark::Lines { y } => {
             let names = distinct(rows.iter().map(|r| series_of(r)));
             let mut keys = Vec::new();
-            let series: Vec<(String, Vec<(f64, f64)>)> = names
+            let mut series: Vec<(String, Vec<(f64, f64)>)> = names
                 .into_iter()
                 .filter_map(|s| {
                     let members: Vec<&&Row> = rows.iter().filter(|r| series_of(r) == s).collect();
@@ -270,12 +358,21 @@ fn render_one(spec: &FigureSpec, rows: &[&Row], stem: &Path, title: &str) -> any
                     Some((s, points))
                 })
                 .collect();
+            let ys: Vec<f64> = series
+                .iter()
+                .flat_map(|(_, pts)| pts.iter())
+                .filter(|(x, _)| x.is_finite() && (!spec.log_x || *x > 0.0))
+                .map(|(_, y)| *y)
+                .collect();
+            let log_y = spec.log_y && wants_log(&ys);
+            let (factor, y_label) = y_axis(spec, &ys, log_y);
+            for (_, points) in &mut series {
+                points.iter_mut().for_each(|p| p.1 *= factor);
+            }
             super::line_chart_keyed(
                 stem,
-                title,
-                spec.x_label,
-                spec.y_label,
-                (spec.log_x, spec.log_y),
+                &labels(spec, title, &y_label, note),
+                (spec.log_x, log_y),
                 &series,
                 &keys,
             )
@@ -291,7 +388,7 @@ fn render_one(spec: &FigureSpec, rows: &[&Row], stem: &Path, title: &str) -> any
 mod tests {
     use super::*;
     use crate::experiment::RowBuilder;
-    use crate::plot::tests::assert_rendered;
+    use crate::plot::tests::{assert_rendered, svg_texts};
 
     fn rows() -> Vec<Row> {
         let mut out = Vec::new();
@@ -437,5 +534,130 @@ mod tests {
         let (headers, body) = table_cells(&SPECS[2], &kept, "{flushes}");
         assert_eq!(headers, vec!["strategy", "gowalla", "berlinmod"]);
         assert_eq!(body[1], vec!["UM", "3", "-"]);
+    }
+
+    fn svg(dir: &Path, name: &str) -> String {
+        std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap()
+    }
+
+    #[test]
+    fn time_axes_take_their_unit_from_the_data() {
+        // 5 to 20 µs, measured in ms: drawn in µs, never as 5.00e-6 s or 0.005 ms.
+        let rows: Vec<Row> = [("Eager", 0.005), ("UM", 0.02)]
+            .iter()
+            .map(|(s, ms)| {
+                RowBuilder::new()
+                    .str("strategy", *s)
+                    .num("update_ms", *ms)
+                    .num("flush_ms", 0.0)
+                    .build()
+            })
+            .collect();
+        const TIMES: &[FigureSpec] = &[
+            FigureSpec {
+                x_label: "strategy",
+                y_label: "time",
+                y_unit: Some(TimeUnit::Ms),
+                ..FigureSpec::new(
+                    "stacked",
+                    "Stacked",
+                    Mark::StackedBars {
+                        parts: &[("update", "update_ms"), ("flush", "flush_ms")],
+                    },
+                )
+            },
+            FigureSpec {
+                x_label: "strategy",
+                y_label: "update time",
+                y_unit: Some(TimeUnit::Ms),
+                log_y: true,
+                ..FigureSpec::new("bars", "Bars", Mark::Bars { y: "update_ms" })
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        render_specs(TIMES, &result(rows), dir.path()).unwrap();
+        let stacked = svg(dir.path(), "stacked");
+        assert!(stacked.contains("time (µs)"), "{stacked}");
+        let bars = svg(dir.path(), "bars");
+        // 5 to 20 spans less than two decades: linear, and the label says µs without "log scale".
+        assert!(
+            bars.contains("update time (µs)") && !bars.contains("log scale"),
+            "{bars}"
+        );
+        for svg in [&stacked, &bars] {
+            let texts = svg_texts(svg);
+            assert!(texts.iter().all(|t| !t.contains("e-")), "{texts:?}");
+            assert!(texts.iter().any(|t| t == "strategy"), "x axis label: {texts:?}");
+            assert!(texts.iter().any(|t| t == "20"), "ticks up to 20 µs: {texts:?}");
+        }
+    }
+
+    #[test]
+    fn log_y_is_used_only_when_the_values_span_more_than_two_decades() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut wide = rows();
+        for (i, r) in wide.iter_mut().enumerate() {
+            r.insert("avg_query_us".into(), Value::from(10f64.powi(i as i32 % 4)));
+        }
+        render_specs(&SPECS[3..4], &result(wide), dir.path()).unwrap();
+        assert!(svg(dir.path(), "bars-gowalla").contains("log scale"));
+        let mut narrow = rows();
+        for r in &mut narrow {
+            r.insert("avg_query_us".into(), Value::from(5.0));
+        }
+        render_specs(&SPECS[3..4], &result(narrow), dir.path()).unwrap();
+        assert!(!svg(dir.path(), "bars-gowalla").contains("log scale"));
+    }
+
+    #[test]
+    fn a_figure_says_when_it_plots_more_threads_than_cores() {
+        let rows: Vec<Row> = [1u64, 2, 4, 8]
+            .iter()
+            .map(|t| {
+                RowBuilder::new()
+                    .str("strategy", "UM")
+                    .int("threads", *t)
+                    .num("throughput_ops_s", 1000.0)
+                    .build()
+            })
+            .collect();
+        const THREADS: FigureSpec = FigureSpec {
+            x: "threads",
+            x_label: "threads",
+            log_x: true,
+            threads: Some("threads"),
+            ..FigureSpec::new(
+                "threads",
+                "Threads",
+                Mark::Lines {
+                    y: "throughput_ops_s",
+                },
+            )
+        };
+        let refs: Vec<&Row> = rows.iter().collect();
+        assert_eq!(
+            cores_note(&THREADS, &refs, 2).as_deref(),
+            Some("This machine has 2 cores: the runs with 4 and 8 threads share them (contention, not speed-up).")
+        );
+        assert!(cores_note(&THREADS, &refs, 1)
+            .unwrap()
+            .contains("1 core: the runs with 2, 4 and 8 threads"));
+        assert_eq!(cores_note(&THREADS, &refs, 8), None);
+        assert_eq!(cores_note(&THREADS, &refs, 0), None, "unknown core count");
+        let no_field = FigureSpec {
+            threads: None,
+            ..THREADS
+        };
+        assert_eq!(cores_note(&no_field, &refs, 2), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut two = result(rows.clone());
+        two.machine.cores = 2;
+        render_specs(&[THREADS], &two, dir.path()).unwrap();
+        assert!(svg(dir.path(), "threads").contains("This machine has 2 cores"));
+        let mut many = result(rows);
+        many.machine.cores = 16;
+        render_specs(&[THREADS], &many, dir.path()).unwrap();
+        assert!(!svg(dir.path(), "threads").contains("This machine has"));
     }
 }

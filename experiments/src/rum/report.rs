@@ -6,8 +6,8 @@
 //! `experiments/claims/rum.json`, judged by [`crate::claims`] into REPORT.md's claims table.
 
 use crate::experiment::Row;
-use crate::plot::markdown_table;
 use crate::plot::spec::{facets, render_specs, table_cells, FigureSpec, Filter, Mark};
+use crate::plot::{markdown_table, TimeUnit};
 use crate::result::ResultFile;
 use std::path::{Path, PathBuf};
 
@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 pub const UPDATE_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["dataset"],
-        y_label: "time (s)",
-        y_scale: 1e-3,
+        x_label: "strategy",
+        y_label: "time",
+        y_unit: Some(TimeUnit::Ms),
         ..FigureSpec::new(
             "rum-update-fig5-{dataset}",
             "Update cost on {dataset} ({scale} scale)",
@@ -55,14 +56,16 @@ pub const UPDATE_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-/// Figure 6: query time against selectivity, one line per strategy, log axes, one chart per
-/// dataset; measured and modelled (measured + counted reads x device profile) time.
+/// Figure 6: query time against selectivity, one line per strategy, log x (and log y when the times
+/// span more than two decades), one chart per dataset; measured and modelled (measured + counted
+/// reads x device profile) time.
 pub const QUERY_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["dataset"],
         x: "selectivity",
         x_label: "query side fraction s",
-        y_label: "average query time (us)",
+        y_label: "average query time",
+        y_unit: Some(TimeUnit::Us),
         log_x: true,
         log_y: true,
         ..FigureSpec::new(
@@ -75,7 +78,8 @@ pub const QUERY_FIGURES: &[FigureSpec] = &[
         facets: &["dataset"],
         x: "selectivity",
         x_label: "query side fraction s",
-        y_label: "modelled query time (us)",
+        y_label: "modelled query time",
+        y_unit: Some(TimeUnit::Us),
         log_x: true,
         log_y: true,
         ..FigureSpec::new(
@@ -86,15 +90,19 @@ pub const QUERY_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-/// The mix of a mixed-workload cell, as a bar category.
+/// The mix of a mixed-workload cell, as a bar category, and the axis label naming it.
 const MIX: &str = "q={query_fraction} {query_skew}";
+const MIX_LABEL: &str = "mix: query fraction q, query skew";
 
-/// Mixed workloads: throughput and p99 update / query latency per mix, one chart per dataset.
+/// Mixed workloads: throughput and p99 update / query latency per mix, one chart per dataset (each on
+/// a log axis only when its values span more than two decades).
 pub const MIXED_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["dataset"],
         x: MIX,
+        x_label: MIX_LABEL,
         y_label: "operations / s",
+        log_y: true,
         ..FigureSpec::new(
             "rum-mixed-throughput-{dataset}",
             "Mixed workload throughput on {dataset} ({scale} scale)",
@@ -106,7 +114,9 @@ pub const MIXED_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["dataset"],
         x: MIX,
-        y_label: "p99 update latency (us, log)",
+        x_label: MIX_LABEL,
+        y_label: "p99 update latency",
+        y_unit: Some(TimeUnit::Us),
         log_y: true,
         ..FigureSpec::new(
             "rum-mixed-latency-{dataset}",
@@ -117,7 +127,9 @@ pub const MIXED_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["dataset"],
         x: MIX,
-        y_label: "p99 query latency (us, log)",
+        x_label: MIX_LABEL,
+        y_label: "p99 query latency",
+        y_unit: Some(TimeUnit::Us),
         log_y: true,
         ..FigureSpec::new(
             "rum-mixed-query-latency-{dataset}",
@@ -127,13 +139,16 @@ pub const MIXED_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-/// Concurrent ingestion: throughput against threads, one line per strategy, one chart per dataset.
+/// Concurrent ingestion: throughput against threads, one line per strategy, one chart per dataset;
+/// a chart says so when the machine had fewer cores than the threads it plots.
 pub const CONCURRENCY_FIGURES: &[FigureSpec] = &[FigureSpec {
     facets: &["dataset"],
     x: "threads",
     x_label: "threads",
     y_label: "operations / s",
     log_x: true,
+    log_y: true,
+    threads: Some("threads"),
     ..FigureSpec::new(
         "rum-concurrency-{dataset}",
         "Concurrent ingestion on {dataset} ({scale} scale)",
@@ -143,12 +158,15 @@ pub const CONCURRENCY_FIGURES: &[FigureSpec] = &[FigureSpec {
     )
 }];
 
-/// A tuning chart of `y` against the swept threshold, one line per strategy and swept knob.
+/// A tuning chart of `y` (in `y_unit` when a time) against the swept threshold, one line per
+/// strategy and swept knob (y on a log axis when it spans more than two decades); a strategy swept
+/// along both knobs keeps its colour, dashed the second time.
 const fn tuning(
     stem: &'static str,
     title: &'static str,
     y: &'static str,
     y_label: &'static str,
+    y_unit: Option<TimeUnit>,
 ) -> FigureSpec {
     FigureSpec {
         facets: &["dataset"],
@@ -157,7 +175,9 @@ const fn tuning(
         series: "{strategy}, {knob} swept",
         style: "{strategy}",
         y_label,
+        y_unit,
         log_x: true,
+        log_y: true,
         ..FigureSpec::new(stem, title, Mark::Lines { y })
     }
 }
@@ -166,27 +186,31 @@ const fn tuning(
 pub const TUNING_FIGURES: &[FigureSpec] = &[
     tuning(
         "rum-tuning-{dataset}-update",
-        "Cleaning thresholds on {dataset}: update time (ms) ({scale} scale)",
+        "Cleaning thresholds on {dataset}: update time ({scale} scale)",
         "update_ms",
-        "update time (ms)",
+        "update time",
+        Some(TimeUnit::Ms),
     ),
     tuning(
         "rum-tuning-{dataset}-um",
         "Cleaning thresholds on {dataset}: max UM entries ({scale} scale)",
         "um_max_entries",
         "max UM entries",
+        None,
     ),
     tuning(
         "rum-tuning-{dataset}-flushes",
         "Cleaning thresholds on {dataset}: flushes ({scale} scale)",
         "flushes",
         "flushes",
+        None,
     ),
     tuning(
         "rum-tuning-{dataset}-query",
-        "Cleaning thresholds on {dataset}: query time (us) ({scale} scale)",
+        "Cleaning thresholds on {dataset}: query time ({scale} scale)",
         "avg_query_us",
-        "query time (us)",
+        "query time",
+        Some(TimeUnit::Us),
     ),
 ];
 
@@ -472,5 +496,123 @@ mod tests {
         assert!(q.contains(&"selectivity".to_string()) && q.contains(&"avg_query_us".to_string()));
         assert!(figure_specs("nope").is_empty());
         assert_eq!(text_of(&update_row("a", "b", 1), "flushes").as_deref(), Some("1"));
+    }
+
+    const EXPERIMENTS: [&str; 5] = [
+        "rum-update",
+        "rum-query",
+        "rum-mixed",
+        "rum-concurrency",
+        "rum-tuning",
+    ];
+
+    #[test]
+    fn every_bar_chart_names_its_x_axis_and_no_label_says_us() {
+        for experiment in EXPERIMENTS {
+            for spec in figure_specs(experiment) {
+                if matches!(spec.mark, Mark::Bars { .. } | Mark::StackedBars { .. }) {
+                    assert!(!spec.x_label.is_empty(), "{} has no x label", spec.stem);
+                }
+                for text in [spec.title, spec.x_label, spec.y_label] {
+                    let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+                    assert!(!words.contains(&"us"), "{}: `{text}` says us", spec.stem);
+                }
+                if spec.y_label.contains("time") || spec.y_label.contains("latency") {
+                    assert!(spec.y_unit.is_some(), "{}: a time axis without a unit", spec.stem);
+                }
+            }
+        }
+    }
+
+    fn strategy_row(strategy: &str) -> RowBuilder {
+        RowBuilder::new()
+            .str("dataset", "gowalla")
+            .str("strategy", strategy)
+    }
+
+    fn svg_of(dir: &Path, stem: &str) -> String {
+        std::fs::read_to_string(dir.join(format!("{stem}.svg")))
+            .unwrap()
+            .to_ascii_lowercase()
+    }
+
+    fn hex(strategy: &str) -> String {
+        let c = crate::plot::color_for(strategy);
+        format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+    }
+
+    #[test]
+    fn a_strategy_has_one_colour_in_bars_lines_and_tuning_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut result = crate::result::tests::sample();
+        let paper = ["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
+        result.rows = paper
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| {
+                [0.001, 0.064].map(|sel| {
+                    strategy_row(s)
+                        .num("selectivity", sel)
+                        .num("avg_query_us", 100.0 * (i + 1) as f64)
+                        .num("query_fraction", 0.01)
+                        .str("query_skew", "hot")
+                        .num("throughput_ops_s", 1000.0 * (i + 1) as f64)
+                        .build()
+                })
+            })
+            .collect();
+        render_specs(&QUERY_FIGURES[..1], &result, dir.path()).unwrap();
+        render_specs(&MIXED_FIGURES[..1], &result, dir.path()).unwrap();
+        result.rows = [("UM+V", "vacuum_threshold"), ("UM+BV", "vacuum_threshold")]
+            .iter()
+            .chain(&[("UM+B", "buffered_threshold"), ("UM+BV", "buffered_threshold")])
+            .flat_map(|(s, knob)| {
+                [2u64, 8].map(|t| {
+                    strategy_row(s)
+                        .str("knob", *knob)
+                        .int("threshold", t)
+                        .num("update_ms", 10.0 * t as f64)
+                        .build()
+                })
+            })
+            .collect();
+        render_specs(&TUNING_FIGURES[..1], &result, dir.path()).unwrap();
+
+        let lines = svg_of(dir.path(), "rum-query-fig6-gowalla-time");
+        let bars = svg_of(dir.path(), "rum-mixed-throughput-gowalla");
+        let tuning = svg_of(dir.path(), "rum-tuning-gowalla-update");
+        for strategy in paper {
+            assert!(
+                lines.contains(&hex(strategy)) && bars.contains(&hex(strategy)),
+                "{strategy}"
+            );
+        }
+        for strategy in ["UM+V", "UM+BV", "UM+B"] {
+            assert!(tuning.contains(&hex(strategy)), "{strategy}");
+        }
+        // No tuning line borrows a baseline's colour.
+        assert!(!tuning.contains(&hex("Validation")) && !tuning.contains(&hex("Eager")));
+    }
+
+    #[test]
+    fn the_concurrency_figure_notes_threads_beyond_the_cores() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut result = crate::result::tests::sample();
+        result.machine.cores = 2;
+        result.rows = [1u64, 2, 4, 8]
+            .iter()
+            .map(|t| {
+                strategy_row("UM")
+                    .int("threads", *t)
+                    .num("throughput_ops_s", 1e5)
+                    .build()
+            })
+            .collect();
+        concurrency_figures(&result, dir.path()).unwrap();
+        let svg = svg_of(dir.path(), "rum-concurrency-gowalla");
+        assert!(
+            svg.contains("this machine has 2 cores: the runs with 4 and 8 threads share them"),
+            "{svg}"
+        );
     }
 }
