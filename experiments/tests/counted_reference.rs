@@ -5,7 +5,7 @@
 //! `LSMLAB_BLESS=1 cargo test -p lsmlab --test counted_reference` and says why in its commit.
 //!
 //! Timings (`*_ms`, `*_us`, `*_ops_s`) are left out: they are measured, not counted. So are the
-//! figures that depend on how threads interleave (flushes and UM sizes of multi-threaded
+//! figures that depend on how threads interleave (flushes, page I/O and UM sizes of multi-threaded
 //! `rum-concurrency` runs; their fresh sets are checked against a replay inside the experiment).
 
 use serde_json::{Map, Value};
@@ -28,7 +28,9 @@ fn is_timing(key: &str) -> bool {
 fn depends_on_interleaving(experiment: &str, row: &Map<String, Value>, key: &str) -> bool {
     experiment == "rum-concurrency"
         && row.get("threads").and_then(Value::as_u64).unwrap_or(1) > 1
-        && matches!(key, "flushes" | "merges" | "um_entries_final" | "um_max_entries")
+        && (matches!(key, "flushes" | "merges" | "um_entries_final" | "um_max_entries")
+            || key.ends_with("page_reads")
+            || key.ends_with("page_writes"))
 }
 
 /// The counted part of each row, in row order.

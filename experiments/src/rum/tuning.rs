@@ -105,6 +105,7 @@ impl TypedExperiment for RumTuning {
         }
         let (datasets, mut notes) = p.load_datasets(ctx)?;
         notes.extend(cfg.storage.device_note()?);
+        notes.extend(super::fidelity_notes(p));
         ctx.progress.set_total(datasets.len() * cells.len());
         let sel = cfg.selectivity;
         let nq = cfg.queries;

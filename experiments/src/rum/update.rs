@@ -67,6 +67,7 @@ impl TypedExperiment for RumUpdate {
         let strategies = &cfg.strategies;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
         notes.extend(cfg.storage.device_note()?);
+        notes.extend(super::fidelity_notes(p));
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
