@@ -53,7 +53,9 @@ pub struct Machine {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitInfo {
     pub commit: String,
-    /// Tracked files differ from the commit (untracked files, such as new results, do not count).
+    /// Tracked files differ from the commit. Untracked files and what the harness itself writes
+    /// (`results/`, `plots/`, `REPORT.md`, so that `make` regenerating the committed reference does
+    /// not mark its own later runs) do not count.
     pub dirty: bool,
 }
 
@@ -108,8 +110,17 @@ impl GitInfo {
         match git(&["rev-parse", "HEAD"]) {
             Some(commit) if !commit.trim().is_empty() => GitInfo {
                 commit: commit.trim().to_string(),
-                dirty: git(&["status", "--porcelain", "--untracked-files=no"])
-                    .is_some_and(|s| !s.trim().is_empty()),
+                dirty: git(&[
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=no",
+                    "--",
+                    ":(top)",
+                    ":(top,exclude)results",
+                    ":(top,exclude)plots",
+                    ":(top,exclude)REPORT.md",
+                ])
+                .is_some_and(|s| !s.trim().is_empty()),
             },
             _ => GitInfo::unknown(),
         }
@@ -498,6 +509,38 @@ pub(crate) mod tests {
     fn git_is_unknown_outside_a_repository() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(GitInfo::detect(dir.path()), GitInfo::unknown());
+    }
+
+    #[test]
+    fn the_harness_outputs_do_not_make_a_tree_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::create_dir_all(root.join("results/small")).unwrap();
+        for f in ["results/small/r.json", "REPORT.md", "src.rs"] {
+            std::fs::write(root.join(f), "a").unwrap();
+        }
+        git(&["add", "."]);
+        git(&["commit", "-qm", "c"]);
+        let sub = root.join("results/small");
+        std::fs::write(sub.join("r.json"), "b").unwrap();
+        std::fs::write(root.join("REPORT.md"), "b").unwrap();
+        assert!(!GitInfo::detect(&sub).dirty, "rewritten results and report");
+        std::fs::write(root.join("src.rs"), "b").unwrap();
+        assert!(
+            GitInfo::detect(&sub).dirty,
+            "a changed source file, seen from a subdirectory"
+        );
     }
 
     #[test]
