@@ -173,6 +173,16 @@ impl Bars<'_> {
             _ => String::new(),
         };
         let y_format = |v: &f64| fmt_tick(*v);
+        // Category names share the axis: shrink their font (16 down to 11 px) until the longest
+        // fits its segment, at ~0.45 em per character.
+        let segment_px = chart.plotting_area().dim_in_pixel().0 as f64 / n as f64;
+        let longest = categories
+            .iter()
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let x_font_size = (segment_px / (0.45 * longest)).clamp(11.0, 16.0);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -182,6 +192,11 @@ impl Bars<'_> {
             .x_desc(self.labels.x)
             .y_desc(self.labels.y)
             .label_style(label_font())
+            .x_label_style(FontDesc::new(
+                FontFamily::SansSerif,
+                x_font_size,
+                FontStyle::Normal,
+            ))
             .axis_desc_style(axis_desc_font())
             .draw()
             .map_err(plot_err)?;
