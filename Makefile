@@ -21,7 +21,7 @@ CARGO   ?= cargo
 LSMLAB  = target/release/lsmlab
 SMOKE   = target/smoke
 
-SET_ARGS = $(foreach kv,$(SET),--set $(kv))
+SET_ARGS = $(foreach kv,$(SET),--set '$(kv)')
 RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_ARGS)
 PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
 REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCALE) --out $(REPORT)
