@@ -195,7 +195,7 @@ impl TypedExperiment for RumConcurrency {
         let p = &cfg.index;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
         notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p));
+        notes.extend(super::fidelity_notes(p, &cfg.strategies));
         ctx.progress.set_total(datasets.len() * cfg.strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {

@@ -179,7 +179,7 @@ impl TypedExperiment for RumMixed {
         let sel = cfg.selectivity;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
         notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p));
+        notes.extend(super::fidelity_notes(p, strategies));
         ctx.progress
             .set_total(datasets.len() * fractions.len() * skews.len() * strategies.len());
         let mut rows = Vec::new();

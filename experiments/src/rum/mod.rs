@@ -399,10 +399,30 @@ impl IndexConfig {
 }
 
 /// What the baselines and the memory component do, and where lsmlab departs from the authors'
-/// code: every experiment that runs the strategies writes these notes.
-pub fn fidelity_notes(p: &IndexConfig) -> Vec<String> {
-    vec![
-        "Eager is the authors' baseline: an update inserts the new entry and records the object id in the \
+/// code: every experiment that runs the strategies writes these notes (the Eager and Validation
+/// ones only when `strategies` has them).
+pub fn fidelity_notes(p: &IndexConfig, strategies: &[Strategy]) -> Vec<String> {
+    let runs = |eager: bool| {
+        strategies.iter().any(|s| match s {
+            Strategy::Eager(_) => eager,
+            Strategy::Validation { .. } => !eager,
+            Strategy::UpdateMemo(_) => false,
+        })
+    };
+    let mut notes = Vec::new();
+    if runs(true) {
+        notes.push(EAGER_NOTE.to_string());
+    }
+    if runs(false) {
+        notes.push(VALIDATION_NOTE.to_string());
+    }
+    notes.extend(memory_notes(p));
+    notes
+}
+
+/// What Eager does, as the authors ran it, and where lsmlab departs.
+const EAGER_NOTE: &str =
+    "Eager is the authors' baseline: an update inserts the new entry and records the object id in the \
          memory deleted-key B+-tree without removing the old entry from the memory R-tree (their \
          LSMRTree.modify has that delete commented out), so the memory component fills with every \
          version, flushes write them all, and a merge drops an entry only when a newer input's deleted \
@@ -413,12 +433,17 @@ pub fn fidelity_notes(p: &IndexConfig) -> Vec<String> {
          present (an inverted check, so in their runs no disk deleted-key tree removed a candidate); \
          lsmlab uses the filter as intended. Eager(physical) removes the old entry from the memory R-tree, \
          as AsterixDB's LSM R-tree does. Deleted keys are object ids in memory and on disk for both; \
-         deletes (absent from the authors' driver) record the object id only."
-            .to_string(),
-        "Validation drops no obsolete entry during merges, as the paper's Validation; Validation(repair) \
+         deletes (absent from the authors' driver) record the object id only.";
+
+/// What the two Validation variants do.
+const VALIDATION_NOTE: &str =
+    "Validation drops no obsolete entry during merges, as the paper's Validation; Validation(repair) \
          adds Luo & Carey's merge repair, which leaves the same candidates as UM+M (the like-for-like \
-         claims pair those two)."
-            .to_string(),
+         claims pair those two).";
+
+/// The memory component's flush trigger and cleaning counters, and the generated data.
+fn memory_notes(p: &IndexConfig) -> Vec<String> {
+    vec![
         format!(
             "flush_trigger={}: {} cleaning_counters={}: {}",
             match p.flush_trigger {
@@ -766,6 +791,25 @@ mod tests {
             assert_eq!(c.max_mergeable_pages, c.memory_pages * 8);
         }
         assert_eq!(IndexConfig::defaults(Scale::Paper).records, 0);
+    }
+
+    #[test]
+    fn baseline_notes_only_for_the_baselines_a_run_has() {
+        let p = IndexConfig::defaults(Scale::Tiny);
+        let parse = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| n.parse().unwrap())
+                .collect::<Vec<Strategy>>()
+        };
+        let um_only = fidelity_notes(&p, &parse(&["UM", "UM+BV"]));
+        assert!(um_only
+            .iter()
+            .all(|n| !n.starts_with("Eager") && !n.starts_with("Validation")));
+        assert!(um_only.iter().any(|n| n.starts_with("flush_trigger=allocated")));
+        let all = fidelity_notes(&p, &reported_strategies());
+        assert_eq!(all.len(), um_only.len() + 2);
+        assert!(all[0].starts_with("Eager is the authors'") && all[1].starts_with("Validation drops"));
     }
 
     #[test]

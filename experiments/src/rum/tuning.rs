@@ -105,7 +105,10 @@ impl TypedExperiment for RumTuning {
         }
         let (datasets, mut notes) = p.load_datasets(ctx)?;
         notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p));
+        notes.extend(super::fidelity_notes(
+            p,
+            &cells.iter().map(|c| c.2).collect::<Vec<_>>(),
+        ));
         ctx.progress.set_total(datasets.len() * cells.len());
         let sel = cfg.selectivity;
         let nq = cfg.queries;

@@ -67,7 +67,7 @@ impl TypedExperiment for RumUpdate {
         let strategies = &cfg.strategies;
         let (datasets, mut notes) = p.load_datasets(ctx)?;
         notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p));
+        notes.extend(super::fidelity_notes(p, strategies));
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
