@@ -43,6 +43,14 @@ fn opts(format: Format) -> LoadOptions {
     LoadOptions::new(format)
 }
 
+/// CSV with the given columns.
+fn csv_with(columns: CsvColumns) -> LoadOptions {
+    LoadOptions {
+        columns: Some(columns),
+        ..opts(Format::Csv)
+    }
+}
+
 fn times(t: &lsmlab_workloads::Trajectories) -> Vec<i64> {
     t.records.iter().map(|r| r.time).collect()
 }
@@ -235,14 +243,7 @@ car-c,52.55,13.45,1180339211.75
 ";
     let path = dir.write("fleet.csv", text);
     let columns: CsvColumns = "oid=vehicle,time=when,x=lon,y=lat".parse().unwrap();
-    let (t, report) = load(
-        &path,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap();
+    let (t, report) = load(&path, &csv_with(columns)).unwrap();
     let base = 1_180_339_200; // 2007-05-28T08:00:00Z
     assert_eq!(
         times(&t),
@@ -268,14 +269,7 @@ fn csv_by_index_without_header_tab_separated_and_gzipped() {
     assert_eq!(guess(&path), Some(Format::Csv));
     // Columns oid, time, y, x: x is column 3, y column 2.
     let columns: CsvColumns = "0,1,3,2".parse().unwrap();
-    let (t, report) = load(
-        &path,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap();
+    let (t, report) = load(&path, &csv_with(columns)).unwrap();
     assert_eq!(t.name, "points");
     assert_eq!(times(&t), vec![50, 75, 100]);
     assert_eq!(t.records[0].point, Point::new(3.0, 4.0));
@@ -346,15 +340,7 @@ fn csv_missing_named_column_lists_the_header() {
         x: ColumnRef::Name("lon".into()),
         y: ColumnRef::Name("lat".into()),
     };
-    let msg = load(
-        &path,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let msg = load(&path, &csv_with(columns)).unwrap_err().to_string();
     assert!(
         msg.contains("a.csv: no column \"time\" in the header (columns: user, ts, lon, lat)"),
         "{msg}"
@@ -501,14 +487,7 @@ fn guessed_columns_are_reported_and_unguessable_headers_stop_with_an_example() {
     );
     // The example is a spec that loads the file.
     let columns: CsvColumns = "oid=who,time=when,x=longitude,y=latitude".parse().unwrap();
-    let (t, _) = load(
-        &path,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap();
+    let (t, _) = load(&path, &csv_with(columns)).unwrap();
     assert_eq!(t.records[0].point, Point::new(3.0, 2.0));
 }
 
@@ -520,15 +499,7 @@ fn columns_must_be_distinct_once_resolved() {
     assert!(err.contains("x and y are both column 2"), "{err}");
     // A name and a position can name the same column only once the header is read.
     let columns: CsvColumns = "oid=id,time=t,x=lat,y=2".parse().unwrap();
-    let err = load(
-        &path,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let err = load(&path, &csv_with(columns)).unwrap_err().to_string();
     assert!(
         err.contains("x and y are both column 2 of") && err.contains("d.csv"),
         "{err}"
@@ -556,15 +527,7 @@ fn date_and_time_columns_are_joined() {
     // Given explicitly, by position; a bad pair names both columns.
     let bad = dir.write("bad.csv", "5,2008-10-23,nope,39.9,116.3\n");
     let columns: CsvColumns = "0,1+2,4,3".parse().unwrap();
-    let msg = load(
-        &bad,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let msg = load(&bad, &csv_with(columns)).unwrap_err().to_string();
     assert!(
         msg.contains("bad.csv:1: columns 1 + 2 joined: expected a timestamp"),
         "{msg}"
@@ -672,14 +635,7 @@ fn a_csv_directory_shares_the_first_files_guessed_columns_and_path_ids() {
     dir.write("fleet/car-a.csv", "time,lon,lat\n7,3.0,4.0\n6,5.0,6.0\n");
     // One object per file: its name.
     let columns: CsvColumns = "oid=@file,time=time,x=lon,y=lat".parse().unwrap();
-    let (t, report) = load(
-        &root,
-        &LoadOptions {
-            columns: Some(columns),
-            ..opts(Format::Csv)
-        },
-    )
-    .unwrap();
+    let (t, report) = load(&root, &csv_with(columns)).unwrap();
     assert_eq!(times(&t), vec![5, 6, 7]);
     // car-a is read first (path order): string ids in first-seen order.
     let oids: Vec<u64> = t.records.iter().map(|r| r.oid).collect();

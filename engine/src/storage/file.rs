@@ -564,14 +564,20 @@ mod tests {
         assert_eq!(len, 3 * PS as u64);
     }
 
+    /// A device at `path` with two pages written, filled with `first` and `second`.
+    fn two_pages(path: &Path, first: u8, second: u8) -> (FileDevice, PageId) {
+        let d = FileDevice::create(path, PS).unwrap();
+        let a = d.allocate(2);
+        d.write_page(a, &page(first)).unwrap();
+        d.write_page(a + 1, &page(second)).unwrap();
+        (d, a)
+    }
+
     #[test]
     fn flipped_byte_on_disk_is_a_checksum_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dev");
-        let d = FileDevice::create(&path, PS).unwrap();
-        let a = d.allocate(2);
-        d.write_page(a, &page(1)).unwrap();
-        d.write_page(a + 1, &page(2)).unwrap();
+        let (d, a) = two_pages(&path, 1, 2);
         // Corrupt one data byte of the second page through an independent handle.
         let f = OpenOptions::new().read(true).write(true).open(&path).unwrap();
         let off = PS as u64 + 17;
@@ -616,10 +622,7 @@ mod tests {
     fn page_copied_to_another_slot_is_detected() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dev");
-        let d = FileDevice::create(&path, PS).unwrap();
-        let a = d.allocate(2);
-        d.write_page(a, &page(5)).unwrap();
-        d.write_page(a + 1, &page(6)).unwrap();
+        let (d, a) = two_pages(&path, 5, 6);
         // Copy page A (a perfectly valid page) over page B.
         let f = OpenOptions::new().read(true).write(true).open(&path).unwrap();
         let mut slot = vec![0u8; PS];
@@ -638,10 +641,7 @@ mod tests {
     fn a_truncated_file_is_corruption_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dev");
-        let d = FileDevice::create(&path, PS).unwrap();
-        let a = d.allocate(2);
-        d.write_page(a, &page(5)).unwrap();
-        d.write_page(a + 1, &page(6)).unwrap();
+        let (d, a) = two_pages(&path, 5, 6);
         OpenOptions::new()
             .write(true)
             .open(&path)

@@ -193,9 +193,7 @@ impl TypedExperiment for RumConcurrency {
 
     fn run(&self, cfg: &ConcurrencyConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = &cfg.index;
-        let (datasets, mut notes) = p.load_datasets(ctx)?;
-        notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p, &cfg.strategies));
+        let (datasets, mut notes) = p.datasets_and_notes(ctx, &cfg.storage, &cfg.strategies)?;
         ctx.progress.set_total(datasets.len() * cfg.strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {

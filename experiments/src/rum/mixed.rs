@@ -177,9 +177,7 @@ impl TypedExperiment for RumMixed {
         let fractions = &cfg.query_fractions;
         let skews = &cfg.query_skews;
         let sel = cfg.selectivity;
-        let (datasets, mut notes) = p.load_datasets(ctx)?;
-        notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p, strategies));
+        let (datasets, mut notes) = p.datasets_and_notes(ctx, &cfg.storage, strategies)?;
         ctx.progress
             .set_total(datasets.len() * fractions.len() * skews.len() * strategies.len());
         let mut rows = Vec::new();

@@ -373,6 +373,20 @@ impl IndexConfig {
         Testbed::new(storage, self.spatial_config(strategy, data))
     }
 
+    /// What every RUM experiment starts with: its datasets, and the notes a reader needs about
+    /// them, the device and the strategies run.
+    pub fn datasets_and_notes(
+        &self,
+        ctx: &RunContext,
+        storage: &StorageConfig,
+        strategies: &[Strategy],
+    ) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
+        let (datasets, mut notes) = self.load_datasets(ctx)?;
+        notes.extend(storage.device_note()?);
+        notes.extend(fidelity_notes(self, strategies));
+        Ok((datasets, notes))
+    }
+
     /// The datasets of a run: the `--data` files if any (they replace the generated datasets), else
     /// the synthetic ones named in `datasets` ([`crate::data::plan`]).
     pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {

@@ -119,9 +119,7 @@ impl TypedExperiment for RumQuery {
         let strategies = &cfg.strategies;
         let sels = &cfg.selectivities;
         let nq = cfg.queries;
-        let (datasets, mut notes) = p.load_datasets(ctx)?;
-        notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(p, strategies));
+        let (datasets, mut notes) = p.datasets_and_notes(ctx, &cfg.storage, strategies)?;
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {

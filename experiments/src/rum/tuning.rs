@@ -103,12 +103,8 @@ impl TypedExperiment for RumTuning {
             cells.push(("buffered_threshold", t, "UM+B".parse()?));
             cells.push(("buffered_threshold", t, "UM+BV".parse()?));
         }
-        let (datasets, mut notes) = p.load_datasets(ctx)?;
-        notes.extend(cfg.storage.device_note()?);
-        notes.extend(super::fidelity_notes(
-            p,
-            &cells.iter().map(|c| c.2).collect::<Vec<_>>(),
-        ));
+        let (datasets, mut notes) =
+            p.datasets_and_notes(ctx, &cfg.storage, &cells.iter().map(|c| c.2).collect::<Vec<_>>())?;
         ctx.progress.set_total(datasets.len() * cells.len());
         let sel = cfg.selectivity;
         let nq = cfg.queries;
