@@ -12,6 +12,8 @@
 //!   indexes on it (the prefix-merged [`lsm::LsmBTree`] and the leveled key-value [`lsm::LsmKv`]);
 //! - [`spatial`]: the LSM R-tree secondary index with its maintenance strategies
 //!   (Eager, Validation and the Update Memo of the LSM RUM-tree paper);
+//! - [`kvstore`]: the block-based key-value store of the Leaper experiments, with its cache
+//!   warm-up policies, and [`leaper`], the learned prefetcher.
 //!
 //! The engine knows nothing about experiments; it counts what it does and lets callers time it.
 
@@ -19,6 +21,8 @@ pub mod btree;
 pub mod cache;
 pub mod error;
 pub mod geom;
+pub mod kvstore;
+pub mod leaper;
 pub mod lsm;
 pub mod rtree;
 pub mod spatial;
