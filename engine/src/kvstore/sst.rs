@@ -474,8 +474,8 @@ impl SstFormat {
             written(&info, &page)?;
         }
         let cap = index_capacity(self.page_size());
-        let mut p = run.first + run.data_blocks();
-        for chunk in run.blocks.chunks(cap) {
+        let index_start = run.first + run.data_blocks();
+        for (p, chunk) in (index_start..).zip(run.blocks.chunks(cap)) {
             write_header(
                 &mut page,
                 KIND_INDEX,
@@ -489,7 +489,6 @@ impl SstFormat {
                 page[off + 16..off + 24].copy_from_slice(&b.last_key.to_le_bytes());
             }
             device.write_page(p, &page)?;
-            p += 1;
         }
         Ok(())
     }
