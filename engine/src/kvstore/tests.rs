@@ -504,3 +504,35 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
     assert!(r.begins.iter().any(|b| b.0 == Background::Compaction && b.2 >= 2));
     assert_eq!(kv.policy().name(), "recording");
 }
+
+#[test]
+fn a_scan_reads_the_overlapping_blocks_through_the_cache() {
+    let (mut kv, dev) = store(64, WarmUpKind::Lru);
+    // 40-byte values: 8 entries per block, so block i holds keys 8i..8i+7.
+    flush_keys(&mut kv, 0..400, 1);
+    let reads = dev.stats().page_reads;
+    assert_eq!(kv.scan(10, 13).unwrap().len(), 4);
+    assert_eq!(dev.stats().page_reads - reads, 1, "one block holds 10..=13");
+    assert_eq!(kv.scan(6, 17).unwrap().len(), 12);
+    assert_eq!(
+        dev.stats().page_reads - reads,
+        3,
+        "blocks 0 and 2 are new, block 1 is cached"
+    );
+    let c = kv.cache().stats();
+    assert_eq!((c.misses, c.hits), (3, 1));
+    // Memtable entries are merged in, newest first, and tombstones hide older values.
+    kv.put(11, b"new").unwrap();
+    kv.delete(12).unwrap();
+    let got = kv.scan(10, 13).unwrap();
+    assert_eq!(
+        got,
+        vec![(10, value(10, 1)), (11, b"new".to_vec()), (13, value(13, 1))]
+    );
+}
+
+#[test]
+fn the_store_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<KvStore>();
+}
