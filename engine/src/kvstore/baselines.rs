@@ -30,7 +30,7 @@ impl WarmUpPolicy for NoWarmUp {
     }
 }
 
-/// X-Engine's incremental warm-up as Leaper describes it (§2.2, its reference [1]; the baseline
+/// X-Engine's incremental warm-up as Leaper describes it (§2.2, its reference \[1\]; the baseline
 /// of §7.1): the blocks of a compaction's output "whose key ranges overlap with blocks in the
 /// block cache" are moved into the cache, and "before they are moved, the blocks in the block
 /// cache are evicted".
