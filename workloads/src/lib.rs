@@ -7,6 +7,10 @@
 //!   for a chosen number of objects, [`paper_objects`], [`DATASETS`]);
 //! - [`load`](mod@load): loaders for SNAP Gowalla, the Chicago taxi CSV and any (object, time, x, y) CSV/TSV,
 //!   plain or gzipped;
+//! - [`kv`]: key-value workloads: YCSB's zipfian, scrambled zipfian and skewed-latest generators
+//!   ([`kv::Zipfian`], [`kv::ScrambledZipfian`], [`kv::Latest`]) and the Leaper paper's three
+//!   workloads (PAPERS.md section 2, its Table 2) as deterministic op streams ([`KvWorkload`],
+//!   [`KvStream`] of [`TimedOp`]s carrying a [`KvOp`]);
 //! - [`seeded_rng`]: the per-component random streams everything random here is drawn from.
 //!
 //! Nothing here needs the real data files in `shared/data`; only tests read them, and skip when
@@ -14,6 +18,7 @@
 
 pub mod error;
 pub mod gen;
+pub mod kv;
 pub mod load;
 mod rng;
 mod sample;
@@ -22,6 +27,7 @@ mod trajectories;
 
 pub use error::WorkloadError;
 pub use gen::{default_objects, generate, generate_spec, paper_objects, paper_records, GenSpec, DATASETS};
+pub use kv::{KvOp, KvStream, KvWorkload, TimedOp};
 pub use load::{load, ColumnRef, CsvColumns, Format, LoadOptions, LoadReport};
 pub use rng::{fnv1a64, seeded_rng, splitmix64};
 pub use trajectories::{Record, SpatialOp, Trajectories};

@@ -2,7 +2,21 @@
 //! data blocks (SSTable-like: data blocks, an index, a Bloom filter), read through the shared
 //! buffer cache by block id, with a switchable cache warm-up policy ([`warmup`]) deciding what the
 //! cache does about the blocks every flush and compaction rewrites.
+//!
+//! - [`sst`]: the run format (page layout, point lookups, range scans, merge scans);
+//! - [`store`]: [`KvStore`] with its [`BackgroundOp`] records and [`KvStats`];
+//! - [`warmup`]: the policy contract; [`baselines`]: no warm-up, X-Engine's incremental warm-up,
+//!   RocksDB's prepopulation on flush, and prepopulation on flush and compaction.
 
+pub mod baselines;
+pub mod sst;
+pub mod store;
 pub mod warmup;
 
+pub use baselines::{IncrementalWarmup, NoWarmUp, PrepopulateAll, PrepopulateFlush};
+pub use sst::{KvValue, SstFormat, SstRun};
+pub use store::{BackgroundOp, KvConfig, KvStats, KvStore};
 pub use warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpKind, WarmUpPolicy};
+
+#[cfg(test)]
+mod tests;

@@ -298,6 +298,14 @@ impl<F: RunFormat> RunStore<F> {
         }
     }
 
+    /// The strategy's next choice for the current version, not carried out: for an index that
+    /// must see a merge's inputs before it runs (a cache warm-up policy told which blocks are about
+    /// to be retired). The strategy may have advanced its own state (a round-robin cursor), so the
+    /// choice should be carried out next with [`Self::apply_with`], as [`Self::compact_with`] does.
+    pub fn next_choice(&mut self) -> Choice {
+        self.strategy.choose(&self.version)
+    }
+
     /// Carries out one choice, merging with [`KWay`] through `filter`.
     pub fn apply(&mut self, choice: Choice, filter: &mut dyn MergeFilter<F::Key, F::Value>) -> Result<()> {
         self.apply_with(choice, &mut KWay(filter))

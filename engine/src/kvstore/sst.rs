@@ -1,0 +1,564 @@
+//! SSTable-like runs: data blocks of one device page each, an index of the blocks and a Bloom
+//! filter, after RocksDB's block-based table (and LevelDB's table format it grew from).
+//!
+//! A run is one extent: its data blocks in key order, then its index pages. The index (per data
+//! block: its page, first key and last key) and the Bloom filter are kept in memory with the run,
+//! as RocksDB's table reader pins a table's index and filter blocks in memory; the index is also
+//! written to the device (so a run costs its index pages in writes and space) and can be read back
+//! with [`read_index`]. A point lookup asks the Bloom filter, binary-searches the in-memory index
+//! and reads at most one data block through the buffer cache; a range scan reads the data blocks
+//! that overlap it through the cache; a merge reads whole runs straight from the device (RocksDB's
+//! `fill_cache = false` for compaction reads).
+//!
+//! # Page layout
+//!
+//! Every page starts with a 16-byte header (integers little endian):
+//!
+//! | offset | size | field                                                       |
+//! |--------|------|-------------------------------------------------------------|
+//! | 0      | 2    | magic `b"KV"`                                               |
+//! | 2      | 1    | kind: 1 = data block, 2 = index page                        |
+//! | 3      | 1    | reserved, zero                                              |
+//! | 4      | 4    | entry count                                                 |
+//! | 8      | 4    | bytes used (header included), at most the page size         |
+//! | 12     | 4    | reserved, zero                                              |
+//!
+//! A data block then holds `count` 16-byte slots in increasing key order (key u64, value offset
+//! u32 from the page start, value length u32, where `u32::MAX` marks a tombstone with no bytes),
+//! followed by the values in slot order. An entry costs 16 bytes plus its value, so the largest
+//! value a block can hold is the page size minus 32 bytes. An index page holds `count` 24-byte
+//! entries (data block page u64, first key u64, last key u64). Every header field, slot bound and
+//! key order is checked when a page is read; a mismatch is [`Error::Corrupt`].
+
+use super::warmup::BlockInfo;
+use crate::btree::BloomFilter;
+use crate::cache::BufferCache;
+use crate::lsm::merge::EntryStream;
+use crate::lsm::{Extent, KeyRange, RunFormat, RunInfo, Slot};
+use crate::storage::{Device, PageId};
+use crate::{Error, Result};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A stored value or a deletion marker.
+pub type KvValue = Slot<Vec<u8>>;
+
+/// Size of every page header.
+pub const HEADER_SIZE: usize = 16;
+/// Size of a data block's slot (key, value offset, value length).
+pub const SLOT_SIZE: usize = 16;
+const INDEX_ENTRY_SIZE: usize = 24;
+const MAGIC: [u8; 2] = *b"KV";
+const KIND_DATA: u8 = 1;
+const KIND_INDEX: u8 = 2;
+const TOMBSTONE: u32 = u32::MAX;
+
+/// Bytes an entry takes in a data block (its slot and its value).
+pub fn entry_size(value: &KvValue) -> usize {
+    SLOT_SIZE
+        + match value {
+            Slot::Live(v) => v.len(),
+            Slot::Deleted => 0,
+        }
+}
+
+/// The largest value an empty data block of `page_size` bytes holds.
+pub fn max_value_len(page_size: usize) -> usize {
+    page_size.saturating_sub(HEADER_SIZE + SLOT_SIZE)
+}
+
+fn write_header(page: &mut [u8], kind: u8, count: usize, used: usize) {
+    page.fill(0);
+    page[0..2].copy_from_slice(&MAGIC);
+    page[2] = kind;
+    page[4..8].copy_from_slice(&(count as u32).to_le_bytes());
+    page[8..12].copy_from_slice(&(used as u32).to_le_bytes());
+}
+
+fn u32_at(page: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(page[off..off + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(page: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(page[off..off + 8].try_into().expect("8 bytes"))
+}
+
+/// Checks a page's header and returns `(count, used)`.
+fn read_header(page: &[u8], id: PageId, kind: u8, entry_size: usize) -> Result<(usize, usize)> {
+    let corrupt = |reason: String| Error::Corrupt { page: id, reason };
+    if page.len() < HEADER_SIZE || page[0..2] != MAGIC {
+        return Err(corrupt("not a key-value store page (bad magic)".into()));
+    }
+    if page[2] != kind {
+        return Err(corrupt(format!(
+            "page kind {} where {kind} was expected",
+            page[2]
+        )));
+    }
+    if page[3] != 0 || page[12..16] != [0; 4] {
+        return Err(corrupt("reserved header bytes are not zero".into()));
+    }
+    let count = u32_at(page, 4) as usize;
+    let used = u32_at(page, 8) as usize;
+    if used > page.len() {
+        return Err(corrupt(format!(
+            "{used} bytes used in a page of {} bytes",
+            page.len()
+        )));
+    }
+    if HEADER_SIZE + count.saturating_mul(entry_size) > used {
+        return Err(corrupt(format!(
+            "{count} entries of {entry_size} bytes do not fit the {used} bytes used"
+        )));
+    }
+    Ok((count, used))
+}
+
+/// A data block read from a page, its header checked.
+struct DataBlock<'a> {
+    page: &'a [u8],
+    id: PageId,
+    count: usize,
+    used: usize,
+}
+
+impl<'a> DataBlock<'a> {
+    fn parse(page: &'a [u8], id: PageId) -> Result<Self> {
+        let (count, used) = read_header(page, id, KIND_DATA, SLOT_SIZE)?;
+        Ok(DataBlock {
+            page,
+            id,
+            count,
+            used,
+        })
+    }
+
+    fn key(&self, i: usize) -> u64 {
+        u64_at(self.page, HEADER_SIZE + i * SLOT_SIZE)
+    }
+
+    fn value(&self, i: usize) -> Result<KvValue> {
+        let slot = HEADER_SIZE + i * SLOT_SIZE;
+        let off = u32_at(self.page, slot + 8) as usize;
+        let len = u32_at(self.page, slot + 12);
+        if len == TOMBSTONE {
+            return Ok(Slot::Deleted);
+        }
+        let len = len as usize;
+        let values_start = HEADER_SIZE + self.count * SLOT_SIZE;
+        if off < values_start || off.saturating_add(len) > self.used {
+            return Err(Error::Corrupt {
+                page: self.id,
+                reason: format!(
+                    "value {i} at {off}..{} lies outside the value area {values_start}..{}",
+                    off.saturating_add(len),
+                    self.used
+                ),
+            });
+        }
+        Ok(Slot::Live(self.page[off..off + len].to_vec()))
+    }
+
+    /// The entry of `key`, found by binary search over the slots.
+    fn find(&self, key: u64) -> Result<Option<KvValue>> {
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid) < key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo < self.count && self.key(lo) == key {
+            return self.value(lo).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Entries with keys in `lo..=hi`, in key order, checking the order of every key seen.
+    fn entries_in(&self, lo: u64, hi: u64, out: &mut Vec<(u64, KvValue)>) -> Result<()> {
+        let mut prev: Option<u64> = None;
+        for i in 0..self.count {
+            let key = self.key(i);
+            if let Some(p) = prev.filter(|&p| key <= p) {
+                return Err(Error::Corrupt {
+                    page: self.id,
+                    reason: format!("key {key} out of order after {p}"),
+                });
+            }
+            prev = Some(key);
+            // Every key's order is checked, so a block is never read past its end unchecked.
+            if key >= lo && key <= hi {
+                out.push((key, self.value(i)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// The first and last keys, for checking against the index.
+    fn bounds(&self) -> Option<(u64, u64)> {
+        (self.count > 0).then(|| (self.key(0), self.key(self.count - 1)))
+    }
+}
+
+/// Splits entries into data blocks (greedily, each block as full as the next entry allows) and
+/// returns each block's entry range. Refuses keys that do not strictly increase and values that
+/// do not fit an empty block, naming the key.
+pub fn pack_blocks(entries: &[(u64, KvValue)], page_size: usize) -> Result<Vec<Range<usize>>> {
+    let room = page_size.saturating_sub(HEADER_SIZE);
+    let mut blocks = Vec::new();
+    let (mut start, mut used) = (0usize, 0usize);
+    for (i, (key, value)) in entries.iter().enumerate() {
+        if i > 0 && entries[i - 1].0 >= *key {
+            return Err(Error::Config(format!(
+                "run entries must have strictly increasing keys: key {key} follows {}",
+                entries[i - 1].0
+            )));
+        }
+        let size = entry_size(value);
+        if size > room {
+            return Err(Error::Config(format!(
+                "the value of key {key} ({} bytes) does not fit a data block of {page_size} bytes \
+                 (at most {} bytes)",
+                size - SLOT_SIZE,
+                max_value_len(page_size)
+            )));
+        }
+        if used + size > room {
+            blocks.push(start..i);
+            start = i;
+            used = 0;
+        }
+        used += size;
+    }
+    if start < entries.len() {
+        blocks.push(start..entries.len());
+    }
+    Ok(blocks)
+}
+
+/// Writes the data block of `entries` (which fit, see [`pack_blocks`]) into `page`.
+fn encode_block(page: &mut [u8], entries: &[(u64, KvValue)]) {
+    let mut off = HEADER_SIZE + entries.len() * SLOT_SIZE;
+    let mut slots = Vec::with_capacity(entries.len());
+    for (_, v) in entries {
+        slots.push(off);
+        if let Slot::Live(bytes) = v {
+            off += bytes.len();
+        }
+    }
+    write_header(page, KIND_DATA, entries.len(), off);
+    for (i, ((key, value), &voff)) in entries.iter().zip(&slots).enumerate() {
+        let s = HEADER_SIZE + i * SLOT_SIZE;
+        page[s..s + 8].copy_from_slice(&key.to_le_bytes());
+        page[s + 8..s + 12].copy_from_slice(&(voff as u32).to_le_bytes());
+        let len = match value {
+            Slot::Live(bytes) => {
+                page[voff..voff + bytes.len()].copy_from_slice(bytes);
+                bytes.len() as u32
+            }
+            Slot::Deleted => TOMBSTONE,
+        };
+        page[s + 12..s + 16].copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// Index entries per index page.
+fn index_capacity(page_size: usize) -> usize {
+    page_size.saturating_sub(HEADER_SIZE) / INDEX_ENTRY_SIZE
+}
+
+/// One run: its extent, its in-memory index and Bloom filter. The pages stay on the device until
+/// the format destroys the run.
+#[derive(Debug)]
+pub struct SstRun {
+    first: PageId,
+    pages: u64,
+    blocks: Vec<BlockInfo>,
+    entries: u64,
+    bloom: Option<BloomFilter>,
+}
+
+impl SstRun {
+    /// The data blocks in key order (the in-memory index).
+    pub fn blocks(&self) -> &[BlockInfo] {
+        &self.blocks
+    }
+
+    /// Pages of the extent: data blocks, then index pages.
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    pub fn data_blocks(&self) -> u64 {
+        self.blocks.len() as u64
+    }
+
+    /// Index pages written after the data blocks.
+    pub fn index_pages(&self) -> u64 {
+        self.pages - self.data_blocks()
+    }
+
+    pub fn first_page(&self) -> PageId {
+        self.first
+    }
+
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    pub fn keys(&self) -> Option<KeyRange<u64>> {
+        Some(KeyRange::new(
+            self.blocks.first()?.first_key,
+            self.blocks.last()?.last_key,
+        ))
+    }
+
+    /// True unless the Bloom filter rules the key out (always true without a filter).
+    pub fn may_contain(&self, key: u64) -> bool {
+        self.bloom.as_ref().is_none_or(|b| b.may_contain(key))
+    }
+
+    /// Position of the first block whose last key is at least `key`.
+    fn block_from(&self, key: u64) -> usize {
+        self.blocks.partition_point(|b| b.last_key < key)
+    }
+
+    /// Point lookup: the Bloom filter, a binary search of the index, at most one data block read
+    /// through `cache`.
+    pub fn get(&self, cache: &BufferCache, key: u64) -> Result<Option<KvValue>> {
+        if !self.may_contain(key) {
+            return Ok(None);
+        }
+        let i = self.block_from(key);
+        let Some(b) = self.blocks.get(i).filter(|b| b.first_key <= key) else {
+            return Ok(None);
+        };
+        let page = cache.read(b.page)?;
+        DataBlock::parse(&page, b.page)?.find(key)
+    }
+
+    /// Entries with keys in `lo..=hi` in key order, the overlapping data blocks read through
+    /// `cache` (tombstones included: the caller's merge resolves them).
+    pub fn scan(&self, cache: &BufferCache, lo: u64, hi: u64) -> Result<Vec<(u64, KvValue)>> {
+        let mut out = Vec::new();
+        for b in self.blocks[self.block_from(lo)..]
+            .iter()
+            .take_while(|b| b.first_key <= hi)
+        {
+            let page = cache.read(b.page)?;
+            DataBlock::parse(&page, b.page)?.entries_in(lo, hi, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a run's index pages back from the device (the in-memory index is what lookups use; this
+/// is the on-device copy, for checking and recovery tools).
+pub fn read_index(device: &dyn Device, run: &SstRun) -> Result<Vec<BlockInfo>> {
+    let mut out = Vec::with_capacity(run.blocks.len());
+    let mut page = vec![0u8; device.page_size()];
+    for p in run.first + run.data_blocks()..run.first + run.pages {
+        device.read_page(p, &mut page)?;
+        let (count, _) = read_header(&page, p, KIND_INDEX, INDEX_ENTRY_SIZE)?;
+        for i in 0..count {
+            let off = HEADER_SIZE + i * INDEX_ENTRY_SIZE;
+            out.push(BlockInfo {
+                page: u64_at(&page, off),
+                first_key: u64_at(&page, off + 8),
+                last_key: u64_at(&page, off + 16),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The run format of the key-value store: builds [`SstRun`]s on the cache's device.
+pub struct SstFormat {
+    cache: Arc<BufferCache>,
+    bloom_fp: Option<f64>,
+}
+
+impl SstFormat {
+    /// `bloom_fp` is the Bloom filters' false-positive rate (none if `None` or `Some(0.0)`);
+    /// a rate outside `[0, 1)` is refused.
+    pub fn new(cache: Arc<BufferCache>, bloom_fp: Option<f64>) -> Result<Self> {
+        let bloom_fp = bloom_fp.filter(|&fp| fp != 0.0);
+        if let Some(fp) = bloom_fp {
+            if !(fp > 0.0 && fp < 1.0) {
+                return Err(Error::Config(format!(
+                    "Bloom filter false-positive rate {fp} is outside [0, 1)"
+                )));
+            }
+        }
+        let ps = cache.page_size();
+        if max_value_len(ps) == 0 || index_capacity(ps) == 0 {
+            return Err(Error::Config(format!(
+                "page size {ps} is too small for key-value data blocks"
+            )));
+        }
+        Ok(SstFormat { cache, bloom_fp })
+    }
+
+    pub fn cache(&self) -> &Arc<BufferCache> {
+        &self.cache
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.cache.page_size()
+    }
+
+    /// Splits entries into data blocks, see [`pack_blocks`].
+    pub fn pack(&self, entries: &[(u64, KvValue)]) -> Result<Vec<Range<usize>>> {
+        pack_blocks(entries, self.page_size())
+    }
+
+    /// Builds a run from `entries` (strictly increasing keys), calling `written` with each data
+    /// block's index entry and bytes right after the block is written to the device (where a
+    /// warm-up policy may have the cache admit it). On error the extent is freed through the
+    /// cache, so nothing stays allocated or cached.
+    pub fn build_with(
+        &self,
+        entries: &[(u64, KvValue)],
+        written: &mut dyn FnMut(&BlockInfo, &[u8]) -> Result<()>,
+    ) -> Result<SstRun> {
+        let ps = self.page_size();
+        let ranges = self.pack(entries)?;
+        let data = ranges.len() as u64;
+        let index = data.div_ceil(index_capacity(ps) as u64);
+        let mut run = SstRun {
+            first: 0,
+            pages: data + index,
+            blocks: Vec::with_capacity(ranges.len()),
+            entries: entries.len() as u64,
+            bloom: self.bloom_fp.map(|fp| BloomFilter::new(entries.len() as u64, fp)),
+        };
+        if run.pages == 0 {
+            return Ok(run);
+        }
+        run.first = self.cache.device().allocate(run.pages);
+        match self.write_run(&mut run, entries, &ranges, written) {
+            Ok(()) => Ok(run),
+            Err(e) => {
+                self.cache.free(run.first, run.pages);
+                Err(e)
+            }
+        }
+    }
+
+    fn write_run(
+        &self,
+        run: &mut SstRun,
+        entries: &[(u64, KvValue)],
+        ranges: &[Range<usize>],
+        written: &mut dyn FnMut(&BlockInfo, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let device = self.cache.device();
+        let mut page = vec![0u8; self.page_size()];
+        for (i, r) in ranges.iter().enumerate() {
+            let block = &entries[r.clone()];
+            encode_block(&mut page, block);
+            let info = BlockInfo {
+                page: run.first + i as u64,
+                first_key: block[0].0,
+                last_key: block[block.len() - 1].0,
+            };
+            device.write_page(info.page, &page)?;
+            if let Some(bloom) = &mut run.bloom {
+                for (k, _) in block {
+                    bloom.insert(*k);
+                }
+            }
+            run.blocks.push(info);
+            written(&info, &page)?;
+        }
+        let cap = index_capacity(self.page_size());
+        let index_start = run.first + run.data_blocks();
+        for (p, chunk) in (index_start..).zip(run.blocks.chunks(cap)) {
+            write_header(
+                &mut page,
+                KIND_INDEX,
+                chunk.len(),
+                HEADER_SIZE + chunk.len() * INDEX_ENTRY_SIZE,
+            );
+            for (i, b) in chunk.iter().enumerate() {
+                let off = HEADER_SIZE + i * INDEX_ENTRY_SIZE;
+                page[off..off + 8].copy_from_slice(&b.page.to_le_bytes());
+                page[off + 8..off + 16].copy_from_slice(&b.first_key.to_le_bytes());
+                page[off + 16..off + 24].copy_from_slice(&b.last_key.to_le_bytes());
+            }
+            device.write_page(p, &page)?;
+        }
+        Ok(())
+    }
+}
+
+impl RunFormat for SstFormat {
+    type Key = u64;
+    type Value = KvValue;
+    type Run = SstRun;
+
+    fn build(&self, entries: Vec<(u64, KvValue)>) -> Result<SstRun> {
+        self.build_with(&entries, &mut |_, _| Ok(()))
+    }
+
+    /// Reads the data blocks one at a time straight from the device (a merge's sequential scan:
+    /// counted as device reads, never cached), checking each block against the index.
+    fn scan<'a>(&'a self, run: &'a SstRun) -> Result<EntryStream<'a, u64, KvValue>> {
+        let device = self.cache.device().clone();
+        let mut page = vec![0u8; self.page_size()];
+        Ok(Box::new(run.blocks.iter().flat_map(move |b| {
+            let read = device.read_page(b.page, &mut page).and_then(|()| {
+                let block = DataBlock::parse(&page, b.page)?;
+                if block.bounds() != Some((b.first_key, b.last_key)) {
+                    return Err(Error::Corrupt {
+                        page: b.page,
+                        reason: format!(
+                            "block holds keys {:?}, the index says {}..={}",
+                            block.bounds(),
+                            b.first_key,
+                            b.last_key
+                        ),
+                    });
+                }
+                let mut out = Vec::with_capacity(block.count);
+                block.entries_in(0, u64::MAX, &mut out)?;
+                Ok(out)
+            });
+            let items: Vec<Result<(u64, KvValue)>> = match read {
+                Ok(entries) => entries.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            items
+        })))
+    }
+
+    fn destroy(&self, run: SstRun) {
+        if run.pages > 0 {
+            self.cache.free(run.first, run.pages);
+        }
+    }
+
+    fn describe(&self, run: &SstRun) -> RunInfo<u64> {
+        RunInfo {
+            pages: run.pages,
+            entries: run.entries,
+            keys: run.keys(),
+            extents: if run.pages > 0 {
+                vec![Extent {
+                    first: run.first,
+                    pages: run.pages,
+                }]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Entries of empty values that fill `pages` data blocks: an upper bound, since values vary.
+    /// The store splits merge outputs by packed data blocks instead (see `KvStore`).
+    fn entries_per_run(&self, pages: u64) -> u64 {
+        pages * (self.page_size().saturating_sub(HEADER_SIZE) / SLOT_SIZE) as u64
+    }
+}

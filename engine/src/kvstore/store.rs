@@ -1,0 +1,639 @@
+//! [`KvStore`]: a memtable over leveled SSTable-like runs, read through the shared block cache,
+//! with a cache warm-up policy told about every access and every flush and compaction.
+
+use super::sst::{entry_size, max_value_len, KvValue, SstFormat, SstRun};
+use super::warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpPolicy};
+use crate::cache::{BufferCache, CacheStats};
+use crate::lsm::merge::{EntryStream, KWayMerge};
+use crate::lsm::{
+    Choice, KeyRange, LeveledParams, LeveledStrategy, MergePlan, Merger, RunId, RunStore, Slot, Version,
+};
+use crate::storage::IoStats;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The store's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KvConfig {
+    /// The memtable is flushed once its entries' encoded size (16 bytes per entry plus the value,
+    /// as in a data block) reaches this many bytes.
+    pub memtable_bytes: u64,
+    /// Leveled compaction (sizes in pages; a run's size counts its data blocks and index pages,
+    /// and compaction outputs are cut at `target_run_pages` data blocks).
+    pub leveled: LeveledParams,
+    /// The Bloom filters' false-positive rate (none if `None`); RocksDB's common setting, 10 bits
+    /// per key, is about 0.01.
+    pub bloom_fp: Option<f64>,
+}
+
+impl Default for KvConfig {
+    fn default() -> Self {
+        KvConfig {
+            memtable_bytes: 1 << 20,
+            leveled: LeveledParams::default(),
+            bloom_fp: Some(0.01),
+        }
+    }
+}
+
+/// One finished flush or compaction, with what it did to the device and the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundOp {
+    pub kind: Background,
+    /// A run moved down a level without being rewritten (no reads, writes or invalidations; the
+    /// policy is not called).
+    pub trivial_move: bool,
+    pub input_runs: usize,
+    /// Data blocks of the input runs (0 for a flush).
+    pub input_blocks: u64,
+    /// Data blocks written.
+    pub output_blocks: u64,
+    /// Device page reads and writes during the operation (inputs' data blocks; outputs' data
+    /// blocks and index pages).
+    pub pages_read: u64,
+    pub pages_written: u64,
+    /// Cached blocks of retired runs dropped when the inputs were freed (the cache's invalidation
+    /// count over the operation).
+    pub invalidated: u64,
+    /// Output data blocks the policy had the cache admit (without device reads).
+    pub admitted: u64,
+    /// Pages the policy itself evicted from the cache, in `begin` and `admit` (evictions that
+    /// make room for admitted blocks are the cache's and not counted here).
+    pub policy_evictions: u64,
+    pub output_level: usize,
+}
+
+/// Cumulative counters of a [`KvStore`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvStats {
+    pub gets: u64,
+    pub scans: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    pub flushes: u64,
+    /// Compactions that rewrote runs (merges).
+    pub compactions: u64,
+    /// Trivial moves.
+    pub moves: u64,
+    /// Flushes or compactions that failed (and changed nothing).
+    pub failed: u64,
+    pub flushed_blocks: u64,
+    pub compaction_input_blocks: u64,
+    pub compaction_output_blocks: u64,
+    /// Device pages read and written by flushes and compactions.
+    pub background_pages_read: u64,
+    pub background_pages_written: u64,
+    pub invalidations: u64,
+    pub admitted: u64,
+    pub policy_evictions: u64,
+}
+
+/// What one operation did, accumulated while it runs.
+#[derive(Clone, Copy, Debug, Default)]
+struct OpCounts {
+    /// Output data blocks written.
+    written: u64,
+    admitted: u64,
+    policy_evictions: u64,
+}
+
+/// Calls `policy.begin`, counting the evictions it makes.
+fn begin_counted(
+    policy: &mut dyn WarmUpPolicy,
+    start: &BackgroundStart<'_>,
+    cache: &BufferCache,
+    counts: &mut OpCounts,
+) -> Result<()> {
+    let before = cache.stats().evictions;
+    let r = policy.begin(start, cache);
+    counts.policy_evictions += cache.stats().evictions - before;
+    r
+}
+
+/// Offers a freshly written output block to the policy and admits it if the policy says so.
+fn offer(
+    policy: &mut dyn WarmUpPolicy,
+    cache: &BufferCache,
+    block: &BlockInfo,
+    bytes: &[u8],
+    counts: &mut OpCounts,
+) -> Result<()> {
+    counts.written += 1;
+    let before = cache.stats().evictions;
+    let admit = policy.admit(block, cache);
+    counts.policy_evictions += cache.stats().evictions - before;
+    if admit && cache.admit(block.page, bytes)? {
+        counts.admitted += 1;
+    }
+    Ok(())
+}
+
+/// The store's merge: a k-way merge of the inputs read straight from the device (newest wins),
+/// tombstones dropped when the merge reaches the oldest data, outputs cut every
+/// `target_run_pages` data blocks, each output block offered to the policy as it is written.
+struct WarmingMerger<'a> {
+    policy: &'a mut dyn WarmUpPolicy,
+    cache: &'a BufferCache,
+    counts: OpCounts,
+}
+
+impl Merger<SstFormat> for WarmingMerger<'_> {
+    fn merge(
+        &mut self,
+        format: &SstFormat,
+        inputs: &[&SstRun],
+        plan: &MergePlan,
+        outputs: &mut Vec<SstRun>,
+    ) -> Result<()> {
+        let streams = inputs
+            .iter()
+            .map(|r| crate::lsm::RunFormat::scan(format, r))
+            .collect::<Result<Vec<_>>>()?;
+        let mut merged = Vec::new();
+        for e in KWayMerge::new(streams)? {
+            let (k, v) = e?;
+            if !(plan.bottommost && v == Slot::Deleted) {
+                merged.push((k, v));
+            }
+        }
+        let blocks = format.pack(&merged)?;
+        let per_run = plan
+            .target_run_pages
+            .map_or(blocks.len().max(1), |t| t.max(1) as usize);
+        let (policy, cache, counts) = (&mut *self.policy, self.cache, &mut self.counts);
+        for chunk in blocks.chunks(per_run) {
+            let range = chunk[0].start..chunk[chunk.len() - 1].end;
+            outputs.push(format.build_with(&merged[range], &mut |b, bytes| {
+                offer(policy, cache, b, bytes, counts)
+            })?);
+        }
+        Ok(())
+    }
+}
+
+/// A block-based key-value LSM store: u64 keys, byte-string values up to a data block, deletes as
+/// tombstones; a memtable over leveled runs of [`SstRun`]s whose data blocks live in the shared
+/// [`BufferCache`] by page id. Flushes and compactions rewrite blocks, so their cached copies are
+/// invalidated when the inputs are freed; the [`WarmUpPolicy`] decides what the cache does about
+/// it (Leaper, PVLDB 13(11) 2020, §2.2).
+///
+/// Foreground reads go through the cache (a point get reads at most one data block per run it
+/// consults); compaction inputs are read straight from the device. Writes go to the memtable; a
+/// write that fills it also flushes and compacts. An `Err` from [`Self::put`] or [`Self::delete`]
+/// reports that this maintenance failed: the write itself is kept, the failed flush or compaction
+/// changed nothing (a failed flush keeps the memtable), and it is tried again at the next flush.
+pub struct KvStore {
+    cache: Arc<BufferCache>,
+    config: KvConfig,
+    policy: Box<dyn WarmUpPolicy>,
+    memtable: BTreeMap<u64, KvValue>,
+    memtable_bytes: u64,
+    runs: RunStore<SstFormat>,
+    now: f64,
+    background: Vec<BackgroundOp>,
+    stats: KvStats,
+}
+
+impl KvStore {
+    /// An empty store whose data blocks are pages of `cache`'s device. Fails on a bad config (a
+    /// zero memtable budget, bad leveled parameters, a Bloom rate outside `[0, 1)`, a page too
+    /// small for a data block).
+    pub fn new(cache: Arc<BufferCache>, config: KvConfig, policy: Box<dyn WarmUpPolicy>) -> Result<Self> {
+        if config.memtable_bytes == 0 {
+            return Err(Error::Config("memtable_bytes must be at least 1".into()));
+        }
+        config.leveled.validate().map_err(Error::Config)?;
+        let format = SstFormat::new(cache.clone(), config.bloom_fp)?;
+        let device = cache.device().clone();
+        Ok(KvStore {
+            runs: RunStore::new(
+                format,
+                Box::new(LeveledStrategy::<u64>::new(config.leveled)),
+                device,
+            ),
+            cache,
+            config,
+            policy,
+            memtable: BTreeMap::new(),
+            memtable_bytes: 0,
+            now: 0.0,
+            background: Vec::new(),
+            stats: KvStats::default(),
+        })
+    }
+
+    /// Loads an initial data set into an empty store: `sorted` (strictly increasing keys) becomes
+    /// runs of `target_run_pages` data blocks in the deepest level, as if compacted there long
+    /// ago. No policy calls, no background operations, no [`KvStats`] counts. Everything is
+    /// checked before the first page is written; a device error midway leaves the runs loaded
+    /// so far.
+    pub fn bulk_load(&mut self, sorted: impl IntoIterator<Item = (u64, Vec<u8>)>) -> Result<()> {
+        if !self.memtable.is_empty() || !self.runs.is_empty() {
+            return Err(Error::Config("bulk_load needs an empty store".into()));
+        }
+        let entries: Vec<(u64, KvValue)> = sorted.into_iter().map(|(k, v)| (k, Slot::Live(v))).collect();
+        let blocks = self.runs.format().pack(&entries)?;
+        let level = self.config.leveled.max_levels - 1;
+        let per_run = self.config.leveled.target_run_pages.max(1) as usize;
+        for chunk in blocks.chunks(per_run) {
+            let part = &entries[chunk[0].start..chunk[chunk.len() - 1].end];
+            let id = self
+                .runs
+                .flush_with(part.len() as u64, |f| f.build_with(part, &mut |_, _| Ok(())))?;
+            self.runs.apply_with(
+                Choice::Move {
+                    run: id,
+                    to_level: level,
+                },
+                &mut NoMerge,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The virtual time, in seconds, the policy is told with every access and operation.
+    pub fn set_now(&mut self, now_secs: f64) {
+        self.now = now_secs;
+    }
+
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// The newest value of `key`.
+    pub fn get(&mut self, key: u64) -> Result<Option<Vec<u8>>> {
+        self.stats.gets += 1;
+        self.policy.on_access(self.now, key, key, Access::Read);
+        if let Some(v) = self.memtable.get(&key) {
+            return Ok(live(v.clone()));
+        }
+        for (_, run) in self.runs.lookup_order(key) {
+            if let Some(v) = run.get(&self.cache, key)? {
+                return Ok(live(v));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Live entries with keys in `lo..=hi`, in key order: the memtable and the overlapping data
+    /// blocks of every run (read through the cache), k-way merged, newest first. `lo > hi` is an
+    /// [`Error::Config`].
+    pub fn scan(&mut self, lo: u64, hi: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        if lo > hi {
+            return Err(Error::Config(format!("scan range {lo}..={hi} is inverted")));
+        }
+        self.stats.scans += 1;
+        self.policy.on_access(self.now, lo, hi, Access::Read);
+        let want = KeyRange::new(lo, hi);
+        let mut streams: Vec<EntryStream<'_, u64, KvValue>> = vec![Box::new(
+            self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
+        )];
+        for (meta, run) in self.runs.runs() {
+            if meta.overlaps(&want) {
+                streams.push(Box::new(run.scan(&self.cache, lo, hi)?.into_iter().map(Ok)));
+            }
+        }
+        let mut out = Vec::new();
+        for e in KWayMerge::new(streams)? {
+            if let (k, Slot::Live(v)) = e? {
+                out.push((k, v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes `key`. A value larger than a data block holds is an [`Error::Config`] (nothing is
+    /// written).
+    pub fn put(&mut self, key: u64, value: &[u8]) -> Result<()> {
+        let max = max_value_len(self.cache.page_size());
+        if value.len() > max {
+            return Err(Error::Config(format!(
+                "the value of key {key} ({} bytes) does not fit a data block of {} bytes (at most {max})",
+                value.len(),
+                self.cache.page_size()
+            )));
+        }
+        self.stats.puts += 1;
+        self.policy.on_access(self.now, key, key, Access::Write);
+        self.insert(key, Slot::Live(value.to_vec()))
+    }
+
+    /// Deletes `key` (a tombstone until a compaction reaches the bottom).
+    pub fn delete(&mut self, key: u64) -> Result<()> {
+        self.stats.deletes += 1;
+        self.policy.on_access(self.now, key, key, Access::Write);
+        self.insert(key, Slot::Deleted)
+    }
+
+    fn insert(&mut self, key: u64, value: KvValue) -> Result<()> {
+        self.memtable_bytes += entry_size(&value) as u64;
+        if let Some(old) = self.memtable.insert(key, value) {
+            self.memtable_bytes -= entry_size(&old) as u64;
+        }
+        if self.memtable_bytes >= self.config.memtable_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the memtable (if it holds anything) to a new level-0 run, then compacts until the
+    /// leveled strategy is satisfied.
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.memtable.is_empty() {
+            self.flush_memtable()?;
+        }
+        self.compact()
+    }
+
+    fn flush_memtable(&mut self) -> Result<()> {
+        let entries: Vec<(u64, KvValue)> = std::mem::take(&mut self.memtable).into_iter().collect();
+        let keys = KeyRange::new(entries[0].0, entries[entries.len() - 1].0);
+        let now = self.now;
+        let KvStore {
+            cache, policy, runs, ..
+        } = self;
+        let policy: &mut dyn WarmUpPolicy = &mut **policy;
+        let (cache_before, io_before) = (cache.stats(), cache.device().stats());
+        let mut counts = OpCounts::default();
+        let start = BackgroundStart {
+            kind: Background::Flush,
+            now,
+            inputs: &[],
+            keys: Some(keys),
+            blocks_to_merge: 0,
+        };
+        let result = begin_counted(policy, &start, cache, &mut counts).and_then(|()| {
+            runs.flush_with(entries.len() as u64, |format| {
+                format.build_with(&entries, &mut |b, bytes| {
+                    offer(policy, cache, b, bytes, &mut counts)
+                })
+            })
+        });
+        policy.end(now, result.is_ok());
+        let (cache_delta, io_delta) = (
+            cache.stats().since(&cache_before),
+            cache.device().stats().since(&io_before),
+        );
+        match result {
+            Ok(_) => {
+                self.memtable_bytes = 0;
+                self.record(BackgroundOp {
+                    kind: Background::Flush,
+                    trivial_move: false,
+                    input_runs: 0,
+                    input_blocks: 0,
+                    output_blocks: counts.written,
+                    pages_read: io_delta.page_reads,
+                    pages_written: io_delta.page_writes,
+                    invalidated: cache_delta.invalidations,
+                    admitted: counts.admitted,
+                    policy_evictions: counts.policy_evictions,
+                    output_level: 0,
+                });
+                Ok(())
+            }
+            Err(e) => {
+                self.memtable = entries.into_iter().collect();
+                self.fail(cache_delta, io_delta, counts);
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs the leveled strategy until it is satisfied (after a failed compaction, say).
+    pub fn compact(&mut self) -> Result<()> {
+        loop {
+            let choice = self.runs.next_choice();
+            match &choice {
+                Choice::DoNothing => return Ok(()),
+                Choice::Move { run, to_level } => {
+                    let (run, to_level) = (*run, *to_level);
+                    let (cache_before, io_before) = (self.cache.stats(), self.cache.device().stats());
+                    let input_blocks = self.runs.run(run).map_or(0, SstRun::data_blocks);
+                    let result = self.runs.apply_with(choice, &mut NoMerge);
+                    let (cache_delta, io_delta) = (
+                        self.cache.stats().since(&cache_before),
+                        self.cache.device().stats().since(&io_before),
+                    );
+                    if let Err(e) = result {
+                        self.fail(cache_delta, io_delta, OpCounts::default());
+                        return Err(e);
+                    }
+                    self.record(BackgroundOp {
+                        kind: Background::Compaction,
+                        trivial_move: true,
+                        input_runs: 1,
+                        input_blocks,
+                        output_blocks: input_blocks,
+                        pages_read: io_delta.page_reads,
+                        pages_written: io_delta.page_writes,
+                        invalidated: cache_delta.invalidations,
+                        admitted: 0,
+                        policy_evictions: 0,
+                        output_level: to_level,
+                    });
+                }
+                Choice::Merge {
+                    inputs, output_level, ..
+                } => {
+                    let (inputs, output_level) = (inputs.clone(), *output_level);
+                    self.merge(choice, &inputs, output_level)?;
+                }
+                Choice::Drop { .. } => {
+                    // The leveled strategy never drops; carried out for completeness, counted.
+                    let before = self.cache.stats();
+                    self.runs.apply_with(choice, &mut NoMerge)?;
+                    self.stats.invalidations += self.cache.stats().since(&before).invalidations;
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, choice: Choice, ids: &[RunId], output_level: usize) -> Result<()> {
+        let version = self.runs.version();
+        let inputs: Vec<RunBlocks> = ids
+            .iter()
+            .filter_map(|&id| {
+                Some(RunBlocks {
+                    run: id,
+                    level: version.get(id)?.level,
+                    blocks: self.runs.run(id)?.blocks().to_vec(),
+                })
+            })
+            .collect();
+        let keys = KeyRange::cover(ids.iter().filter_map(|&id| version.get(id)?.keys.as_ref()));
+        let input_blocks: u64 = inputs.iter().map(|r| r.blocks.len() as u64).sum();
+        let now = self.now;
+        let KvStore {
+            cache, policy, runs, ..
+        } = self;
+        let policy: &mut dyn WarmUpPolicy = &mut **policy;
+        let (cache_before, io_before) = (cache.stats(), cache.device().stats());
+        let mut counts = OpCounts::default();
+        let start = BackgroundStart {
+            kind: Background::Compaction,
+            now,
+            inputs: &inputs,
+            keys,
+            blocks_to_merge: input_blocks,
+        };
+        let result = begin_counted(policy, &start, cache, &mut counts).and_then(|()| {
+            let mut merger = WarmingMerger {
+                policy: &mut *policy,
+                cache,
+                counts: OpCounts::default(),
+            };
+            let r = runs.apply_with(choice, &mut merger);
+            counts.written += merger.counts.written;
+            counts.admitted += merger.counts.admitted;
+            counts.policy_evictions += merger.counts.policy_evictions;
+            r
+        });
+        policy.end(now, result.is_ok());
+        let (cache_delta, io_delta) = (
+            cache.stats().since(&cache_before),
+            cache.device().stats().since(&io_before),
+        );
+        if let Err(e) = result {
+            self.fail(cache_delta, io_delta, counts);
+            return Err(e);
+        }
+        self.record(BackgroundOp {
+            kind: Background::Compaction,
+            trivial_move: false,
+            input_runs: inputs.len(),
+            input_blocks,
+            output_blocks: counts.written,
+            pages_read: io_delta.page_reads,
+            pages_written: io_delta.page_writes,
+            invalidated: cache_delta.invalidations,
+            admitted: counts.admitted,
+            policy_evictions: counts.policy_evictions,
+            output_level,
+        });
+        Ok(())
+    }
+
+    fn record(&mut self, op: BackgroundOp) {
+        let s = &mut self.stats;
+        match (op.kind, op.trivial_move) {
+            (Background::Flush, _) => {
+                s.flushes += 1;
+                s.flushed_blocks += op.output_blocks;
+            }
+            (Background::Compaction, true) => s.moves += 1,
+            (Background::Compaction, false) => {
+                s.compactions += 1;
+                s.compaction_input_blocks += op.input_blocks;
+                s.compaction_output_blocks += op.output_blocks;
+            }
+        }
+        s.background_pages_read += op.pages_read;
+        s.background_pages_written += op.pages_written;
+        s.invalidations += op.invalidated;
+        s.admitted += op.admitted;
+        s.policy_evictions += op.policy_evictions;
+        self.background.push(op);
+    }
+
+    /// Counts a failed operation (its work is undone, but the I/O and cache effects happened).
+    fn fail(&mut self, cache: CacheStats, io: IoStats, counts: OpCounts) {
+        let s = &mut self.stats;
+        s.failed += 1;
+        s.background_pages_read += io.page_reads;
+        s.background_pages_written += io.page_writes;
+        s.invalidations += cache.invalidations;
+        s.policy_evictions += counts.policy_evictions;
+    }
+
+    /// The flushes and compactions finished since the last call, in order.
+    pub fn take_background(&mut self) -> Vec<BackgroundOp> {
+        std::mem::take(&mut self.background)
+    }
+
+    pub fn stats(&self) -> KvStats {
+        self.stats
+    }
+
+    pub fn cache(&self) -> &Arc<BufferCache> {
+        &self.cache
+    }
+
+    pub fn config(&self) -> &KvConfig {
+        &self.config
+    }
+
+    pub fn version(&self) -> &Version<u64> {
+        self.runs.version()
+    }
+
+    /// Every run with its data blocks (the in-memory indexes), newest data first.
+    pub fn run_blocks(&self) -> Vec<RunBlocks> {
+        self.runs
+            .runs()
+            .map(|(m, r)| RunBlocks {
+                run: m.id,
+                level: m.level,
+                blocks: r.blocks().to_vec(),
+            })
+            .collect()
+    }
+
+    /// The runs themselves, newest data first.
+    pub fn runs(&self) -> impl Iterator<Item = &SstRun> {
+        self.runs.runs().map(|(_, r)| r)
+    }
+
+    /// Data blocks of every run.
+    pub fn data_blocks(&self) -> u64 {
+        self.runs.runs().map(|(_, r)| r.data_blocks()).sum()
+    }
+
+    /// Bytes of the data blocks on the device (data blocks times the page size).
+    pub fn data_bytes(&self) -> u64 {
+        self.data_blocks() * self.cache.page_size() as u64
+    }
+
+    /// Entries in the memtable and the runs: an upper bound on live keys (overwritten versions
+    /// and tombstones are counted until compactions remove them).
+    pub fn live_keys_estimate(&self) -> u64 {
+        self.memtable.len() as u64 + self.runs.runs().map(|(_, r)| r.entries()).sum::<u64>()
+    }
+
+    /// Entries and encoded bytes in the memtable.
+    pub fn memtable_len(&self) -> usize {
+        self.memtable.len()
+    }
+
+    pub fn memtable_bytes(&self) -> u64 {
+        self.memtable_bytes
+    }
+
+    pub fn policy(&self) -> &dyn WarmUpPolicy {
+        &*self.policy
+    }
+
+    pub fn policy_mut(&mut self) -> &mut dyn WarmUpPolicy {
+        &mut *self.policy
+    }
+}
+
+fn live(v: KvValue) -> Option<Vec<u8>> {
+    match v {
+        Slot::Live(v) => Some(v),
+        Slot::Deleted => None,
+    }
+}
+
+/// For choices that merge nothing (moves, drops).
+struct NoMerge;
+
+impl Merger<SstFormat> for NoMerge {
+    fn merge(&mut self, _: &SstFormat, _: &[&SstRun], _: &MergePlan, _: &mut Vec<SstRun>) -> Result<()> {
+        Err(Error::Config(
+            "a merge reached the merger of moves and drops".into(),
+        ))
+    }
+}

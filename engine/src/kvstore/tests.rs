@@ -1,0 +1,538 @@
+//! Counted behaviour of the key-value store: block reads per get, invalidations, what each
+//! baseline admits, bulk loads, corruption and bad input.
+
+use super::sst::{max_value_len, read_index, HEADER_SIZE};
+use super::*;
+use crate::cache::BufferCache;
+use crate::lsm::LeveledParams;
+use crate::storage::{Device, Fault, FaultyDevice, MemDevice, PageId};
+use crate::Error;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+const PAGE: usize = 512;
+
+fn config(memtable_bytes: u64) -> KvConfig {
+    KvConfig {
+        memtable_bytes,
+        leveled: LeveledParams {
+            l0_trigger: 2,
+            base_level_pages: 64,
+            size_ratio: 4,
+            target_run_pages: 4,
+            max_levels: 4,
+        },
+        bloom_fp: Some(0.01),
+    }
+}
+
+fn store_on(dev: Arc<dyn Device>, capacity: usize, kind: WarmUpKind) -> KvStore {
+    let cache = Arc::new(BufferCache::new(dev, capacity));
+    KvStore::new(cache, config(1 << 30), kind.baseline().unwrap()).unwrap()
+}
+
+fn store(capacity: usize, kind: WarmUpKind) -> (KvStore, Arc<dyn Device>) {
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+    (store_on(dev.clone(), capacity, kind), dev)
+}
+
+/// A value that says which key and version it belongs to.
+fn value(key: u64, version: u8) -> Vec<u8> {
+    let mut v = vec![version; 40];
+    v[..8].copy_from_slice(&key.to_le_bytes());
+    v
+}
+
+/// Puts `keys` with `version` and flushes them as one run.
+fn flush_keys(kv: &mut KvStore, keys: impl IntoIterator<Item = u64>, version: u8) {
+    for k in keys {
+        kv.put(k, &value(k, version)).unwrap();
+    }
+    kv.flush().unwrap();
+}
+
+fn pages_of(runs: &[RunBlocks]) -> BTreeSet<PageId> {
+    runs.iter()
+        .flat_map(|r| r.blocks.iter().map(|b| b.page))
+        .collect()
+}
+
+fn resident(kv: &KvStore) -> BTreeSet<PageId> {
+    kv.cache().resident().into_iter().collect()
+}
+
+#[test]
+fn a_get_reads_one_data_block_cold_and_none_when_cached() {
+    let (mut kv, dev) = store(64, WarmUpKind::Lru);
+    flush_keys(&mut kv, (0..200).map(|k| k * 2), 1);
+    let ops = kv.take_background();
+    assert_eq!(ops.len(), 1);
+    let run = kv.runs().next().unwrap();
+    assert!(run.data_blocks() > 10);
+    assert_eq!(ops[0].output_blocks, run.data_blocks());
+    assert_eq!(
+        ops[0].pages_written,
+        run.pages(),
+        "data blocks and index pages are written"
+    );
+    assert!(run.index_pages() >= 1);
+    assert_eq!((ops[0].pages_read, ops[0].admitted), (0, 0));
+    assert!(kv.cache().is_empty(), "no warm-up: the flush caches nothing");
+
+    let reads = |d: &Arc<dyn Device>| d.stats().page_reads;
+    let before = (reads(&dev), kv.cache().stats());
+    assert_eq!(kv.get(34).unwrap(), Some(value(34, 1)));
+    let c = kv.cache().stats().since(&before.1);
+    assert_eq!((reads(&dev) - before.0, c.misses, c.hits), (1, 1, 0));
+    // The same block again, and a neighbour in it: cache hits, no device read.
+    let before = (reads(&dev), kv.cache().stats());
+    assert_eq!(kv.get(34).unwrap(), Some(value(34, 1)));
+    assert_eq!(kv.get(36).unwrap(), Some(value(36, 1)));
+    let c = kv.cache().stats().since(&before.1);
+    assert_eq!((reads(&dev) - before.0, c.misses, c.hits), (0, 0, 2));
+    // Outside the run's key range: nothing read. Absent keys inside it: the Bloom filter answers
+    // for nearly all of them.
+    let before = reads(&dev) + kv.cache().stats().hits;
+    assert_eq!(kv.get(10_000).unwrap(), None);
+    assert_eq!(reads(&dev) + kv.cache().stats().hits, before);
+    let before = reads(&dev) + kv.cache().stats().hits;
+    for k in 0..199u64 {
+        assert_eq!(kv.get(k * 2 + 1).unwrap(), None);
+    }
+    let probes = reads(&dev) + kv.cache().stats().hits - before;
+    assert!(probes <= 10, "{probes} block reads for 199 absent keys");
+    assert_eq!(kv.stats().gets, 4 + 199);
+}
+
+#[test]
+fn the_index_pages_on_the_device_match_the_in_memory_index() {
+    let (mut kv, dev) = store(0, WarmUpKind::Lru);
+    // 40-byte values: 8 entries per 512-byte block; 20 index entries per index page.
+    flush_keys(&mut kv, 0..400, 1);
+    let run = kv.runs().next().unwrap();
+    assert_eq!(run.data_blocks(), 50);
+    assert_eq!(run.index_pages(), 3);
+    assert_eq!(read_index(dev.as_ref(), run).unwrap(), run.blocks());
+    assert_eq!(kv.data_blocks(), 50);
+    assert_eq!(kv.data_bytes(), 50 * PAGE as u64);
+    assert_eq!(kv.live_keys_estimate(), 400);
+    assert_eq!(dev.allocated_pages(), 53);
+}
+
+#[test]
+fn corrupt_blocks_are_typed_errors() {
+    let (mut kv, dev) = store(0, WarmUpKind::Lru);
+    flush_keys(&mut kv, 0..64, 1);
+    let blocks = kv.run_blocks()[0].blocks.clone();
+    let mut page = vec![0u8; PAGE];
+    let corrupt = |dev: &Arc<dyn Device>, b: &BlockInfo, f: &dyn Fn(&mut [u8])| {
+        let mut p = vec![0u8; PAGE];
+        dev.read_page(b.page, &mut p).unwrap();
+        f(&mut p);
+        dev.write_page(b.page, &p).unwrap();
+    };
+    // A bad magic number.
+    corrupt(&dev, &blocks[0], &|p| p[0] = b'X');
+    let e = kv.get(blocks[0].first_key).unwrap_err();
+    assert!(
+        matches!(e, Error::Corrupt { page, .. } if page == blocks[0].page),
+        "{e}"
+    );
+    // An entry count larger than the page.
+    corrupt(&dev, &blocks[1], &|p| {
+        p[4..8].copy_from_slice(&1000u32.to_le_bytes())
+    });
+    assert!(matches!(kv.get(blocks[1].first_key), Err(Error::Corrupt { .. })));
+    // A value pointing past the bytes used.
+    corrupt(&dev, &blocks[2], &|p| {
+        p[HEADER_SIZE + 8..HEADER_SIZE + 12].copy_from_slice(&(PAGE as u32).to_le_bytes())
+    });
+    assert!(matches!(kv.get(blocks[2].first_key), Err(Error::Corrupt { .. })));
+    assert!(matches!(kv.scan(0, 63), Err(Error::Corrupt { .. })));
+    // Keys out of order: found by scans and by the merge's checks against the index.
+    dev.read_page(blocks[3].page, &mut page).unwrap();
+    page[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    dev.write_page(blocks[3].page, &page).unwrap();
+    assert!(matches!(
+        kv.scan(blocks[3].first_key, blocks[3].last_key),
+        Err(Error::Corrupt { .. })
+    ));
+    // An index page of the wrong kind.
+    let run = kv.runs().next().unwrap();
+    assert!(read_index(dev.as_ref(), run).is_ok());
+    let index_page = run.first_page() + run.data_blocks();
+    dev.read_page(index_page, &mut page).unwrap();
+    page[2] = 1;
+    dev.write_page(index_page, &page).unwrap();
+    assert!(matches!(
+        read_index(dev.as_ref(), kv.runs().next().unwrap()),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn a_merge_of_a_corrupt_run_fails_and_changes_nothing() {
+    let (mut kv, dev) = store(0, WarmUpKind::Lru);
+    flush_keys(&mut kv, 0..64, 1);
+    flush_keys(&mut kv, 0..64, 2); // moves the first run to L1
+    let b = kv.run_blocks()[0].blocks[2];
+    let mut p = vec![0u8; PAGE];
+    dev.read_page(b.page, &mut p).unwrap();
+    p[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&(b.last_key + 1).to_le_bytes());
+    dev.write_page(b.page, &p).unwrap();
+    let before = (kv.version().len(), dev.allocated_pages());
+    kv.put(5, &value(5, 3)).unwrap();
+    assert!(matches!(kv.flush(), Err(Error::Corrupt { .. })));
+    assert_eq!(
+        kv.version().len(),
+        before.0 + 1,
+        "the flush happened, the merge did not"
+    );
+    assert_eq!(kv.stats().failed, 1);
+    let pages: u64 = kv.runs().map(|r| r.pages()).sum();
+    assert_eq!(
+        dev.allocated_pages(),
+        pages,
+        "the failed merge's outputs are freed"
+    );
+}
+
+#[test]
+fn a_failed_flush_keeps_the_memtable_and_leaks_nothing() {
+    let faulty = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(PAGE))));
+    let dev: Arc<dyn Device> = faulty.clone();
+    let mut kv = store_on(dev.clone(), 16, WarmUpKind::PrepopulateAll);
+    for k in 0..100 {
+        kv.put(k, &value(k, 1)).unwrap();
+    }
+    faulty.arm(Fault::Never, Fault::Nth(5));
+    assert!(matches!(kv.flush(), Err(Error::Io(_))));
+    assert_eq!(dev.allocated_pages(), 0);
+    assert!(
+        kv.cache().is_empty(),
+        "blocks admitted before the failure are dropped"
+    );
+    assert_eq!(kv.memtable_len(), 100);
+    assert!(kv.take_background().is_empty());
+    kv.flush().unwrap();
+    assert_eq!(kv.get(42).unwrap(), Some(value(42, 1)));
+    assert_eq!((kv.stats().flushes, kv.stats().failed), (1, 1));
+}
+
+#[test]
+fn bad_input_is_refused_by_name() {
+    let (mut kv, _) = store(8, WarmUpKind::Lru);
+    let max = max_value_len(PAGE);
+    let e = kv.put(7, &vec![0; max + 1]).unwrap_err();
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("key 7") && m.contains("does not fit")),
+        "{e}"
+    );
+    assert_eq!((kv.stats().puts, kv.memtable_len()), (0, 0));
+    kv.put(7, &vec![9; max]).unwrap();
+    kv.flush().unwrap();
+    assert_eq!(kv.get(7).unwrap(), Some(vec![9; max]));
+    assert!(matches!(kv.scan(5, 4), Err(Error::Config(_))));
+    assert!(matches!(kv.bulk_load([(1, vec![])]), Err(Error::Config(m)) if m.contains("empty")));
+
+    let (mut kv, _) = store(8, WarmUpKind::Lru);
+    assert!(
+        matches!(kv.bulk_load([(2, vec![]), (2, vec![])]), Err(Error::Config(m)) if m.contains("increasing"))
+    );
+    assert!(matches!(
+        kv.bulk_load([(2, vec![0; max + 1])]),
+        Err(Error::Config(_))
+    ));
+    assert!(kv.version().is_empty());
+
+    let cache = Arc::new(BufferCache::new(Arc::new(MemDevice::new(PAGE)), 4));
+    let new = |c: KvConfig| KvStore::new(cache.clone(), c, Box::new(NoWarmUp));
+    assert!(matches!(new(config(0)), Err(Error::Config(m)) if m.contains("memtable_bytes")));
+    let bad_bloom = KvConfig {
+        bloom_fp: Some(1.5),
+        ..config(100)
+    };
+    assert!(matches!(new(bad_bloom), Err(Error::Config(m)) if m.contains("Bloom")));
+    let mut bad_levels = config(100);
+    bad_levels.leveled.size_ratio = 1;
+    assert!(matches!(new(bad_levels), Err(Error::Config(m)) if m.contains("size_ratio")));
+}
+
+/// Flushes A (keys 0..200) and B (0..100): B's flush moves A to level 1. Returns the store with
+/// both and A's and B's blocks.
+fn two_runs(capacity: usize, kind: WarmUpKind) -> (KvStore, Arc<dyn Device>, RunBlocks, RunBlocks) {
+    let (mut kv, dev) = store(capacity, kind);
+    flush_keys(&mut kv, 0..200, 1);
+    flush_keys(&mut kv, 0..100, 2);
+    let runs = kv.run_blocks();
+    assert_eq!(runs.len(), 2);
+    let (b, a) = (runs[0].clone(), runs[1].clone());
+    assert_eq!((b.level, a.level), (0, 1));
+    let ops = kv.take_background();
+    assert_eq!(ops.len(), 3, "two flushes and a trivial move");
+    let mv = ops[2];
+    assert!(mv.trivial_move && mv.kind == Background::Compaction);
+    assert_eq!((mv.pages_read, mv.pages_written, mv.invalidated), (0, 0, 0));
+    assert_eq!((mv.input_blocks, mv.output_level), (a.blocks.len() as u64, 1));
+    (kv, dev, a, b)
+}
+
+/// Flushes C (keys 0..50), which merges C, B and A into level 1; returns C's flush and the merge.
+fn merge_third(kv: &mut KvStore) -> (BackgroundOp, BackgroundOp) {
+    flush_keys(kv, 0..50, 3);
+    let ops = kv.take_background();
+    assert_eq!(ops.len(), 2, "{ops:?}");
+    assert!(!ops[1].trivial_move);
+    assert_eq!((ops[1].input_runs, ops[1].output_level), (3, 1));
+    (ops[0], ops[1])
+}
+
+#[test]
+fn a_compaction_counts_the_cached_blocks_of_its_inputs_as_invalidations() {
+    let (mut kv, dev, a, b) = two_runs(1024, WarmUpKind::Lru);
+    // Read everything: every block of A and B is cached.
+    let all = kv.scan(0, u64::MAX).unwrap();
+    assert_eq!(all.len(), 200);
+    let cached = pages_of(&[a.clone(), b.clone()]);
+    assert_eq!(resident(&kv), cached);
+    let (flush, merge) = merge_third(&mut kv);
+    assert_eq!(flush.admitted, 0);
+    assert_eq!(
+        merge.input_blocks,
+        (a.blocks.len() + b.blocks.len()) as u64 + flush.output_blocks
+    );
+    assert_eq!(
+        merge.invalidated,
+        cached.len() as u64,
+        "every cached input block is invalidated"
+    );
+    assert_eq!((merge.admitted, merge.policy_evictions), (0, 0));
+    assert_eq!(
+        merge.pages_read, merge.input_blocks,
+        "inputs are read once, from the device"
+    );
+    let outputs = kv.run_blocks();
+    let out_pages: u64 = kv.runs().map(|r| r.pages()).sum();
+    assert_eq!(merge.output_blocks, pages_of(&outputs).len() as u64);
+    assert_eq!(merge.pages_written, out_pages);
+    assert!(
+        kv.cache().is_empty(),
+        "no retired block stays cached, no output is admitted"
+    );
+    assert_eq!(
+        kv.cache().stats().misses,
+        cached.len() as u64,
+        "merge reads bypass the cache"
+    );
+    assert_eq!(dev.allocated_pages(), out_pages);
+    assert_eq!(kv.stats().invalidations, cached.len() as u64);
+    assert_eq!(
+        (kv.stats().flushes, kv.stats().compactions, kv.stats().moves),
+        (3, 1, 1)
+    );
+}
+
+#[test]
+fn prepopulate_flush_admits_exactly_the_flushed_blocks() {
+    let (mut kv, _, a, b) = two_runs(1024, WarmUpKind::PrepopulateFlush);
+    // Both flushes admitted their blocks; the move changed nothing.
+    assert_eq!(resident(&kv), pages_of(&[a.clone(), b.clone()]));
+    assert_eq!(kv.stats().admitted, (a.blocks.len() + b.blocks.len()) as u64);
+    assert_eq!(kv.cache().stats().prefetch_admissions, kv.stats().admitted);
+    let (flush, merge) = merge_third(&mut kv);
+    assert_eq!(flush.admitted, flush.output_blocks);
+    assert_eq!(merge.admitted, 0);
+    assert_eq!(
+        merge.invalidated, merge.input_blocks,
+        "every input block was cached"
+    );
+    assert!(kv.cache().is_empty());
+    // Served from admitted blocks: hits that count as prefetch hits, no misses.
+    flush_keys(&mut kv, 1000..1010, 4);
+    assert_eq!(kv.get(1005).unwrap(), Some(value(1005, 4)));
+    let c = kv.cache().stats();
+    assert_eq!((c.misses, c.prefetch_hits), (0, 1));
+}
+
+#[test]
+fn prepopulate_all_admits_every_written_block() {
+    let (mut kv, _, _, _) = two_runs(1024, WarmUpKind::PrepopulateAll);
+    let (flush, merge) = merge_third(&mut kv);
+    assert_eq!(
+        (flush.admitted, merge.admitted),
+        (flush.output_blocks, merge.output_blocks)
+    );
+    assert_eq!(resident(&kv), pages_of(&kv.run_blocks()));
+    // With a cache of 0 pages nothing can be admitted.
+    let (mut kv, _, _, _) = two_runs(0, WarmUpKind::PrepopulateAll);
+    let (flush, merge) = merge_third(&mut kv);
+    assert_eq!((flush.admitted, merge.admitted), (0, 0));
+}
+
+#[test]
+fn incremental_warmup_admits_exactly_the_overlapping_outputs() {
+    let (mut kv, _, a, b) = two_runs(1024, WarmUpKind::IncrementalWarmup);
+    assert!(
+        kv.cache().is_empty(),
+        "flushes admit nothing: they have no cached inputs"
+    );
+    // Cache one block of B (key 5) and two of A (keys 150 and 190, which B does not hold).
+    for k in [5, 150, 190] {
+        kv.get(k).unwrap();
+    }
+    let cached: Vec<BlockInfo> = a
+        .blocks
+        .iter()
+        .chain(&b.blocks)
+        .filter(|blk| kv.cache().contains(blk.page))
+        .copied()
+        .collect();
+    assert_eq!(cached.len(), 3);
+    let (flush, merge) = merge_third(&mut kv);
+    assert_eq!(flush.admitted, 0);
+    let outputs: Vec<BlockInfo> = kv.run_blocks().into_iter().flat_map(|r| r.blocks).collect();
+    let want: BTreeSet<PageId> = outputs
+        .iter()
+        .filter(|o| {
+            cached
+                .iter()
+                .any(|c| c.first_key <= o.last_key && o.first_key <= c.last_key)
+        })
+        .map(|o| o.page)
+        .collect();
+    assert!(!want.is_empty() && want.len() < outputs.len());
+    assert_eq!(merge.admitted, want.len() as u64);
+    assert_eq!(resident(&kv), want, "exactly the overlapping outputs are cached");
+    assert_eq!(merge.policy_evictions, 3, "the old blocks are evicted before");
+    assert_eq!(merge.invalidated, 0, "nothing cached was left to invalidate");
+}
+
+#[test]
+fn bulk_load_fills_the_deepest_level_without_background_operations() {
+    let (mut kv, dev) = store(64, WarmUpKind::PrepopulateAll);
+    let n = 3000u64;
+    kv.bulk_load((0..n).map(|k| (k * 3, value(k * 3, 0)))).unwrap();
+    let deepest = kv.config().leveled.max_levels - 1;
+    let v = kv.version();
+    assert_eq!(v.len(), v.level(deepest).len());
+    assert!(v.len() > 10);
+    v.check().unwrap();
+    for r in kv.runs() {
+        assert!(r.data_blocks() <= kv.config().leveled.target_run_pages);
+    }
+    assert!(kv.take_background().is_empty());
+    assert_eq!(kv.stats(), KvStats::default());
+    assert!(kv.cache().is_empty(), "no warm-up during a bulk load");
+    assert_eq!(kv.get(300).unwrap(), Some(value(300, 0)));
+    assert_eq!(kv.get(301).unwrap(), None);
+    assert_eq!(kv.scan(0, 29).unwrap().len(), 10);
+    let pages: u64 = kv.runs().map(|r| r.pages()).sum();
+    assert_eq!(dev.allocated_pages(), pages);
+    assert_eq!(kv.live_keys_estimate(), n);
+}
+
+/// Records what the store tells a policy.
+#[derive(Default)]
+struct Recorder {
+    accesses: Vec<(f64, u64, u64, Access)>,
+    begins: Vec<(Background, f64, usize, u64)>,
+    admits: u64,
+    ends: Vec<bool>,
+}
+
+struct Recording(Arc<std::sync::Mutex<Recorder>>);
+
+impl WarmUpPolicy for Recording {
+    fn name(&self) -> &'static str {
+        "recording"
+    }
+    fn on_access(&mut self, now: f64, lo: u64, hi: u64, access: Access) {
+        self.0.lock().unwrap().accesses.push((now, lo, hi, access));
+    }
+    fn begin(&mut self, s: &BackgroundStart<'_>, _: &BufferCache) -> crate::Result<()> {
+        let input_blocks: u64 = s.inputs.iter().map(|r| r.blocks.len() as u64).sum();
+        assert_eq!(input_blocks, s.blocks_to_merge);
+        self.0
+            .lock()
+            .unwrap()
+            .begins
+            .push((s.kind, s.now, s.inputs.len(), s.blocks_to_merge));
+        Ok(())
+    }
+    fn admit(&mut self, _: &BlockInfo, _: &BufferCache) -> bool {
+        self.0.lock().unwrap().admits += 1;
+        false
+    }
+    fn end(&mut self, _: f64, ok: bool) {
+        self.0.lock().unwrap().ends.push(ok);
+    }
+}
+
+#[test]
+fn the_policy_hears_every_access_and_every_rewriting_operation() {
+    let rec = Arc::new(std::sync::Mutex::new(Recorder::default()));
+    let cache = Arc::new(BufferCache::new(Arc::new(MemDevice::new(PAGE)), 8));
+    let mut kv = KvStore::new(cache, config(1 << 30), Box::new(Recording(rec.clone()))).unwrap();
+    kv.set_now(1.5);
+    kv.put(1, b"x").unwrap();
+    kv.delete(2).unwrap();
+    kv.get(3).unwrap();
+    kv.scan(4, 9).unwrap();
+    {
+        let r = rec.lock().unwrap();
+        assert_eq!(
+            r.accesses,
+            vec![
+                (1.5, 1, 1, Access::Write),
+                (1.5, 2, 2, Access::Write),
+                (1.5, 3, 3, Access::Read),
+                (1.5, 4, 9, Access::Read)
+            ]
+        );
+    }
+    kv.set_now(2.0);
+    kv.flush().unwrap();
+    flush_keys(&mut kv, 0..100, 1);
+    flush_keys(&mut kv, 0..100, 2);
+    let ops = kv.take_background();
+    let r = rec.lock().unwrap();
+    let rewriting: Vec<_> = ops.iter().filter(|o| !o.trivial_move).collect();
+    assert_eq!(r.begins.len(), rewriting.len(), "moves are not told");
+    assert_eq!(r.ends, vec![true; rewriting.len()]);
+    assert_eq!(r.admits, rewriting.iter().map(|o| o.output_blocks).sum::<u64>());
+    assert_eq!(r.begins[0], (Background::Flush, 2.0, 0, 0));
+    assert!(r.begins.iter().any(|b| b.0 == Background::Compaction && b.2 >= 2));
+    assert_eq!(kv.policy().name(), "recording");
+}
+
+#[test]
+fn a_scan_reads_the_overlapping_blocks_through_the_cache() {
+    let (mut kv, dev) = store(64, WarmUpKind::Lru);
+    // 40-byte values: 8 entries per block, so block i holds keys 8i..8i+7.
+    flush_keys(&mut kv, 0..400, 1);
+    let reads = dev.stats().page_reads;
+    assert_eq!(kv.scan(10, 13).unwrap().len(), 4);
+    assert_eq!(dev.stats().page_reads - reads, 1, "one block holds 10..=13");
+    assert_eq!(kv.scan(6, 17).unwrap().len(), 12);
+    assert_eq!(
+        dev.stats().page_reads - reads,
+        3,
+        "blocks 0 and 2 are new, block 1 is cached"
+    );
+    let c = kv.cache().stats();
+    assert_eq!((c.misses, c.hits), (3, 1));
+    // Memtable entries are merged in, newest first, and tombstones hide older values.
+    kv.put(11, b"new").unwrap();
+    kv.delete(12).unwrap();
+    let got = kv.scan(10, 13).unwrap();
+    assert_eq!(
+        got,
+        vec![(10, value(10, 1)), (11, b"new".to_vec()), (13, value(13, 1))]
+    );
+}
+
+#[test]
+fn the_store_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<KvStore>();
+}

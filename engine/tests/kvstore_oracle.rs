@@ -1,0 +1,272 @@
+//! The block-based key-value store against a `BTreeMap` oracle, with each baseline warm-up policy
+//! and caches of 0, a few and many pages, on randomized put/delete/get/scan/flush streams over
+//! 512-byte pages that cross many flushes, merges, trivial moves and levels. Besides the answers,
+//! every stream checks what the background operations counted: what each policy admitted, that
+//! invalidations add up, and that the runs own every allocated page.
+
+use lsmlab_engine::cache::BufferCache;
+use lsmlab_engine::kvstore::{Background, BackgroundOp, KvConfig, KvStats, KvStore, WarmUpKind};
+use lsmlab_engine::lsm::LeveledParams;
+use lsmlab_engine::storage::{Device, MemDevice};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const PAGE: usize = 512;
+const KINDS: [WarmUpKind; 4] = [
+    WarmUpKind::Lru,
+    WarmUpKind::IncrementalWarmup,
+    WarmUpKind::PrepopulateFlush,
+    WarmUpKind::PrepopulateAll,
+];
+/// No cache, a few pages, more pages than the data.
+const CAPACITIES: [usize; 3] = [0, 4, 4096];
+
+fn config() -> KvConfig {
+    KvConfig {
+        memtable_bytes: 2048,
+        leveled: LeveledParams {
+            l0_trigger: 3,
+            base_level_pages: 8,
+            size_ratio: 3,
+            target_run_pages: 3,
+            max_levels: 5,
+        },
+        bloom_fp: Some(0.01),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Key and value length; the bytes derive from the op's position.
+    Put(u64, usize),
+    Delete(u64),
+    Get(u64),
+    Scan(u64, u64),
+    /// An insert above every key so far (sequential inserts make trivial moves).
+    Append(usize),
+    Flush,
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u64..3000, 0usize..120).prop_map(|(k, n)| Op::Put(k, n)),
+        2 => (0u64..3000).prop_map(Op::Delete),
+        3 => (0u64..3200).prop_map(Op::Get),
+        1 => (0u64..3000, 0u64..300).prop_map(|(a, w)| Op::Scan(a, a + w)),
+        3 => (0usize..120).prop_map(Op::Append),
+        1 => Just(Op::Flush),
+    ]
+}
+
+fn random_ops(seed: u64, n: usize) -> Vec<Op> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    (0..n)
+        .map(|_| match rng.random_range(0..60) {
+            0..24 => Op::Put(rng.random_range(0..3000), rng.random_range(0..120)),
+            24..32 => Op::Delete(rng.random_range(0..3000)),
+            32..44 => Op::Get(rng.random_range(0..3200)),
+            44..48 => {
+                let a = rng.random_range(0..3000);
+                Op::Scan(a, a + rng.random_range(0..300))
+            }
+            48..59 => Op::Append(rng.random_range(0..120)),
+            _ => Op::Flush,
+        })
+        .collect()
+}
+
+fn bytes(i: usize, key: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|j| (i as u64 ^ key ^ j as u64).wrapping_mul(31) as u8)
+        .collect()
+}
+
+/// What a stream did, for the callers' count assertions.
+struct Outcome {
+    stats: KvStats,
+    ops: Vec<BackgroundOp>,
+    deepest_level: usize,
+}
+
+/// Checks one background operation against what its policy promises.
+fn check_op(op: &BackgroundOp, kind: WarmUpKind, capacity: usize) {
+    assert!(op.admitted <= op.output_blocks, "{op:?}");
+    if op.trivial_move {
+        assert_eq!(op.kind, Background::Compaction);
+        assert_eq!(
+            (op.pages_read, op.pages_written, op.invalidated, op.admitted),
+            (0, 0, 0, 0)
+        );
+        return;
+    }
+    match op.kind {
+        Background::Flush => {
+            assert_eq!(
+                (op.input_blocks, op.pages_read, op.invalidated),
+                (0, 0, 0),
+                "{op:?}"
+            );
+            assert!(op.output_blocks >= 1 && op.pages_written > op.output_blocks);
+        }
+        Background::Compaction => {
+            assert_eq!(
+                op.pages_read, op.input_blocks,
+                "inputs are read once from the device"
+            );
+            assert!(op.invalidated <= op.input_blocks);
+            assert!(op.pages_written >= op.output_blocks);
+        }
+    }
+    if capacity == 0 {
+        assert_eq!((op.admitted, op.invalidated, op.policy_evictions), (0, 0, 0));
+        return;
+    }
+    let flush = op.kind == Background::Flush;
+    let want_all = match kind {
+        WarmUpKind::Lru => false,
+        WarmUpKind::PrepopulateFlush => flush,
+        WarmUpKind::PrepopulateAll => true,
+        _ => {
+            // Incremental warm-up: a flush has no cached inputs to follow.
+            if flush {
+                assert_eq!(op.admitted, 0);
+            }
+            return;
+        }
+    };
+    let want = if want_all { op.output_blocks } else { 0 };
+    assert_eq!(op.admitted, want, "{kind}: {op:?}");
+    assert_eq!(op.policy_evictions, 0, "{kind} evicts nothing itself");
+}
+
+/// Runs `ops` against the store and the oracle, checking every answer and every operation.
+fn run(ops: &[Op], kind: WarmUpKind, capacity: usize) -> Outcome {
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+    let cache = Arc::new(BufferCache::new(dev.clone(), capacity));
+    let mut kv = KvStore::new(cache, config(), kind.baseline().unwrap()).unwrap();
+    let mut oracle: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut next_append = 1_000_000u64;
+    let mut all_ops = Vec::new();
+    let mut deepest_level = 0;
+    for (i, op) in ops.iter().enumerate() {
+        kv.set_now(i as f64 * 0.001);
+        match *op {
+            Op::Put(k, n) => {
+                let v = bytes(i, k, n);
+                kv.put(k, &v).unwrap();
+                oracle.insert(k, v);
+            }
+            Op::Append(n) => {
+                next_append += 1;
+                let v = bytes(i, next_append, n);
+                kv.put(next_append, &v).unwrap();
+                oracle.insert(next_append, v);
+            }
+            Op::Delete(k) => {
+                kv.delete(k).unwrap();
+                oracle.remove(&k);
+            }
+            Op::Get(k) => assert_eq!(kv.get(k).unwrap().as_ref(), oracle.get(&k), "op {i}: get {k}"),
+            Op::Scan(a, b) => {
+                let want: Vec<(u64, Vec<u8>)> = oracle.range(a..=b).map(|(&k, v)| (k, v.clone())).collect();
+                assert_eq!(kv.scan(a, b).unwrap(), want, "op {i}: scan {a}..={b}");
+            }
+            Op::Flush => kv.flush().unwrap(),
+        }
+        for op in kv.take_background() {
+            check_op(&op, kind, capacity);
+            all_ops.push(op);
+        }
+        assert!(kv.cache().len() <= capacity);
+        if let Some(l) = kv.version().runs().map(|r| r.level).max() {
+            deepest_level = deepest_level.max(l);
+        }
+    }
+    kv.version().check().unwrap();
+    // Everything, through every path.
+    let all: Vec<(u64, Vec<u8>)> = oracle.iter().map(|(k, v)| (*k, v.clone())).collect();
+    assert_eq!(kv.scan(0, u64::MAX).unwrap(), all);
+    for k in (0..3100).chain(1_000_000..next_append + 2) {
+        assert_eq!(kv.get(k).unwrap().as_ref(), oracle.get(&k), "final get {k}");
+    }
+    kv.flush().unwrap();
+    all_ops.extend(kv.take_background());
+    assert_eq!(kv.scan(0, u64::MAX).unwrap(), all);
+    // The runs own every allocated page: nothing leaked by flushes or merges.
+    let pages: u64 = kv.runs().map(|r| r.pages()).sum();
+    assert_eq!(dev.allocated_pages(), pages);
+    // The counters add up.
+    let st = kv.stats();
+    let count = |f: &dyn Fn(&BackgroundOp) -> bool| all_ops.iter().filter(|o| f(o)).count() as u64;
+    assert_eq!(st.flushes, count(&|o| o.kind == Background::Flush));
+    assert_eq!(st.moves, count(&|o| o.trivial_move));
+    assert_eq!(
+        st.compactions,
+        count(&|o| o.kind == Background::Compaction && !o.trivial_move)
+    );
+    let sum = |f: &dyn Fn(&BackgroundOp) -> u64| all_ops.iter().map(f).sum::<u64>();
+    assert_eq!(st.invalidations, sum(&|o| o.invalidated));
+    assert_eq!(st.invalidations, kv.cache().stats().invalidations);
+    assert_eq!(st.admitted, sum(&|o| o.admitted));
+    assert_eq!(st.admitted, kv.cache().stats().prefetch_admissions);
+    assert_eq!(st.failed, 0);
+    assert_eq!(kv.data_blocks(), kv.runs().map(|r| r.data_blocks()).sum::<u64>());
+    Outcome {
+        stats: st,
+        ops: all_ops,
+        deepest_level,
+    }
+}
+
+#[test]
+fn fixed_seeds_with_every_baseline_and_cache_size_cross_many_flushes_merges_and_levels() {
+    for (i, kind) in KINDS.into_iter().enumerate() {
+        for (j, capacity) in CAPACITIES.into_iter().enumerate() {
+            let seed = 100 + (i * CAPACITIES.len() + j) as u64;
+            let out = run(&random_ops(seed, 5000), kind, capacity);
+            let st = out.stats;
+            let what = format!("{kind}, {capacity} pages, seed {seed}");
+            assert!(st.flushes >= 100, "{what}: {} flushes", st.flushes);
+            assert!(st.compactions >= 50, "{what}: {} merges", st.compactions);
+            assert!(st.moves >= 5, "{what}: {} trivial moves", st.moves);
+            assert!(
+                out.deepest_level >= 2,
+                "{what}: runs reached level {} only",
+                out.deepest_level
+            );
+            if capacity > 4 && kind != WarmUpKind::IncrementalWarmup {
+                // With a cache larger than the data, merges retire cached blocks.
+                assert!(st.invalidations > 0, "{what}: no invalidation");
+            }
+            if capacity > 0 && kind != WarmUpKind::Lru {
+                assert!(st.admitted > 0, "{what}: nothing admitted");
+            }
+            if kind == WarmUpKind::IncrementalWarmup && capacity > 4 {
+                let merges: Vec<_> = out
+                    .ops
+                    .iter()
+                    .filter(|o| !o.trivial_move && o.kind == Background::Compaction)
+                    .collect();
+                assert!(
+                    merges.iter().any(|o| o.admitted > 0 && o.policy_evictions > 0),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    #[test]
+    fn random_streams_match_the_oracle(
+        ops in proptest::collection::vec(op_strategy(), 300..2500),
+        kind in 0usize..4,
+        capacity in 0usize..3,
+    ) {
+        run(&ops, KINDS[kind], CAPACITIES[capacity]);
+    }
+}
