@@ -8,6 +8,7 @@
 //! the workloads, and the notes that say those ratios and the clock's constants in every result.
 
 pub mod clock;
+pub mod driver;
 pub mod report;
 pub mod timeline;
 
