@@ -9,6 +9,8 @@
 
 pub mod clock;
 pub mod driver;
+pub mod learned;
+pub mod online;
 pub mod report;
 pub mod timeline;
 
