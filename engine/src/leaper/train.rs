@@ -714,6 +714,59 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn precursors_predict_what_a_ranges_own_history_cannot() {
+        // Ranges 0..10 are read at random (probability 0.6 per slot); range 20 + i is read in
+        // slot s + 1 exactly when range i was read in slot s, and always right after it in the
+        // access stream (the transfers). Range 20 + i's own history says nothing about its next
+        // slot; its precursor's last slot says everything.
+        let n = 60;
+        let mut rng = crate::leaper::collector::SplitMix64::new(11);
+        let mut h = RangeHistory::new(100, 10.0, 0, n).unwrap();
+        let mut prev = [false; 10];
+        for s in 0..n {
+            let mut now = [false; 10];
+            for i in 0..10u64 {
+                if prev[i as usize] {
+                    h.add(s, 20 + i, 2.0, 0.0);
+                    h.add_transfer(s, 20 + i, i, 2);
+                }
+                now[i as usize] = rng.next_f64() < 0.6;
+                if now[i as usize] {
+                    h.add(s, i, 4.0, 0.0);
+                }
+            }
+            prev = now;
+        }
+        let params = TrainParams {
+            steps: 1,
+            epsilon: 0.3,
+            ..quick()
+        };
+        let (model, report) = train(&h, &params).unwrap();
+        for i in 0..10 {
+            assert_eq!(model.precursors().get(20 + i), &[i], "range {}", 20 + i);
+        }
+        assert!(model.precursors().get(3).is_empty());
+        let p = report
+            .importance
+            .iter()
+            .find(|g| g.group == FeatureGroup::Precursor)
+            .unwrap();
+        assert!(p.share > 0.3, "{:?}", report.importance);
+        let rows = ablation(&h, &params).unwrap();
+        let (without, with) = (rows[2].model.auc.unwrap(), rows[3].model.auc.unwrap());
+        assert!(with > without + 0.1, "R/W/T AUC {without}, R/W/T/P AUC {with}");
+        // The followers are predicted from their precursors: every follower row right.
+        let (ds, k) = (Dataset::build(&h, &params).unwrap(), 1);
+        let (_, test) = ds.split_step(&h, k);
+        let followers: Vec<(usize, bool)> = test.into_iter().filter(|&(i, _)| ds.range[i] >= 20).collect();
+        let (rows, labels) = ds.gather(&followers);
+        let m = Metrics::of(&model.predict(1, &rows), &labels, 0.5);
+        assert_eq!((m.fp, m.fn_), (0, 0), "{m:?}");
+        assert!(m.tp > 20, "{m:?}");
+    }
+
+    #[test]
     fn ablation_reports_the_four_groups() {
         let h = periodic_history(30);
         let rows = ablation(
