@@ -153,6 +153,11 @@ impl LeaperPolicy {
         })
     }
 
+    /// A policy over a model directory written by [`LeaperModel::save`].
+    pub fn from_dir(dir: &std::path::Path, params: LeaperParams) -> LeaperResult<Self> {
+        LeaperPolicy::new(LeaperModel::load(dir)?, params)
+    }
+
     pub fn model(&self) -> &LeaperModel {
         &self.model
     }
@@ -566,6 +571,84 @@ mod tests {
         // Ranges 9..=12 are the candidates, plus the all-zero row.
         assert_eq!(st.predictions, 5);
         assert_eq!(st.cached_inputs, 0);
+    }
+
+    #[test]
+    fn from_a_sampled_log_to_a_saved_model_to_the_policy() {
+        use crate::leaper::{range_size::select_range_size, AccessRecord, RangeHistory, RangeSizeParams};
+        // A log of 30 slots of 10 s: ranges 0..10 (keys 0..1000) read 40 times a slot, ranges
+        // 10..30 read 20 times in slots of their parity, key 5999 once.
+        let mut log = vec![AccessRecord::read(0.0, 5999)];
+        let mut rng = crate::leaper::collector::SplitMix64::new(5);
+        for s in 0..30u64 {
+            for i in 0..800u64 {
+                let t = s as f64 * 10.0 + i as f64 / 80.0;
+                let r = rng.next_u64() % 30;
+                if r < 10 || r % 2 == s % 2 {
+                    let key = r * 100 + rng.next_u64() % 100;
+                    log.push(if i % 5 == 0 {
+                        AccessRecord::write(t, key)
+                    } else {
+                        AccessRecord::read(t, key)
+                    });
+                }
+            }
+        }
+        let choice = select_range_size(&log, 6000, 10.0, RangeSizeParams::default()).unwrap();
+        assert!((10..=6000).contains(&choice.size), "{choice:?}");
+        let cfg = CollectorConfig {
+            sample_p: 0.1,
+            ..CollectorConfig::offline(100, 10.0)
+        };
+        let history = RangeHistory::from_log(&log, &cfg).unwrap();
+        assert_eq!(history.len(), 30);
+        let params = TrainParams {
+            steps: 2,
+            gbdt: GbdtParams {
+                rounds: 30,
+                ..GbdtParams::default()
+            },
+            ..TrainParams::default()
+        };
+        let (model, report) = train(&history, &params).unwrap();
+        assert!(
+            report.steps[0].model.recall > 0.9 && report.steps[0].model.precision > 0.9,
+            "{report:?}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        model.save(dir.path()).unwrap();
+        let mut p = LeaperPolicy::from_dir(
+            dir.path(),
+            LeaperParams {
+                sample_p: 0.1,
+                ..LeaperParams::default()
+            },
+        )
+        .unwrap();
+        for rec in log.iter().filter(|r| r.time >= 200.0) {
+            p.on_access(rec.time + 100.0, rec.lo, rec.hi, rec.access);
+        }
+        // Online slots 30..=39 replay slots 20..=29; at 400.5 (slot 40, even) the next slot's
+        // hot ranges are 0..10 and the even ranges of 10..30.
+        let (_dev, cache, pages) = device_and_cache(1);
+        let start = BackgroundStart {
+            kind: Background::Flush,
+            now: 400.5,
+            inputs: &[],
+            keys: Some(KeyRange::new(0, 5999)),
+            blocks_to_merge: 0,
+        };
+        p.begin(&start, &cache).unwrap();
+        for r in 0..60u64 {
+            let hot = r < 10 || (r < 30 && r % 2 == 0);
+            let b = BlockInfo {
+                page: pages[0],
+                first_key: r * 100,
+                last_key: r * 100 + 99,
+            };
+            assert_eq!(p.admit(&b, &cache), hot, "range {r}");
+        }
+        assert!(LeaperPolicy::from_dir(&dir.path().join("absent"), LeaperParams::default()).is_err());
     }
 
     #[test]
