@@ -1,0 +1,340 @@
+//! Key-range selection (§4.1, Algorithm 1 and Definition 1).
+//!
+//! For a range size `A`, the access bit matrix has one row per time slot and one column per key
+//! range (`ceil(T / A)` ranges over the key space `0..T`); a bit is 1 if any key of the range was
+//! accessed in the slot. Doubling `A` ORs neighbouring columns, so the share of zeros can only
+//! fall: information is lost.
+//!
+//! **What `Z` is.** Definition 1 calls an expansion from `L` to `L'` efficient iff
+//! `Z(L') / Z(L) >= α` with `Z` *the proportion of zeros* in the matrix. Algorithm 1 (line 2)
+//! names `Z(A)` "the number of zeroes" and tests `2 · Z(2A) > α · Z(A)` (line 3) and
+//! `A* · Z(A*) > α · A · Z(A)` (line 5). The two readings agree: the matrix for `2A` has half as
+//! many cells as the one for `A` (`A*` has `A / A*` times as many), so the factors `2` and `A*`,
+//! `A` turn the counts into proportions: `2 · count(2A) / count(A) = prop(2A) / prop(A)`. This
+//! implementation therefore uses the proportion `Z(A) = zeros / (slots · ceil(T / A))` and the
+//! tests `Z(2A) > α · Z(A)` and `Z(A*) > α · Z(A)`, which are exact even when `T / A` is not an
+//! integer (where the count form would be off by the rounding of the last column). The strict `>`
+//! is Algorithm 1's (Definition 1 writes `>=`).
+//!
+//! The loop compares each doubling with the size it doubles (not with the initial size). The
+//! doubling stops at the key space (one range holding every key). The final binary search looks
+//! for the largest `A*` in `[A, 2A)` with `Z(A*) > α · Z(A)`, assuming `Z` falls with the size
+//! (it does along powers of two; between them it almost always does).
+
+use super::{AccessRecord, LeaperError, LeaperResult};
+use crate::leaper::collector::slot_of;
+
+/// Algorithm 1's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RangeSizeParams {
+    /// Initial range size `A` (the paper: 10).
+    pub initial: u64,
+    /// Decline threshold `α` (the paper: 0.6).
+    pub alpha: f64,
+}
+
+impl Default for RangeSizeParams {
+    fn default() -> Self {
+        RangeSizeParams {
+            initial: 10,
+            alpha: 0.6,
+        }
+    }
+}
+
+/// Algorithm 1's answer and the sizes it evaluated, in order, with their zero proportions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeSizeChoice {
+    pub size: u64,
+    pub evaluated: Vec<(u64, f64)>,
+}
+
+/// Per-slot accessed key intervals (merged, sorted) over the key space `0..key_space`.
+#[derive(Clone, Debug)]
+pub struct AccessMatrix {
+    key_space: u64,
+    slots: Vec<Vec<(u64, u64)>>,
+}
+
+impl AccessMatrix {
+    /// From per-slot accessed key intervals (inclusive, any order). Every key must lie in
+    /// `0..key_space`.
+    pub fn new(key_space: u64, slots: Vec<Vec<(u64, u64)>>) -> LeaperResult<Self> {
+        if key_space == 0 {
+            return Err(LeaperError::Invalid("key_space must be at least 1".into()));
+        }
+        if slots.is_empty() {
+            return Err(LeaperError::Invalid(
+                "the access matrix needs at least one slot".into(),
+            ));
+        }
+        let mut out = Vec::with_capacity(slots.len());
+        for (s, mut iv) in slots.into_iter().enumerate() {
+            for &(lo, hi) in &iv {
+                if lo > hi || hi >= key_space {
+                    return Err(LeaperError::Invalid(format!(
+                        "slot {s}: keys {lo}..={hi} are not an interval inside the key space 0..{key_space}"
+                    )));
+                }
+            }
+            iv.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(iv.len());
+            for (lo, hi) in iv {
+                match merged.last_mut() {
+                    Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+                    _ => merged.push((lo, hi)),
+                }
+            }
+            out.push(merged);
+        }
+        Ok(AccessMatrix {
+            key_space,
+            slots: out,
+        })
+    }
+
+    /// From a log: one row per slot from the first record's slot to the last's (empty slots are
+    /// rows of zeros).
+    pub fn from_log(records: &[AccessRecord], key_space: u64, slot_secs: f64) -> LeaperResult<Self> {
+        if !(slot_secs.is_finite() && slot_secs > 0.0) {
+            return Err(LeaperError::Invalid(format!(
+                "slot_secs must be positive, got {slot_secs}"
+            )));
+        }
+        let Some(first) = records.iter().map(|r| slot_of(r.time, slot_secs)).min() else {
+            return Err(LeaperError::Invalid("the access log is empty".into()));
+        };
+        let last = records
+            .iter()
+            .map(|r| slot_of(r.time, slot_secs))
+            .max()
+            .unwrap_or(first);
+        let mut slots = vec![Vec::new(); (last - first + 1) as usize];
+        for r in records {
+            slots[(slot_of(r.time, slot_secs) - first) as usize].push((r.lo.min(r.hi), r.lo.max(r.hi)));
+        }
+        AccessMatrix::new(key_space, slots)
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Definition 1's `Z(A)`: the proportion of zeros in the slots x `ceil(T / A)` bit matrix.
+    pub fn zero_proportion(&self, size: u64) -> f64 {
+        let ranges = self.key_space.div_ceil(size);
+        let mut ones = 0u64;
+        for iv in &self.slots {
+            // Intervals are sorted and disjoint, so their range intervals are sorted; merge them.
+            let mut cur: Option<(u64, u64)> = None;
+            for &(lo, hi) in iv {
+                let (a, b) = (lo / size, hi / size);
+                cur = match cur {
+                    Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+                    Some((ca, cb)) => {
+                        ones += cb - ca + 1;
+                        Some((a, b))
+                    }
+                    None => Some((a, b)),
+                };
+            }
+            if let Some((ca, cb)) = cur {
+                ones += cb - ca + 1;
+            }
+        }
+        let cells = ranges as f64 * self.slots.len() as f64;
+        (cells - ones as f64) / cells
+    }
+}
+
+/// Algorithm 1 over an access log: the key-range size for the workload.
+pub fn select_range_size(
+    records: &[AccessRecord],
+    key_space: u64,
+    slot_secs: f64,
+    params: RangeSizeParams,
+) -> LeaperResult<RangeSizeChoice> {
+    select_range_size_matrix(&AccessMatrix::from_log(records, key_space, slot_secs)?, params)
+}
+
+/// Algorithm 1 over an access bit matrix.
+pub fn select_range_size_matrix(m: &AccessMatrix, params: RangeSizeParams) -> LeaperResult<RangeSizeChoice> {
+    if params.initial == 0 || params.initial > m.key_space {
+        return Err(LeaperError::Invalid(format!(
+            "initial range size {} must lie in 1..={}",
+            params.initial, m.key_space
+        )));
+    }
+    if !(params.alpha > 0.0 && params.alpha <= 1.0) {
+        return Err(LeaperError::Invalid(format!(
+            "alpha must lie in (0, 1], got {}",
+            params.alpha
+        )));
+    }
+    let mut evaluated = Vec::new();
+    let mut z = |size: u64| {
+        let v = m.zero_proportion(size);
+        evaluated.push((size, v));
+        v
+    };
+    // Lines 1-4: double while the expansion is efficient.
+    let mut a = params.initial;
+    let mut za = z(a);
+    while a.saturating_mul(2) <= m.key_space {
+        let a2 = a * 2;
+        let z2 = z(a2);
+        if z2 > params.alpha * za {
+            a = a2;
+            za = z2;
+        } else {
+            break;
+        }
+    }
+    // Line 5: the largest A* in [A, 2A) with Z(A*) > α · Z(A).
+    let target = params.alpha * za;
+    let mut size = a;
+    if za > 0.0 && a < m.key_space {
+        let hi_cap = a.saturating_mul(2).min(m.key_space);
+        let (mut lo, mut hi) = (a, hi_cap);
+        if hi_cap < a.saturating_mul(2) && z(hi_cap) > target {
+            // Capped at the key space and still efficient: one range holds every key.
+            lo = hi_cap;
+            hi = hi_cap;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if z(mid) > target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        size = lo;
+    }
+    Ok(RangeSizeChoice { size, evaluated })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point_slots(slots: &[&[u64]]) -> Vec<Vec<(u64, u64)>> {
+        slots
+            .iter()
+            .map(|s| s.iter().map(|&k| (k, k)).collect())
+            .collect()
+    }
+
+    #[test]
+    fn zero_proportion_by_hand() {
+        let m = AccessMatrix::new(80, point_slots(&[&[0, 20, 40, 60], &[5]])).unwrap();
+        // A = 10: 8 ranges per slot; slot 0 has 4 ones, slot 1 one: 11 zeros of 16.
+        assert_eq!(m.zero_proportion(10), 11.0 / 16.0);
+        // A = 20: 4 ranges; 4 + 1 ones: 3 zeros of 8.
+        assert_eq!(m.zero_proportion(20), 3.0 / 8.0);
+        // A = 30: 3 ranges (the last partial); keys 0, 20 -> 0; 40 -> 1; 60 -> 2; 5 -> 0.
+        assert_eq!(m.zero_proportion(30), 2.0 / 6.0);
+        // Scans cover every range they touch.
+        let m = AccessMatrix::new(100, vec![vec![(15, 42), (40, 44)]]).unwrap();
+        assert_eq!(m.zero_proportion(10), 6.0 / 10.0);
+    }
+
+    #[test]
+    fn stops_at_once_then_binary_search() {
+        // T = 80, one slot with keys 0, 20, 40, 60. Z(10) = 4/8 = 0.5, Z(20) = 0: doubling is not
+        // efficient (0 <= 0.3). Binary search in [10, 20) for Z > 0.3: Z(15) = 2/6 (ranges 0,1,2,4
+        // of 6 accessed) passes, Z(17) = Z(16) = 1/5 fail: the answer is 15.
+        let m = AccessMatrix::new(80, point_slots(&[&[0, 20, 40, 60]])).unwrap();
+        let c = select_range_size_matrix(&m, RangeSizeParams::default()).unwrap();
+        assert_eq!(c.size, 15);
+        let sizes: Vec<u64> = c.evaluated.iter().map(|e| e.0).collect();
+        assert_eq!(sizes, vec![10, 20, 15, 17, 16]);
+    }
+
+    #[test]
+    fn doubles_while_efficient() {
+        // T = 1280, key 0 accessed in both of two slots. Z(A) = 1 - A/1280 for A a power-of-two
+        // multiple of 10: each doubling keeps Z(2A)/Z(A) > 0.6 up to A = 640 (Z = 0.5 vs 0.75);
+        // Z(1280) = 0 is not efficient. In [640, 1280) every size has 2 ranges and Z = 0.5 > 0.3:
+        // the answer is 1279.
+        let m = AccessMatrix::new(1280, point_slots(&[&[0], &[3]])).unwrap();
+        let c = select_range_size_matrix(&m, RangeSizeParams::default()).unwrap();
+        assert_eq!(c.size, 1279);
+        assert_eq!(
+            c.evaluated[..8].iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![10, 20, 40, 80, 160, 320, 640, 1280]
+        );
+        // A stricter alpha stops earlier: with alpha 0.9, Z(40)/Z(20) = (31/32)/(63/64) = 0.984 ...
+        // Z(160)/Z(80) = (7/8)/(15/16) = 0.933 passes, Z(320)/Z(160) = 0.857 fails; binary search in
+        // [160, 320) for Z > 0.9 * 7/8 = 0.7875: Z(x) = 1 - 1/ceil(1280/x) > 0.7875 needs at least 5
+        // ranges, x <= 319 gives ceil(1280/319) = 5: the answer is 319.
+        let c = select_range_size_matrix(
+            &m,
+            RangeSizeParams {
+                initial: 10,
+                alpha: 0.9,
+            },
+        )
+        .unwrap();
+        assert_eq!(c.size, 319);
+    }
+
+    #[test]
+    fn count_form_would_differ_from_unscaled_counts() {
+        // T = 160, keys 0..=39 accessed in one slot. As proportions Z(10) = 12/16 = Z(20) = 6/8
+        // = 0.75: the doubling is efficient. Raw zero counts without line 3's factor 2 would
+        // compare 6 with 0.6 * 12 = 7.2 and stop at 10.
+        let m = AccessMatrix::new(160, vec![vec![(0, 39)]]).unwrap();
+        assert_eq!(m.zero_proportion(10), 0.75);
+        assert_eq!(m.zero_proportion(20), 0.75);
+        assert_eq!(m.zero_proportion(40), 0.75);
+        assert_eq!(m.zero_proportion(80), 0.5);
+        let c = select_range_size_matrix(&m, RangeSizeParams::default()).unwrap();
+        // 10 -> 20 -> 40 -> 80 (0.5 > 0.45) -> 160 (Z = 0, stop); [80, 160) with Z > 0.3: 2 ranges,
+        // one accessed: Z = 0.5 for every size up to 159.
+        assert_eq!(c.size, 159);
+    }
+
+    #[test]
+    fn everything_accessed_stays_at_initial_and_bad_input_is_an_error() {
+        let m = AccessMatrix::new(100, vec![vec![(0, 99)]]).unwrap();
+        assert_eq!(
+            select_range_size_matrix(&m, RangeSizeParams::default())
+                .unwrap()
+                .size,
+            10
+        );
+        assert!(AccessMatrix::new(100, vec![vec![(0, 100)]]).is_err());
+        assert!(AccessMatrix::new(100, vec![]).is_err());
+        assert!(select_range_size_matrix(
+            &m,
+            RangeSizeParams {
+                initial: 0,
+                alpha: 0.6
+            }
+        )
+        .is_err());
+        assert!(select_range_size_matrix(
+            &m,
+            RangeSizeParams {
+                initial: 10,
+                alpha: 1.5
+            }
+        )
+        .is_err());
+        assert!(select_range_size(&[], 100, 1.0, RangeSizeParams::default()).is_err());
+    }
+
+    #[test]
+    fn from_log_rows_are_slots() {
+        let log = [
+            AccessRecord::read(0.5, 3),
+            AccessRecord::scan(2.2, 10, 25),
+            AccessRecord::write(2.9, 99),
+        ];
+        let m = AccessMatrix::from_log(&log, 100, 1.0).unwrap();
+        assert_eq!(m.slots(), 3);
+        // A = 10: slot 0 one range, slot 1 none, slot 2 ranges 1, 2, 9: 26 zeros of 30.
+        assert_eq!(m.zero_proportion(10), 26.0 / 30.0);
+    }
+}
