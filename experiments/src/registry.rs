@@ -17,6 +17,8 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::rum::tuning::RumTuning,
         // Leaper (src/leaper/):
         &crate::leaper::online::LeaperOnline,
+        &crate::leaper::model::LeaperModelExperiment,
+        &crate::leaper::sensitivity::LeaperSensitivity,
         // ------------------------------------------------------------------------------------------
     ]
 }

@@ -134,7 +134,13 @@ pub struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    pub fn new(store: KvStore, spec: &'a KvWorkload, seed: u64, cost: CostModel, collector: bool) -> anyhow::Result<Self> {
+    pub fn new(
+        store: KvStore,
+        spec: &'a KvWorkload,
+        seed: u64,
+        cost: CostModel,
+        collector: bool,
+    ) -> anyhow::Result<Self> {
         let last = store.cache().stats();
         Ok(Driver {
             store,
@@ -155,7 +161,8 @@ impl<'a> Driver<'a> {
         let start_s = self.clock.now_s();
         on_op(start_s, &op);
         self.store.set_now(start_s);
-        apply(&mut self.store, &op, self.spec).with_context(|| format!("operation {} ({:?})", op.seq, op.op))?;
+        apply(&mut self.store, &op, self.spec)
+            .with_context(|| format!("operation {} ({:?})", op.seq, op.op))?;
         let now = self.store.cache().stats();
         let d = now.since(&self.last);
         self.last = now;
@@ -215,35 +222,65 @@ impl Warmup {
 }
 
 /// Runs `ops` operations (the warm-up), calling `on_op` with each one's start time.
-pub fn warm_up(driver: &mut Driver, ops: u64, on_op: &mut dyn FnMut(f64, &TimedOp)) -> anyhow::Result<Warmup> {
+pub fn warm_up(
+    driver: &mut Driver,
+    ops: u64,
+    on_op: &mut dyn FnMut(f64, &TimedOp),
+) -> anyhow::Result<Warmup> {
     let mut w = Warmup::default();
     let half = ops / 2;
     let mut half_start = 0.0;
-    let mut write = false;
     for i in 0..ops {
         if i == half {
             half_start = driver.clock.now_s();
         }
-        driver.step(&mut |t, op| {
-            write = op.op.is_write();
-            on_op(t, op);
-        })?;
-        w.writes += u64::from(write);
-        for (_, b) in driver.take_background() {
-            if rewrites(&b) {
-                w.background_ops += 1;
-                if b.kind == Background::Compaction {
-                    w.compactions
-                        .push((driver.cost.background_s(b.pages_read, b.pages_written), b.input_blocks));
-                }
-            }
-        }
+        warm_step(driver, &mut w, on_op)?;
     }
-    w.ops = ops;
     w.secs = driver.clock.now_s();
     w.second_half_ops = ops - half;
     w.second_half_secs = w.secs - half_start;
     Ok(w)
+}
+
+/// Continues a warm-up until the clock reads `until_s` (the mean latency of `w` stays that of its
+/// first part's second half).
+pub fn extend_warm_up(
+    driver: &mut Driver,
+    w: &mut Warmup,
+    until_s: f64,
+    on_op: &mut dyn FnMut(f64, &TimedOp),
+) -> anyhow::Result<()> {
+    while driver.clock.now_s() < until_s {
+        warm_step(driver, w, on_op)?;
+    }
+    w.secs = driver.clock.now_s();
+    Ok(())
+}
+
+fn warm_step(
+    driver: &mut Driver,
+    w: &mut Warmup,
+    on_op: &mut dyn FnMut(f64, &TimedOp),
+) -> anyhow::Result<()> {
+    let mut write = false;
+    driver.step(&mut |t, op| {
+        write = op.op.is_write();
+        on_op(t, op);
+    })?;
+    w.ops += 1;
+    w.writes += u64::from(write);
+    for (_, b) in driver.take_background() {
+        if rewrites(&b) {
+            w.background_ops += 1;
+            if b.kind == Background::Compaction {
+                w.compactions.push((
+                    driver.cost.background_s(b.pages_read, b.pages_written),
+                    b.input_blocks,
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a measured phase counted besides its timeline.
@@ -267,7 +304,12 @@ impl Measured {
 
 /// Runs operations until `run_s` virtual seconds have passed since the phase began, recording each
 /// into a timeline of `interval_s` intervals with windows of T1 + `t2_s`.
-pub fn measure(driver: &mut Driver, run_s: f64, interval_s: f64, t2_s: f64) -> anyhow::Result<(RunTimeline, Measured)> {
+pub fn measure(
+    driver: &mut Driver,
+    run_s: f64,
+    interval_s: f64,
+    t2_s: f64,
+) -> anyhow::Result<(RunTimeline, Measured)> {
     let t0 = driver.clock.now_s();
     let wall = std::time::Instant::now();
     let mut recorder = RunRecorder::new(interval_s, t2_s);
@@ -390,11 +432,25 @@ mod tests {
         let layout = setup.layout(0.3);
         let spec = setup.workload_spec(Workload::Synthetic, 1000).unwrap();
         let run = || {
-            let store = open_store(&setup, &layout, &spec, WarmUpKind::IncrementalWarmup.baseline().unwrap()).unwrap();
+            let store = open_store(
+                &setup,
+                &layout,
+                &spec,
+                WarmUpKind::IncrementalWarmup.baseline().unwrap(),
+            )
+            .unwrap();
             let mut d = Driver::new(store, &spec, 3, setup.cost_model(), false).unwrap();
             warm_up(&mut d, 2_000, &mut |_, _| {}).unwrap();
             let (tl, m) = measure(&mut d, 0.05, 0.005, 0.01).unwrap();
-            (tl.all.ops, tl.all.hits, tl.all.misses, m.flushes, m.compactions, m.invalidations, tl.intervals.len())
+            (
+                tl.all.ops,
+                tl.all.hits,
+                tl.all.misses,
+                m.flushes,
+                m.compactions,
+                m.invalidations,
+                tl.intervals.len(),
+            )
         };
         let a = run();
         assert_eq!(a, run());

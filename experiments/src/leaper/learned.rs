@@ -100,7 +100,12 @@ impl LeaperSettings {
             self.sample_p > 0.0 && self.sample_p <= 1.0,
             "a probability in (0, 1]",
         )?;
-        check("gbdt_rounds", self.gbdt_rounds, self.gbdt_rounds >= 1, "at least 1")?;
+        check(
+            "gbdt_rounds",
+            self.gbdt_rounds,
+            self.gbdt_rounds >= 1,
+            "at least 1",
+        )?;
         check(
             "hot_threshold",
             self.hot_threshold,
@@ -166,7 +171,8 @@ impl Drop for TrainedLeaper {
 impl TrainedLeaper {
     /// The model, read back from its files.
     pub fn load(&self) -> anyhow::Result<LeaperModel> {
-        LeaperModel::load(&self.dir).with_context(|| format!("loading the Leaper model from {}", self.dir.display()))
+        LeaperModel::load(&self.dir)
+            .with_context(|| format!("loading the Leaper model from {}", self.dir.display()))
     }
 
     /// Step 1's offline metrics against the last-slot baseline.
@@ -206,7 +212,12 @@ impl TrainedLeaper {
 /// Bytes of the files in `dir`.
 fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
-        .map(|it| it.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+        .map(|it| {
+            it.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
         .unwrap_or(0)
 }
 
@@ -257,7 +268,8 @@ pub fn training_set(
         seed,
         ..CollectorConfig::offline(range_size, slot_s)
     };
-    let history = RangeHistory::from_log(&log.records, &config).context("collecting the warm-up's accesses")?;
+    let history =
+        RangeHistory::from_log(&log.records, &config).context("collecting the warm-up's accesses")?;
     let longest = warmup.compactions.iter().map(|(t1, _)| *t1).fold(0.0, f64::max);
     let steps = if s.steps > 0 {
         s.steps
@@ -299,7 +311,8 @@ pub fn train(
     cost_alpha: f64,
 ) -> anyhow::Result<TrainedLeaper> {
     let set = training_set(log, warmup, s, interval_s, t2_s, spec, seed)?;
-    let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.params).context("training the Leaper model")?;
+    let (model, report) =
+        lsmlab_engine::leaper::train(&set.history, &set.params).context("training the Leaper model")?;
     let dir = model_dir(&spec.name);
     model
         .save(&dir)

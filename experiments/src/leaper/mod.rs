@@ -10,8 +10,10 @@
 pub mod clock;
 pub mod driver;
 pub mod learned;
+pub mod model;
 pub mod online;
 pub mod report;
+pub mod sensitivity;
 pub mod timeline;
 
 use std::fmt;

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use lsmlab_engine::kvstore::{WarmUpKind, WarmUpPolicy};
 use serde::{Deserialize, Serialize};
 
-use super::driver::{calibrate_interval_s, measure, open_store, warm_up, Driver, Layout, Measured, Warmup};
+use super::driver::{
+    calibrate_interval_s, extend_warm_up, measure, open_store, warm_up, Driver, Layout, Measured, Warmup,
+};
 use super::learned::{self, LeaperSettings, TrainedLeaper};
 use super::report::{self as lr, BASELINE, LEAPER};
 use super::{check_workloads, median, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
@@ -59,6 +61,10 @@ impl Config for OnlineConfig {
     }
 }
 
+/// Slots the warm-up covers at least (Leaper's features look back 6 slots; the models need a few
+/// steps ahead and a held-out tail on top), whatever `warmup_ops` says.
+pub const MIN_TRAINING_SLOTS: u64 = 40;
+
 /// The day of the workloads' time of day (and of e-commerce's hot-set shift), in operations: the
 /// warm-up spans two days.
 pub fn day_ops(setup: &KvSetup) -> u64 {
@@ -93,7 +99,8 @@ pub fn policy_for(
     match kind.baseline() {
         Some(p) => Ok((p, None)),
         None => {
-            let trained = trained.ok_or_else(|| anyhow::anyhow!("the Leaper policy needs a trained model"))?;
+            let trained =
+                trained.ok_or_else(|| anyhow::anyhow!("the Leaper policy needs a trained model"))?;
             let (p, h) = learned::policy(trained, seed)?;
             Ok((p, Some(h)))
         }
@@ -102,6 +109,7 @@ pub fn policy_for(
 
 /// Runs one workload: the training pass, then every policy. `cache_ratio` overrides the setup's
 /// (the sensitivity sweep); `spec_for` may change the workload's spec (zipf, range share).
+#[allow(clippy::too_many_arguments)]
 pub fn run_workload(
     setup: &KvSetup,
     settings: &LeaperSettings,
@@ -117,11 +125,15 @@ pub fn run_workload(
     let cost = setup.cost_model();
     ctx.progress.begin(format!("{label}: training pass"));
     // The training pass: no warm-up policy, every access logged.
-    let store = open_store(setup, &layout, &spec, WarmUpKind::Lru.baseline().expect("lru is a baseline"))?;
+    let store = open_store(
+        setup,
+        &layout,
+        &spec,
+        WarmUpKind::Lru.baseline().expect("lru is a baseline"),
+    )?;
     let mut driver = Driver::new(store, &spec, ctx.seed, cost, false)?;
     let mut log = learned::AccessLog::default();
-    let training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
-    drop(driver);
+    let mut training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
     let interval_s = if setup.interval_s > 0.0 {
         setup.interval_s
     } else {
@@ -138,6 +150,16 @@ pub fn run_workload(
         "the calibrated interval is empty: the warm-up ran no operation that took time"
     );
     let t2_s = setup.t2_intervals * interval_s;
+    // The model needs slots enough to train and test on: the warm-up goes on until it covers
+    // MIN_TRAINING_SLOTS, and every policy's warm-up then runs as many operations.
+    let slot_s = settings.slot_intervals * interval_s;
+    extend_warm_up(
+        &mut driver,
+        &mut training,
+        MIN_TRAINING_SLOTS as f64 * slot_s,
+        &mut |t, op| log.record(t, &op.op),
+    )?;
+    drop(driver);
     let trained = if policies.contains(&WarmUpKind::Leaper) {
         ctx.progress.begin(format!("{label}: training the Leaper model"));
         // Without a compaction in the warm-up, alpha is one block read and written at the
@@ -156,9 +178,10 @@ pub fn run_workload(
         let store = open_store(setup, &layout, &spec, object)?;
         let data_bytes = store.data_bytes();
         let mut driver = Driver::new(store, &spec, ctx.seed, cost, policy == WarmUpKind::Leaper)?;
-        warm_up(&mut driver, setup.warmup_ops, &mut |_, _| {})?;
+        warm_up(&mut driver, training.ops, &mut |_, _| {})?;
         let before = handle.as_ref().map(learned::read);
-        let (timeline, measured) = measure(&mut driver, setup.intervals as f64 * interval_s, interval_s, t2_s)?;
+        let (timeline, measured) =
+            measure(&mut driver, setup.intervals as f64 * interval_s, interval_s, t2_s)?;
         let leaper = handle.as_ref().map(|h| learned::read(h).since(before.as_ref()));
         runs.push(PolicyRun {
             policy,
@@ -253,10 +276,7 @@ pub fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
     let threshold = spike_threshold_us(&w.runs, spike_factor);
     let mut rows = Vec::new();
     for run in &w.runs {
-        rows.extend(
-            run.timeline
-                .interval_rows(&dims(w.workload, run, w.interval_s)),
-        );
+        rows.extend(run.timeline.interval_rows(&dims(w.workload, run, w.interval_s)));
     }
     for run in &w.runs {
         rows.push(summary_row(w, run, threshold));
@@ -317,7 +337,8 @@ impl TypedExperiment for LeaperOnline {
     }
 
     fn run(&self, cfg: &OnlineConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        ctx.progress.set_total(cfg.workloads.len() * (cfg.policies.len() + 2));
+        ctx.progress
+            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2));
         let mut out = RunOutput {
             notes: cfg.setup.notes(),
             ..RunOutput::default()

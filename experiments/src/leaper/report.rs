@@ -357,6 +357,199 @@ pub fn online_report(result: &ResultFile) -> String {
     md
 }
 
+/// Precision, recall and AUC of `rows` as bar series (one per row, named by `name`).
+fn metric_series(rows: &[&Row], name: &dyn Fn(&Row) -> String) -> Vec<(String, Vec<f64>)> {
+    rows.iter()
+        .map(|r| {
+            (
+                name(r),
+                ["precision", "recall", "auc"]
+                    .iter()
+                    .map(|k| num(r, k).unwrap_or(f64::NAN))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// `leaper-model`'s figures, per workload: the paper's Figure 6 (step-1 model against the last-slot
+/// baseline), Figure 8 (feature-group ablation) and Table 3 (feature-group importance beside the
+/// paper's).
+pub fn model_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let metrics = ["precision".to_string(), "recall".to_string(), "AUC".to_string()];
+    let mut paths = Vec::new();
+    for workload in distinct(result.rows.iter(), "workload") {
+        let of = |kind: &str| -> Vec<&Row> {
+            result
+                .rows
+                .iter()
+                .filter(|r| is_kind(r, kind) && text_of(r, "workload").as_deref() == Some(workload.as_str()))
+                .collect()
+        };
+        let step1: Vec<&Row> = of("metrics")
+            .into_iter()
+            .filter(|r| num(r, "step") == Some(1.0))
+            .collect();
+        if !step1.is_empty() {
+            let title = format!(
+                "Figure 6: {workload}, step-1 model on the held-out day ({} scale)",
+                result.scale
+            );
+            paths.extend(plot::grouped_bars(
+                &out_dir.join(format!("leaper-model-fig6-{workload}")),
+                &Labels {
+                    title: &title,
+                    x: "metric",
+                    y: "rate",
+                    note: None,
+                },
+                &metrics,
+                &metric_series(&step1, &|r| text_of(r, "model").unwrap_or_default()),
+                false,
+            )?);
+        }
+        let ablation = of("ablation");
+        if !ablation.is_empty() {
+            let title = format!("Figure 8: {workload}, feature groups ({} scale)", result.scale);
+            paths.extend(plot::grouped_bars(
+                &out_dir.join(format!("leaper-model-fig8-{workload}")),
+                &Labels {
+                    title: &title,
+                    x: "metric",
+                    y: "rate",
+                    note: None,
+                },
+                &metrics,
+                &metric_series(&ablation, &|r| text_of(r, "features").unwrap_or_default()),
+                false,
+            )?);
+        }
+        let importance = of("importance");
+        if !importance.is_empty() {
+            let groups: Vec<String> = importance.iter().filter_map(|r| text_of(r, "group")).collect();
+            let series = vec![
+                (
+                    "lsmlab".to_string(),
+                    importance
+                        .iter()
+                        .map(|r| num(r, "share_pct").unwrap_or(f64::NAN))
+                        .collect(),
+                ),
+                (
+                    "paper".to_string(),
+                    importance
+                        .iter()
+                        .map(|r| num(r, "paper_pct").unwrap_or(f64::NAN))
+                        .collect(),
+                ),
+            ];
+            let title = format!("Table 3: {workload}, feature importance ({} scale)", result.scale);
+            paths.extend(plot::grouped_bars(
+                &out_dir.join(format!("leaper-model-table3-{workload}")),
+                &Labels {
+                    title: &title,
+                    x: "feature group",
+                    y: "share of gain (%)",
+                    note: None,
+                },
+                &groups,
+                &series,
+                false,
+            )?);
+        }
+    }
+    Ok(paths)
+}
+
+/// `leaper-model`'s report section.
+pub fn model_report(result: &ResultFile) -> String {
+    let pick =
+        |kind: &str| -> Vec<Row> { result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect() };
+    let mut md = format!(
+        "The model offline ({} scale, seed {}): trained on the first days of a logged run, tested on the last.\n\n",
+        result.scale, result.seed
+    );
+    md += &rows_table(
+        &pick("metrics"),
+        &[
+            "workload",
+            "model",
+            "step",
+            "precision",
+            "recall",
+            "auc",
+            "train_s",
+            "inference_ms",
+            "test_rows",
+        ],
+    );
+    md += "\n### Feature groups (Figure 8) and importance (Table 3)\n\n";
+    md += &rows_table(
+        &pick("ablation"),
+        &["workload", "features", "precision", "recall", "auc", "train_s"],
+    );
+    md += "\n";
+    md += &rows_table(
+        &pick("importance"),
+        &["workload", "group", "share_pct", "paper_pct"],
+    );
+    md
+}
+
+/// `leaper-sensitivity`'s figures: per sweep, the QPS speedup of Leaper over Incremental Warmup in
+/// compaction windows and both policies' hit ratios (the paper's Figures 13 and 14).
+pub const SENSITIVITY_FIGURES: &[FigureSpec] = &[
+    FigureSpec {
+        filters: &[Filter::In("kind", &["gain"])],
+        facets: &["sweep"],
+        x: "value",
+        x_label: "swept value",
+        series: "leaper / incremental-warmup",
+        y_label: "QPS speedup in compaction windows",
+        ..FigureSpec::new(
+            "leaper-sensitivity-speedup-{sweep}",
+            "QPS speedup against {sweep} ({scale} scale)",
+            Mark::Lines { y: "qps_speedup" },
+        )
+    },
+    FigureSpec {
+        filters: &[Filter::In("kind", &["summary"])],
+        facets: &["sweep"],
+        x: "value",
+        x_label: "swept value",
+        series: "{policy}",
+        y_label: "block cache hit ratio",
+        ..FigureSpec::new(
+            "leaper-sensitivity-hit-ratio-{sweep}",
+            "Hit ratio against {sweep} ({scale} scale)",
+            Mark::Lines { y: "hit_ratio" },
+        )
+    },
+];
+
+/// `leaper-sensitivity`'s report section.
+pub fn sensitivity_report(result: &ResultFile) -> String {
+    let pick =
+        |kind: &str| -> Vec<Row> { result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect() };
+    let mut md = format!(
+        "Leaper against Incremental Warmup as one knob moves ({} scale, seed {}).\n\n",
+        result.scale, result.seed
+    );
+    md += &rows_table(
+        &pick("gain"),
+        &[
+            "sweep",
+            "value",
+            "qps_speedup",
+            "hit_ratio_gain",
+            "miss_reduction_in_windows",
+        ],
+    );
+    md += "\n";
+    md += &rows_table(&pick("best"), &["sweep", "best_qps_gain_at", "best_hit_gain_at"]);
+    md
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
