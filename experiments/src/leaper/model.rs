@@ -14,9 +14,9 @@ use lsmlab_engine::leaper::features::Row as FeatureRow;
 use lsmlab_engine::leaper::{ablation, features_at, FeatureGroup, Metrics};
 use serde::{Deserialize, Serialize};
 
-use super::driver::{calibrate_interval_s, open_store, warm_up, Driver};
+use super::driver::{calibrate_interval_s, extend_warm_up, open_store, warm_up, Driver};
 use super::learned::{self, AccessLog, LeaperSettings};
-use super::online::day_ops;
+use super::online::{day_ops, MIN_TRAINING_SLOTS};
 use super::report as lr;
 use super::{check_workloads, KvSetup, Workload, PAPER};
 use crate::config::{check, Config, KeyHelp};
@@ -130,8 +130,7 @@ impl TypedExperiment for LeaperModelExperiment {
             let mut driver = Driver::new(store, &spec, ctx.seed, setup.cost_model(), false)?;
             let mut log = AccessLog::default();
             let ops = cfg.days * spec.day_ops;
-            let run = warm_up(&mut driver, ops, &mut |t, op| log.record(t, &op.op))?;
-            drop(driver);
+            let mut run = warm_up(&mut driver, ops, &mut |t, op| log.record(t, &op.op))?;
             // The same slots as leaper-online: the interval calibrated on the first two days.
             let interval_s = if setup.interval_s > 0.0 {
                 setup.interval_s
@@ -145,6 +144,16 @@ impl TypedExperiment for LeaperModelExperiment {
                 )
             };
             let t2_s = setup.t2_intervals * interval_s;
+            // As in leaper-online, the log covers at least MIN_TRAINING_SLOTS slots (then its last
+            // 1 / days is held out, whole days or not).
+            let slot_s = settings.slot_intervals * interval_s;
+            extend_warm_up(
+                &mut driver,
+                &mut run,
+                MIN_TRAINING_SLOTS as f64 * slot_s,
+                &mut |t, op| log.record(t, &op.op),
+            )?;
+            drop(driver);
             let set = learned::training_set(&log, &run, &settings, interval_s, t2_s, &spec, ctx.seed)?;
             let started = Instant::now();
             let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.params)
@@ -232,10 +241,10 @@ impl TypedExperiment for LeaperModelExperiment {
                 );
             }
             out.notes.push(format!(
-                "{workload}: {} operations over {} days of {} operations ({:.3} virtual s, slots of {:.3} ms); {} slots x \
-                 {} ranges of {} keys; {} step models trained in {:.2} s (all steps: {:.2} s); inference for {} ranges x {} \
+                "{workload}: {} operations ({} days of {} operations, or more to cover {MIN_TRAINING_SLOTS} slots; {:.3} \
+                 virtual s, slots of {:.3} ms), the last 1 / days of the slots held out; {} slots x {} ranges of {} keys; {} step models trained in {:.2} s (all steps: {:.2} s); inference for {} ranges x {} \
                  steps: {:.2} ms (wall).",
-                ops,
+                run.ops,
                 cfg.days,
                 spec.day_ops,
                 run.secs,
