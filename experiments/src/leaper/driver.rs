@@ -54,9 +54,30 @@ impl KvSetup {
                 base_level_pages: ((memtable_pages * self.base_level_memtables).round() as u64).max(1),
                 size_ratio: self.size_ratio,
                 target_run_pages: ((memtable_pages * self.target_run_memtables).round() as u64).max(1),
-                max_levels: self.max_levels,
+                max_levels: if self.max_levels > 0 {
+                    self.max_levels
+                } else {
+                    self.levels_for(data_blocks, memtable_pages * self.base_level_memtables)
+                },
             },
         }
+    }
+
+    /// Levels (level 0 included) whose last level holds `data_pages` as RocksDB's dynamic level
+    /// sizing lays them out: the bulk load fills the last level, and the level above it may grow
+    /// to a `size_ratio`-th of it, down from level 1's `base_pages`. With the ratios kept, level 1
+    /// holds 4 memtables = 40% of the data, the last level (2) the data: 3 levels at every scale.
+    /// (Bulk-loading into a deeper last level would leave the hot keys' newer versions in the
+    /// levels between, with the old ones below, for as long as the run lasts.)
+    pub fn levels_for(&self, data_pages: u64, base_pages: f64) -> usize {
+        // L0, L1 (the base) and the last level at least: level 0 never compacts into the whole data.
+        let mut above_last = base_pages.max(1.0);
+        let mut levels = 3;
+        while above_last * (self.size_ratio as f64) < data_pages as f64 && levels < 16 {
+            above_last *= self.size_ratio as f64;
+            levels += 1;
+        }
+        levels
     }
 
     /// The workload's op stream spec at this setup's record count and value size; `day_ops` sets
@@ -386,6 +407,12 @@ mod tests {
         assert!((mem - 0.1).abs() < 1e-3, "{mem}");
         let base = layout.leveled.base_level_pages as f64 / layout.leveled.target_run_pages as f64;
         assert!((base - 4.0).abs() < 0.1, "level 1 holds 4 memtables: {base}");
+        assert_eq!(
+            layout.leveled.max_levels, 3,
+            "L0, L1 (40% of the data), L2 (the data)"
+        );
+        assert_eq!(setup.levels_for(1000, 4.0), 5, "L1 4, L2 40, L3 400, L4 the data");
+        assert_eq!(setup.levels_for(40, 4.0), 3);
     }
 
     #[test]

@@ -93,7 +93,8 @@ pub struct KvSetup {
     /// Size of the runs a compaction writes, in memtables (RocksDB's defaults: 64 MB files and 64 MB
     /// write buffers).
     pub target_run_memtables: f64,
-    /// Levels including level 0 (RocksDB's default 7).
+    /// Levels including level 0; 0 = as RocksDB's dynamic level sizing lays the data out (the
+    /// bulk-loaded data fills the last level).
     pub max_levels: usize,
     pub bloom_fp: f64,
     /// Device profile whose random page read prices a cache miss.
@@ -153,7 +154,10 @@ pub const SETUP_HELP: [KeyHelp; 22] = [
         "target_run_memtables",
         "size of the runs compactions write, in memtables (RocksDB: 64 MB files, 64 MB buffers)",
     ),
-    ("max_levels", "levels including level 0 (RocksDB: 7)"),
+    (
+        "max_levels",
+        "levels including level 0; 0 = the fewest whose last level holds the data, as RocksDB's dynamic level sizing (3 with the kept ratios)",
+    ),
     ("bloom_fp", "Bloom filter false-positive rate per run"),
     (
         "profile",
@@ -217,7 +221,7 @@ impl KvSetup {
             base_level_memtables: 4.0,
             size_ratio: 10,
             target_run_memtables: 1.0,
-            max_levels: 7,
+            max_levels: 0,
             bloom_fp: 0.01,
             profile: DeviceProfile::SataSsd,
             cpu_op_us: 2.0,
@@ -275,7 +279,12 @@ impl KvSetup {
             self.target_run_memtables > 0.0,
             "a positive number",
         )?;
-        check("max_levels", self.max_levels, self.max_levels >= 2, "at least 2")?;
+        check(
+            "max_levels",
+            self.max_levels,
+            self.max_levels != 1,
+            "0 (automatic) or at least 2",
+        )?;
         check(
             "bloom_fp",
             self.bloom_fp,
@@ -320,47 +329,6 @@ impl KvSetup {
         )
     }
 
-    /// Bytes of one record as the ratios count data: an 8-byte key and the value.
-    pub fn pair_bytes(&self) -> u64 {
-        8 + self.value_bytes as u64
-    }
-
-    /// The initial data in bytes (records x pair bytes), which the ratios are fractions of.
-    pub fn data_bytes(&self) -> u64 {
-        self.records * self.pair_bytes()
-    }
-
-    /// Cache capacity in pages for a cache / data ratio.
-    pub fn cache_pages_for(&self, ratio: f64) -> usize {
-        ((self.data_bytes() as f64 * ratio / self.page_size as f64).round() as usize).max(1)
-    }
-
-    pub fn cache_pages(&self) -> usize {
-        self.cache_pages_for(self.cache_ratio)
-    }
-
-    /// The memtable budget in bytes.
-    pub fn memtable_bytes(&self) -> u64 {
-        ((self.data_bytes() as f64 * self.memtable_ratio).round() as u64).max(self.page_size as u64)
-    }
-
-    /// The memtable budget in pages (level sizes are counted in memtables).
-    pub fn memtable_pages(&self) -> u64 {
-        self.memtable_bytes().div_ceil(self.page_size as u64).max(1)
-    }
-
-    /// The leveled layout's parameters in pages.
-    pub fn leveled(&self) -> lsmlab_engine::lsm::LeveledParams {
-        let m = self.memtable_pages() as f64;
-        lsmlab_engine::lsm::LeveledParams {
-            l0_trigger: self.l0_trigger,
-            base_level_pages: ((m * self.base_level_memtables).round() as u64).max(1),
-            size_ratio: self.size_ratio,
-            target_run_pages: ((m * self.target_run_memtables).round() as u64).max(1),
-            max_levels: self.max_levels,
-        }
-    }
-
     /// The clock's costs.
     pub fn cost_model(&self) -> CostModel {
         CostModel::new(
@@ -376,21 +344,27 @@ impl KvSetup {
     /// The notes every Leaper result carries about the store, the clock and the ratios.
     pub fn notes(&self) -> Vec<String> {
         let m = self.cost_model();
+        let layout = self.layout(self.cache_ratio);
         vec![
             format!(
                 "Ratios kept from the paper (10 GB of data in 200 B pairs, a 3 GB block cache, 1 GB of memtables, \
                  about 10 flushes and compactions in each 200 s run reported every second): {} records of {} B \
-                 values ({} B initial data), cache / data = {} ({} pages of {} B), memtable / data = {}, \
-                 {} intervals per run with {} background operations per run targeted. Every row carries the \
+                 values ({} data blocks of {} B), cache / data = {} ({} pages), memtable / data = {}, levels \
+                 {} (L1 = {} memtables, x {} per level, runs of {} memtables), {} intervals per run with {} \
+                 background operations per run targeted. Every row carries the \
                  measured cache_data_ratio (cache bytes / the store's data bytes after the bulk load), \
                  memtable_data_ratio and the run's background_ops.",
                 self.records,
                 self.value_bytes,
-                self.data_bytes(),
-                self.cache_ratio,
-                self.cache_pages(),
+                layout.data_blocks,
                 self.page_size,
+                self.cache_ratio,
+                layout.cache_pages,
                 self.memtable_ratio,
+                layout.leveled.max_levels,
+                self.base_level_memtables,
+                self.size_ratio,
+                self.target_run_memtables,
                 self.intervals,
                 self.background_ops_per_run,
             ),
@@ -474,16 +448,15 @@ mod tests {
         for scale in Scale::ALL {
             let s = KvSetup::defaults(scale);
             s.validate().unwrap();
-            let cache = s.cache_pages() as f64 * s.page_size as f64 / s.data_bytes() as f64;
+            let l = s.layout(s.cache_ratio);
+            let cache = l.cache_pages as f64 / l.data_blocks as f64;
             assert!((cache - 0.3).abs() < 0.01, "{scale}: {cache}");
-            let mem = s.memtable_bytes() as f64 / s.data_bytes() as f64;
+            let mem = l.memtable_bytes as f64 / l.data_bytes(s.page_size) as f64;
             assert!((mem - 0.1).abs() < 1e-3, "{scale}: {mem}");
             assert_eq!((s.intervals, s.background_ops_per_run), (200, 10));
-            let l = s.leveled();
-            assert_eq!(l.base_level_pages, 4 * s.memtable_pages());
-            assert_eq!(l.target_run_pages, s.memtable_pages());
+            assert_eq!(l.leveled.max_levels, 3, "{scale}");
         }
-        assert_eq!(KvSetup::defaults(Scale::Paper).data_bytes(), 10_400_000_000);
+        assert_eq!(KvSetup::defaults(Scale::Paper).records, 50_000_000);
         assert_eq!(KvSetup::help().len(), 22);
     }
 

@@ -550,6 +550,16 @@ pub fn sensitivity_report(result: &ResultFile) -> String {
     md
 }
 
+/// The figure specs of each Leaper experiment, by name (for checks that specs name real fields);
+/// the timelines, Table 4 and `leaper-model`'s figures are drawn by code, not specs.
+pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
+    match experiment {
+        "leaper-online" => ONLINE_FIGURES,
+        "leaper-sensitivity" => SENSITIVITY_FIGURES,
+        _ => &[],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
