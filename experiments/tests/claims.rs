@@ -1,7 +1,7 @@
 //! The claims files against the experiments they name: every claim's experiment is registered, and
 //! every field, dimension, variant and baseline it reads is in that experiment's committed small
-//! results; judged on those results, every claim entry is measured. The figure specs are checked the
-//! same way.
+//! results; judged on those results, every claim entry is measured (or undefined, 0 / 0, on real
+//! rows). The figure specs are checked the same way.
 
 use std::path::PathBuf;
 

@@ -42,7 +42,7 @@ impl LeaperSettings {
     pub fn defaults(scale: Scale) -> LeaperSettings {
         LeaperSettings {
             range_size: 0,
-            slot_intervals: 5.0,
+            slot_intervals: 1.0,
             sample_p: 0.01,
             steps: 0,
             gbdt_rounds: match scale {
@@ -62,7 +62,7 @@ impl LeaperSettings {
             ),
             (
                 "slot_intervals",
-                "Leaper: a time slot of the collector and the models, in intervals",
+                "Leaper: a time slot of the collector and the models, in intervals (the paper: the smallest T2, reports every second)",
             ),
             (
                 "sample_p",
@@ -70,7 +70,7 @@ impl LeaperSettings {
             ),
             (
                 "steps",
-                "Leaper: step models K; 0 = Eq. 2 (the longest warm-up compaction's T1 + T2 in slots, plus 1)",
+                "Leaper: step models K; 0 = Eq. 2 (the longest warm-up compaction's T1 + T2 in slots, plus 1; at most 12)",
             ),
             (
                 "gbdt_rounds",
@@ -120,6 +120,10 @@ impl LeaperSettings {
         )
     }
 }
+
+/// The most step models Eq. 2 asks for by default (a longer window uses the last model for its
+/// remaining steps, as the policy does beyond its models).
+pub const MAX_STEPS: usize = 12;
 
 /// The warm-up's accesses, in time order, as Leaper's offline collection reads them.
 #[derive(Clone, Debug, Default)]
@@ -274,7 +278,7 @@ pub fn training_set(
     let steps = if s.steps > 0 {
         s.steps
     } else {
-        ((longest + t2_s) / slot_s).ceil() as usize + 1
+        (((longest + t2_s) / slot_s).ceil() as usize + 1).min(MAX_STEPS)
     };
     let day_s = spec.day_ops as f64 * warmup.secs_per_op();
     let params = TrainParams {
