@@ -194,10 +194,12 @@ impl TypedExperiment for LeaperSensitivity {
             } else {
                 vec![0.1, 0.2, 0.4, 0.8]
             },
-            range_sizes: if tiny {
-                vec![10, 1000]
-            } else {
-                vec![1, 10, 100, 1000, 10000]
+            // Figure 12 sweeps 1 to 10^5 keys of 50 million; a range of one key makes a model row per
+            // key and slot, which the smaller scales cannot afford to train.
+            range_sizes: match scale {
+                Scale::Tiny => vec![10, 1000],
+                Scale::Small => vec![100, 1000, 10000],
+                Scale::Paper => vec![1, 10, 100, 1000, 10000, 100000],
             },
             setup,
             leaper: LeaperSettings::defaults(scale),
