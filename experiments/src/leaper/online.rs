@@ -14,7 +14,7 @@ use super::driver::{
     calibrate_interval_s, extend_warm_up, measure, open_store, warm_up, Driver, Layout, Measured, Warmup,
 };
 use super::learned::{self, LeaperSettings, TrainedLeaper};
-use super::report::{self as lr, BASELINE, LEAPER};
+use super::report::{self as lr, BASELINE};
 use super::{check_workloads, median, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
@@ -293,14 +293,13 @@ pub fn workload_note(w: &WorkloadRuns, setup: &KvSetup) -> String {
         .collect();
     let mut note = format!(
         "{}: warm-up of {} operations ({} flushes and compactions, {:.3} virtual s); interval {} = {:.3} ms of \
-         virtual time{}, so a run of {} intervals lasts {:.3} s; background operations per run: {}.",
+         virtual time, so a run of {} intervals lasts {:.3} s; background operations per run: {}.",
         w.workload,
         w.training.ops,
         w.training.background_ops,
         w.training.secs,
         if setup.interval_s > 0.0 { "(set)" } else { "(calibrated)" },
         w.interval_s * 1e3,
-        "",
         setup.intervals,
         w.interval_s * setup.intervals as f64,
         bg.join(", ")
@@ -380,6 +379,3 @@ impl TypedExperiment for LeaperOnline {
         lr::online_report(result)
     }
 }
-
-/// The policy the overhead is measured against is the Table 4 baseline; Leaper is the variant.
-pub const COMPARED: (&str, &str) = (LEAPER, BASELINE);
