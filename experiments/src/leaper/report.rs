@@ -242,10 +242,7 @@ pub fn table4_figure(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<
             workloads.iter().map(|w| paper(w, i)).collect(),
         ));
     }
-    let title = format!(
-        "Table 4: leaper against incremental-warmup in compaction windows ({} scale)",
-        result.scale
-    );
+    let title = format!("Table 4: leaper vs incremental-warmup ({} scale)", result.scale);
     plot::grouped_bars(
         &out_dir.join("leaper-online-table4"),
         &Labels {
