@@ -280,12 +280,22 @@ impl KvStore {
     /// Live entries with keys in `lo..=hi`, in key order: the memtable and the overlapping data
     /// blocks of every run (read through the cache), k-way merged, newest first. `lo > hi` is an
     /// [`Error::Config`].
+    ///
+    /// The policy is told the part of `lo..=hi` between the smallest and the largest key the
+    /// store holds (nothing if that part is empty): Leaper's collector counts every key range of
+    /// an access, so a scan of the whole key space (`0..=u64::MAX`) told as such would walk
+    /// `u64::MAX / range_size` ranges.
     pub fn scan(&mut self, lo: u64, hi: u64) -> Result<Vec<(u64, Vec<u8>)>> {
         if lo > hi {
             return Err(Error::Config(format!("scan range {lo}..={hi} is inverted")));
         }
         self.stats.scans += 1;
-        self.policy.on_access(self.now, lo, hi, Access::Read);
+        if let Some(held) = self.key_cover() {
+            let (a, b) = (lo.max(held.min), hi.min(held.max));
+            if a <= b {
+                self.policy.on_access(self.now, a, b, Access::Read);
+            }
+        }
         let want = KeyRange::new(lo, hi);
         let mut streams: Vec<EntryStream<'_, u64, KvValue>> = vec![Box::new(
             self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
@@ -302,6 +312,20 @@ impl KvStore {
             }
         }
         Ok(out)
+    }
+
+    /// The smallest range covering every key of the memtable and the runs (tombstones included).
+    fn key_cover(&self) -> Option<KeyRange<u64>> {
+        let memtable = self
+            .memtable
+            .first_key_value()
+            .zip(self.memtable.last_key_value())
+            .map(|((&a, _), (&b, _))| KeyRange::new(a, b));
+        KeyRange::cover(
+            memtable
+                .iter()
+                .chain(self.runs.version().runs().filter_map(|r| r.keys.as_ref())),
+        )
     }
 
     /// Writes `key`. A value larger than a data block holds is an [`Error::Config`] (nothing is

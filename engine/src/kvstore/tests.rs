@@ -477,7 +477,11 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
     kv.put(1, b"x").unwrap();
     kv.delete(2).unwrap();
     kv.get(3).unwrap();
+    kv.put(12, b"y").unwrap();
     kv.scan(4, 9).unwrap();
+    // A scan is told clipped to the keys the store holds (1..=12); one beyond them is not told.
+    kv.scan(0, u64::MAX).unwrap();
+    kv.scan(13, 20).unwrap();
     {
         let r = rec.lock().unwrap();
         assert_eq!(
@@ -486,7 +490,9 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
                 (1.5, 1, 1, Access::Write),
                 (1.5, 2, 2, Access::Write),
                 (1.5, 3, 3, Access::Read),
-                (1.5, 4, 9, Access::Read)
+                (1.5, 12, 12, Access::Write),
+                (1.5, 4, 9, Access::Read),
+                (1.5, 1, 12, Access::Read)
             ]
         );
     }
@@ -535,4 +541,41 @@ fn a_scan_reads_the_overlapping_blocks_through_the_cache() {
 fn the_store_can_move_between_threads() {
     fn send<T: Send>() {}
     send::<KvStore>();
+}
+
+/// A scan of the whole key space under Leaper's policy: the collector counts every key range an
+/// access covers, so the store tells it only the keys it holds. Told `0..=u64::MAX`, the collector
+/// walked 2^64 / 100 ranges (memory ran out).
+#[test]
+fn a_scan_of_the_whole_key_space_under_leaper_counts_only_the_held_ranges() {
+    use crate::leaper::train::tests::periodic_history;
+    use crate::leaper::{train, GbdtParams, LeaperParams, LeaperPolicy, TrainParams};
+    let params = TrainParams {
+        steps: 2,
+        gbdt: GbdtParams {
+            rounds: 5,
+            ..GbdtParams::default()
+        },
+        ..TrainParams::default()
+    };
+    let model = train(&periodic_history(20), &params).unwrap().0;
+    let policy = LeaperPolicy::new(
+        model,
+        LeaperParams {
+            sample_p: 1.0,
+            ..LeaperParams::default()
+        },
+    )
+    .unwrap();
+    let cache = Arc::new(BufferCache::new(Arc::new(MemDevice::new(PAGE)), 8));
+    let mut kv = KvStore::new(cache, config(2048), Box::new(policy)).unwrap();
+    assert_eq!(kv.scan(0, u64::MAX).unwrap(), vec![], "an empty store");
+    for k in 0..500 {
+        kv.put(k * 3, &value(k * 3, 1)).unwrap();
+    }
+    kv.flush().unwrap();
+    kv.put(1, &value(1, 2)).unwrap();
+    let all = kv.scan(0, u64::MAX).unwrap();
+    assert_eq!(all.len(), 501);
+    assert_eq!(all[1], (1, value(1, 2)));
 }

@@ -175,6 +175,14 @@ impl RangeHistory {
                 )));
             }
             last = r.time;
+            let span =
+                range_of(r.lo.max(r.hi), c.config.range_size) - range_of(r.lo.min(r.hi), c.config.range_size);
+            if span >= MAX_RANGES_PER_ACCESS {
+                return Err(LeaperError::Invalid(format!(
+                    "record {i} spans keys {}..={}, more than {MAX_RANGES_PER_ACCESS} ranges of {} keys",
+                    r.lo, r.hi, c.config.range_size
+                )));
+            }
             c.record(r.time, r.lo, r.hi, r.access);
         }
         Ok(c.history())
@@ -237,11 +245,16 @@ pub struct CollectorStats {
     pub range_accesses: u64,
     /// Of those, counted (the first of a slot, or sampled).
     pub counted: u64,
-    /// Accesses dropped because their slot was no longer retained (time went backwards).
+    /// Range accesses dropped because their slot was no longer retained (time went backwards).
     pub dropped: u64,
+    /// Accesses not counted because they span more than [`MAX_RANGES_PER_ACCESS`] ranges.
+    pub too_wide: u64,
     /// Counters created (one per range, kind and slot).
     pub counters: u64,
 }
+
+/// The widest access the collector counts, in key ranges (2^20: a million counters).
+pub const MAX_RANGES_PER_ACCESS: u64 = 1 << 20;
 
 /// The collector: see the module documentation.
 #[derive(Clone, Debug)]
@@ -285,14 +298,21 @@ impl Collector {
         self.latest
     }
 
-    /// Keys `lo..=hi` were accessed at `now`.
+    /// Keys `lo..=hi` were accessed at `now`. An access spanning more than
+    /// [`MAX_RANGES_PER_ACCESS`] ranges is not counted (only [`CollectorStats::too_wide`] is):
+    /// callers clip scans to the keys that exist, so only a scan of a sparse, huge key space gets
+    /// there, and walking its ranges would cost time and memory without bound.
     pub fn record(&mut self, now: f64, lo: u64, hi: u64, access: Access) {
         let (lo, hi) = (lo.min(hi), lo.max(hi));
+        let span = range_of(hi, self.config.range_size) - range_of(lo, self.config.range_size);
+        if span >= MAX_RANGES_PER_ACCESS {
+            self.stats.too_wide += 1;
+            return;
+        }
         let slot = self.slot_of(now);
         if let (Some(keep), Some(latest)) = (self.config.retain_slots, self.latest) {
             if slot + (keep as u64) <= latest {
-                let n = range_of(hi, self.config.range_size) - range_of(lo, self.config.range_size) + 1;
-                self.stats.dropped += n;
+                self.stats.dropped += span + 1;
                 return;
             }
         }
@@ -569,6 +589,17 @@ mod tests {
                 ((3, 2), 1)
             ]
         );
+    }
+
+    #[test]
+    fn accesses_wider_than_the_limit_are_not_counted_and_refused_in_logs() {
+        let mut c = Collector::new(CollectorConfig::offline(1, 1.0)).unwrap();
+        c.record(0.0, 0, u64::MAX, Access::Read);
+        c.record(0.0, 5, 5, Access::Read);
+        assert_eq!((c.stats().too_wide, c.stats().range_accesses), (1, 1));
+        let log = [AccessRecord::scan(0.0, 0, u64::MAX)];
+        let err = RangeHistory::from_log(&log, &CollectorConfig::offline(100, 1.0)).unwrap_err();
+        assert!(err.to_string().contains("record 0 spans"), "{err}");
     }
 
     #[test]
