@@ -2,7 +2,8 @@
 #
 #   make                    every experiment at SCALE=small, then figures and REPORT.md
 #   make test               unit/integration tests, then a SCALE=tiny smoke run of every experiment
-#   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment
+#   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment,
+#                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity)
 #   make plot report        figures and report of $(SCALE) from its existing results
 #   make SCALE=tiny|small|paper SEED=N SET="key=value key2=value2" <target>
 #

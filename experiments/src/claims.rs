@@ -54,7 +54,10 @@ pub const SCHEMA: &str = "lsmlab.claims/1";
 pub const FILE_NAME: &str = "claims.json";
 
 /// The claim files compiled into the binary, one per paper.
-const SOURCES: &[(&str, &str)] = &[("rum.json", include_str!("../claims/rum.json"))];
+const SOURCES: &[(&str, &str)] = &[
+    ("rum.json", include_str!("../claims/rum.json")),
+    ("leaper.json", include_str!("../claims/leaper.json")),
+];
 
 /// One paper's claims (the contents of one file under `experiments/claims/`).
 #[derive(Clone, Debug, Deserialize)]

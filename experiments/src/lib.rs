@@ -23,6 +23,7 @@ pub mod scale;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
 pub mod data;
+pub mod leaper;
 pub mod peer;
 pub mod rum;
 // -----------------------------------------------------------------------------------------------------

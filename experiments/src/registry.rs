@@ -15,6 +15,10 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::rum::mixed::RumMixed,
         &crate::rum::concurrency::RumConcurrency,
         &crate::rum::tuning::RumTuning,
+        // Leaper (src/leaper/):
+        &crate::leaper::online::LeaperOnline,
+        &crate::leaper::model::LeaperModelExperiment,
+        &crate::leaper::sensitivity::LeaperSensitivity,
         // ------------------------------------------------------------------------------------------
     ]
 }

@@ -1,7 +1,7 @@
 //! The claims files against the experiments they name: every claim's experiment is registered, and
 //! every field, dimension, variant and baseline it reads is in that experiment's committed small
-//! results; judged on those results, every claim entry is measured. The figure specs are checked the
-//! same way.
+//! results; judged on those results, every claim entry is measured (or undefined, 0 / 0, on real
+//! rows). The figure specs are checked the same way.
 
 use std::path::PathBuf;
 
@@ -83,6 +83,11 @@ fn every_claim_is_measured_on_the_committed_small_results() {
     let eval = claims::evaluate(&sets, &committed_small_results(), Scale::Small);
     assert!(!eval.entries.is_empty());
     for e in &eval.entries {
+        // A measurement can be undefined on real rows (0 / 0: no latency spike for either policy
+        // to eliminate); that still reads every field it names.
+        if e.note.as_deref() == Some("undefined (0 / 0)") {
+            continue;
+        }
         assert_ne!(
             e.verdict,
             Verdict::NotMeasured,
@@ -100,8 +105,17 @@ fn every_claim_is_measured_on_the_committed_small_results() {
 #[test]
 fn every_figure_spec_reads_fields_its_rows_have() {
     for result in committed_small_results() {
-        let specs = lsmlab::rum::report::figure_specs(&result.experiment);
-        assert!(!specs.is_empty(), "{} has no figure specs", result.experiment);
+        let specs = if result.experiment.starts_with("leaper-") {
+            lsmlab::leaper::report::figure_specs(&result.experiment)
+        } else {
+            lsmlab::rum::report::figure_specs(&result.experiment)
+        };
+        // leaper-model's figures are drawn by code from its rows, not from specs.
+        assert!(
+            !specs.is_empty() || result.experiment == "leaper-model",
+            "{} has no figure specs",
+            result.experiment
+        );
         for spec in specs {
             for field in lsmlab::rum::report::spec_fields(spec) {
                 assert!(

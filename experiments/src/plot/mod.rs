@@ -11,6 +11,7 @@ mod line;
 mod palette;
 pub mod spec;
 mod table;
+mod timeline;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ pub use bars::{grouped_bars, stacked_bars};
 pub use line::{line_chart, line_chart_keyed};
 pub use palette::{color_for, marker_for, style_for, Marker, Style, PALETTE, STRATEGIES};
 pub use table::{markdown_table, table_figure};
+pub use timeline::{timeline, Panel, Shade};
 
 /// Default canvas size of a chart, in pixels.
 pub const CHART_SIZE: (u32, u32) = (1024, 640);

@@ -1,0 +1,479 @@
+//! The Leaper policy as the experiments build it (the engine's `leaper` module does the work): the
+//! warm-up's access log, Algorithm 1's key-range size, the multi-step GBDT models trained on the
+//! log, saved as files and loaded back, and the policy built from them with its counters observed.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use lsmlab_engine::cache::BufferCache;
+use lsmlab_engine::kvstore::{Access, BackgroundStart, BlockInfo, WarmUpPolicy};
+use lsmlab_engine::leaper::{
+    select_range_size, AccessRecord, CollectorConfig, GbdtParams, LeaperModel, LeaperParams, LeaperPolicy,
+    LeaperStats, RangeHistory, RangeSizeParams, TrainParams, TrainReport,
+};
+use lsmlab_workloads::kv::{KvOp, KvWorkload};
+use serde::{Deserialize, Serialize};
+
+use super::driver::Warmup;
+use crate::config::{check, KeyHelp};
+use crate::experiment::{RowBuilder, Scale};
+
+/// The Leaper policy's settings (top-level `--set` keys of every Leaper experiment).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeaperSettings {
+    /// Keys per key range; 0 = Algorithm 1 on the warm-up's accesses (initial 10, alpha 0.6).
+    pub range_size: u64,
+    /// A time slot of the collector and the models, in intervals.
+    pub slot_intervals: f64,
+    /// The collector's sampling probability P (the paper: 0.01).
+    pub sample_p: f64,
+    /// Step models K; 0 = Eq. 2: the longest warm-up compaction's T1 + T2 in slots, plus 1.
+    pub steps: usize,
+    /// Boosting rounds of each GBDT model.
+    pub gbdt_rounds: usize,
+    /// Probability at or above which a range is hot.
+    pub hot_threshold: f64,
+    /// Share of the warm-up's slots held out to test the models.
+    pub test_fraction: f64,
+}
+
+impl LeaperSettings {
+    pub fn defaults(scale: Scale) -> LeaperSettings {
+        LeaperSettings {
+            range_size: 0,
+            slot_intervals: 1.0,
+            sample_p: 0.01,
+            steps: 0,
+            gbdt_rounds: match scale {
+                Scale::Tiny => 30,
+                _ => 100,
+            },
+            hot_threshold: 0.5,
+            test_fraction: 0.25,
+        }
+    }
+
+    pub fn help() -> Vec<KeyHelp> {
+        vec![
+            (
+                "range_size",
+                "Leaper: keys per key range; 0 = Algorithm 1 on the warm-up's accesses (initial size 10, alpha 0.6)",
+            ),
+            (
+                "slot_intervals",
+                "Leaper: a time slot of the collector and the models, in intervals (the paper: the smallest T2, reports every second)",
+            ),
+            (
+                "sample_p",
+                "Leaper: the collector's sampling probability P (the paper: 0.01)",
+            ),
+            (
+                "steps",
+                "Leaper: step models K; 0 = Eq. 2 (the longest warm-up compaction's T1 + T2 in slots, plus 1; at most 12)",
+            ),
+            (
+                "gbdt_rounds",
+                "Leaper: boosting rounds per GBDT model (learning rate 0.05, 31 leaves, bagging 0.8, feature fraction 0.9 as the paper)",
+            ),
+            (
+                "hot_threshold",
+                "Leaper: probability at or above which a key range is predicted hot",
+            ),
+            (
+                "test_fraction",
+                "Leaper: share of the warm-up's slots held out to test the models",
+            ),
+        ]
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check(
+            "slot_intervals",
+            self.slot_intervals,
+            self.slot_intervals > 0.0,
+            "a positive number of intervals",
+        )?;
+        check(
+            "sample_p",
+            self.sample_p,
+            self.sample_p > 0.0 && self.sample_p <= 1.0,
+            "a probability in (0, 1]",
+        )?;
+        check(
+            "gbdt_rounds",
+            self.gbdt_rounds,
+            self.gbdt_rounds >= 1,
+            "at least 1",
+        )?;
+        check(
+            "hot_threshold",
+            self.hot_threshold,
+            self.hot_threshold > 0.0 && self.hot_threshold < 1.0,
+            "a probability strictly between 0 and 1",
+        )?;
+        check(
+            "test_fraction",
+            self.test_fraction,
+            self.test_fraction > 0.0 && self.test_fraction < 1.0,
+            "a fraction strictly between 0 and 1",
+        )
+    }
+}
+
+/// The most step models Eq. 2 asks for by default (a longer window uses the last model for its
+/// remaining steps, as the policy does beyond its models).
+pub const MAX_STEPS: usize = 12;
+
+/// The warm-up's accesses, in time order, as Leaper's offline collection reads them.
+#[derive(Clone, Debug, Default)]
+pub struct AccessLog {
+    pub records: Vec<AccessRecord>,
+    /// One past the largest key accessed.
+    pub key_space: u64,
+}
+
+impl AccessLog {
+    /// Logs one operation starting at virtual time `t`.
+    pub fn record(&mut self, t: f64, op: &KvOp) {
+        let (r, hi) = match *op {
+            KvOp::Get(k) => (AccessRecord::read(t, k), k),
+            KvOp::Scan { lo, hi } => (AccessRecord::scan(t, lo, hi), hi),
+            KvOp::Update(k) | KvOp::Insert(k) => (AccessRecord::write(t, k), k),
+        };
+        self.key_space = self.key_space.max(hi + 1);
+        self.records.push(r);
+    }
+}
+
+/// A trained model on disk (in a temporary directory removed when this is dropped), with what
+/// training reported.
+pub struct TrainedLeaper {
+    pub dir: PathBuf,
+    pub report: TrainReport,
+    pub range_size: u64,
+    /// Algorithm 1's evaluated sizes and zero proportions (empty when the size was set).
+    pub range_sizes_tried: Vec<(u64, f64)>,
+    pub slot_s: f64,
+    pub day_s: f64,
+    pub steps: usize,
+    /// Total bytes of the model files.
+    pub model_bytes: u64,
+    /// `alpha` of T1 = alpha x N (virtual seconds per block to merge), from the warm-up's compactions.
+    pub alpha_s_per_block: f64,
+    pub t2_s: f64,
+    pub sample_p: f64,
+    pub threshold: f64,
+}
+
+impl Drop for TrainedLeaper {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl TrainedLeaper {
+    /// The model, read back from its files.
+    pub fn load(&self) -> anyhow::Result<LeaperModel> {
+        LeaperModel::load(&self.dir)
+            .with_context(|| format!("loading the Leaper model from {}", self.dir.display()))
+    }
+
+    /// Step 1's offline metrics against the last-slot baseline.
+    pub fn note(&self) -> String {
+        let s1 = self.report.steps.first();
+        format!(
+            "Leaper model: key ranges of {} keys ({}), slots of {:.3} ms, {} step models trained in {:.2} s on {} slots x \
+             {} ranges, saved ({} bytes) and loaded back; step 1 on the held-out slots: precision {}, recall {} \
+             (last-slot baseline: recall {}); alpha = {:.3e} s per block.",
+            self.range_size,
+            if self.range_sizes_tried.is_empty() {
+                "set".to_string()
+            } else {
+                format!(
+                    "Algorithm 1 tried {}",
+                    self.range_sizes_tried
+                        .iter()
+                        .map(|(s, z)| format!("{s} ({z:.3} zeros)"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            self.slot_s * 1e3,
+            self.steps,
+            self.report.train_secs,
+            self.report.slots,
+            self.report.ranges,
+            self.model_bytes,
+            s1.map_or("-".into(), |s| format!("{:.3}", s.model.precision)),
+            s1.map_or("-".into(), |s| format!("{:.3}", s.model.recall)),
+            s1.map_or("-".into(), |s| format!("{:.3}", s.baseline.recall)),
+            self.alpha_s_per_block,
+        )
+    }
+}
+
+/// Bytes of the files in `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|it| {
+            it.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// A fresh directory for a model under the system's temporary directory.
+fn model_dir(label: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let safe: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    std::env::temp_dir().join(format!("lsmlab-leaper-{}-{n}-{safe}", std::process::id()))
+}
+
+/// The training inputs of a warm-up: the range size (set, or by Algorithm 1), the collected
+/// history and the training parameters.
+pub struct TrainingSet {
+    pub range_size: u64,
+    pub tried: Vec<(u64, f64)>,
+    pub history: RangeHistory,
+    pub params: TrainParams,
+    pub slot_s: f64,
+    pub day_s: f64,
+}
+
+/// Builds the training set of a warm-up log (see [`TrainingSet`]).
+pub fn training_set(
+    log: &AccessLog,
+    warmup: &Warmup,
+    s: &LeaperSettings,
+    interval_s: f64,
+    t2_s: f64,
+    spec: &KvWorkload,
+    seed: u64,
+) -> anyhow::Result<TrainingSet> {
+    let slot_s = s.slot_intervals * interval_s;
+    let key_space = log.key_space.max(spec.records).max(1);
+    let (range_size, tried) = if s.range_size > 0 {
+        (s.range_size, Vec::new())
+    } else {
+        let choice = select_range_size(&log.records, key_space, slot_s, RangeSizeParams::default())
+            .context("Algorithm 1 (key-range size)")?;
+        (choice.size, choice.evaluated)
+    };
+    let config = CollectorConfig {
+        sample_p: s.sample_p,
+        seed,
+        ..CollectorConfig::offline(range_size, slot_s)
+    };
+    let history =
+        RangeHistory::from_log(&log.records, &config).context("collecting the warm-up's accesses")?;
+    let longest = warmup.compactions.iter().map(|(t1, _)| *t1).fold(0.0, f64::max);
+    let steps = if s.steps > 0 {
+        s.steps
+    } else {
+        (((longest + t2_s) / slot_s).ceil() as usize + 1).min(MAX_STEPS)
+    };
+    let day_s = spec.day_ops as f64 * warmup.secs_per_op();
+    let params = TrainParams {
+        steps: steps.max(1),
+        gbdt: GbdtParams {
+            rounds: s.gbdt_rounds,
+            ..GbdtParams::default()
+        },
+        test_fraction: s.test_fraction,
+        threshold: s.hot_threshold,
+        day_secs: if day_s > 0.0 { day_s } else { 1.0 },
+        ..TrainParams::default()
+    };
+    Ok(TrainingSet {
+        range_size,
+        tried,
+        history,
+        params,
+        slot_s,
+        day_s,
+    })
+}
+
+/// Trains the models on a warm-up's log, saves them and checks they load back.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    log: &AccessLog,
+    warmup: &Warmup,
+    s: &LeaperSettings,
+    interval_s: f64,
+    t2_s: f64,
+    spec: &KvWorkload,
+    seed: u64,
+    cost_alpha: f64,
+) -> anyhow::Result<TrainedLeaper> {
+    let set = training_set(log, warmup, s, interval_s, t2_s, spec, seed)?;
+    let (model, report) =
+        lsmlab_engine::leaper::train(&set.history, &set.params).context("training the Leaper model")?;
+    let dir = model_dir(&spec.name);
+    model
+        .save(&dir)
+        .with_context(|| format!("saving the Leaper model to {}", dir.display()))?;
+    let alphas: Vec<f64> = warmup
+        .compactions
+        .iter()
+        .filter(|(_, blocks)| *blocks > 0)
+        .map(|(t1, blocks)| t1 / *blocks as f64)
+        .collect();
+    let trained = TrainedLeaper {
+        model_bytes: dir_bytes(&dir),
+        dir,
+        report,
+        range_size: set.range_size,
+        range_sizes_tried: set.tried,
+        slot_s: set.slot_s,
+        day_s: set.day_s,
+        steps: set.params.steps,
+        alpha_s_per_block: if alphas.is_empty() {
+            cost_alpha
+        } else {
+            alphas.iter().sum::<f64>() / alphas.len() as f64
+        },
+        t2_s,
+        sample_p: s.sample_p,
+        threshold: s.hot_threshold,
+    };
+    trained.load()?;
+    Ok(trained)
+}
+
+/// The Leaper policy's counters over a run, read from a [`StatsHandle`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunStats {
+    pub stats: LeaperStats,
+}
+
+impl RunStats {
+    /// `self - earlier` for the counters the rows report.
+    pub fn since(&self, earlier: Option<&RunStats>) -> RunStats {
+        let Some(e) = earlier else { return *self };
+        let (a, b) = (&self.stats, &e.stats);
+        RunStats {
+            stats: LeaperStats {
+                flushes: a.flushes - b.flushes,
+                compactions: a.compactions - b.compactions,
+                predictions: a.predictions - b.predictions,
+                hot_ranges: a.hot_ranges - b.hot_ranges,
+                hot_ranges_t1: a.hot_ranges_t1 - b.hot_ranges_t1,
+                inference_nanos: a.inference_nanos - b.inference_nanos,
+                cached_inputs: a.cached_inputs - b.cached_inputs,
+                blocks_evicted: a.blocks_evicted - b.blocks_evicted,
+                blocks_offered: a.blocks_offered - b.blocks_offered,
+                blocks_admitted: a.blocks_admitted - b.blocks_admitted,
+                steps_clamped: a.steps_clamped - b.steps_clamped,
+                collector: a.collector,
+            },
+        }
+    }
+
+    /// `leaper_*` fields: predictions, hot ranges, phase-1 evictions, phase-2 admissions, and the
+    /// wall time of inference per flush or compaction (measured, not modelled).
+    pub fn fields(&self, row: RowBuilder) -> RowBuilder {
+        let s = &self.stats;
+        let ops = s.flushes + s.compactions;
+        row.int("leaper_predictions", s.predictions)
+            .int("leaper_hot_ranges", s.hot_ranges)
+            .int("leaper_t1_evictions", s.blocks_evicted)
+            .int("leaper_admitted", s.blocks_admitted)
+            .num(
+                "inference_ms",
+                if ops > 0 {
+                    s.inference_nanos as f64 / 1e6 / ops as f64
+                } else {
+                    0.0
+                },
+            )
+    }
+}
+
+/// Where an observed Leaper policy publishes its counters.
+pub type StatsHandle = Arc<Mutex<LeaperStats>>;
+
+/// The Leaper policy, publishing its counters after every background operation so that the driver
+/// can read them while the store owns the policy.
+struct Observed {
+    inner: LeaperPolicy,
+    stats: StatsHandle,
+}
+
+impl WarmUpPolicy for Observed {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn on_access(&mut self, now: f64, lo: u64, hi: u64, access: Access) {
+        self.inner.on_access(now, lo, hi, access);
+    }
+
+    fn begin(&mut self, start: &BackgroundStart<'_>, cache: &BufferCache) -> lsmlab_engine::Result<()> {
+        self.inner.begin(start, cache)
+    }
+
+    fn admit(&mut self, block: &BlockInfo, cache: &BufferCache) -> bool {
+        self.inner.admit(block, cache)
+    }
+
+    fn end(&mut self, now: f64, ok: bool) {
+        self.inner.end(now, ok);
+        if let Ok(mut s) = self.stats.lock() {
+            *s = self.inner.stats();
+        }
+    }
+}
+
+/// A Leaper policy from the trained model (loaded from its files), and the handle its counters
+/// appear on.
+pub fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<dyn WarmUpPolicy>, StatsHandle)> {
+    let params = LeaperParams {
+        alpha_secs_per_block: trained.alpha_s_per_block,
+        t2_secs: trained.t2_s,
+        sample_p: trained.sample_p,
+        seed,
+        threshold: Some(trained.threshold),
+    };
+    let inner = LeaperPolicy::new(trained.load()?, params).context("building the Leaper policy")?;
+    let stats: StatsHandle = Arc::new(Mutex::new(inner.stats()));
+    Ok((
+        Box::new(Observed {
+            inner,
+            stats: stats.clone(),
+        }),
+        stats,
+    ))
+}
+
+/// Reads a handle's counters.
+pub fn read(handle: &StatsHandle) -> RunStats {
+    RunStats {
+        stats: handle.lock().map(|s| *s).unwrap_or_default(),
+    }
+}
+
+/// The notes on how the Leaper policy is built.
+pub fn notes(s: &LeaperSettings) -> Vec<String> {
+    vec![format!(
+        "Leaper: the warm-up's accesses (every one logged on the virtual clock) choose the key-range size by \
+         Algorithm 1 (start at 10 keys, double while 2 Z(2A) > 0.6 Z(A)) unless range_size is set ({}), are \
+         collected per range and slot of {} intervals with sampling P = {} (first access of a range in a slot always \
+         counted, N = (S - 1) / P + 1), and train the multi-step GBDT models (forust-ml; {} rounds, learning rate \
+         0.05, 31 leaves, bagging 0.8, feature fraction 0.9; the 18 features of §4) with the last {} of the slots held \
+         out; the models are saved as files, loaded back and drive the two-phase prefetcher (T1 = alpha x blocks to \
+         merge with alpha from the warm-up's compactions, T2 = t2_intervals) and the single-phase one for flushes. \
+         The paper trained LightGBM on earlier days of the same workload; here the warm-up phase of the same stream \
+         plays that part. Time-of-day features use a day of warmup_ops / 2 operations at the warm-up's mean latency \
+         (the workloads' day is counted in operations).",
+        s.range_size, s.slot_intervals, s.sample_p, s.gbdt_rounds, s.test_fraction,
+    )]
+}

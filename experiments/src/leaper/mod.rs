@@ -1,0 +1,470 @@
+//! The Leaper experiments (PAPERS.md §2; Yang et al., PVLDB 13(11) 2020): a key-value LSM store
+//! whose block cache loses the blocks every flush and compaction rewrites, under the cache warm-up
+//! policies the paper compares, on a virtual clock ([`clock`]).
+//!
+//! This module holds what every Leaper experiment shares: the store's settings, sized so that the
+//! paper's ratios hold at every scale ([`KvSetup`]: cache / data = 3 GB / 10 GB, memtables / data =
+//! 1 GB / 10 GB, about 10 background operations per 200-interval measured run, 200-byte values),
+//! the workloads, and the notes that say those ratios and the clock's constants in every result.
+
+pub mod clock;
+pub mod driver;
+pub mod learned;
+pub mod model;
+pub mod online;
+pub mod report;
+pub mod sensitivity;
+pub mod timeline;
+
+use std::fmt;
+
+use lsmlab_engine::storage::DeviceProfile;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{check, check_items, KeyHelp};
+use crate::experiment::{RowBuilder, Scale};
+
+pub use clock::{CostModel, VirtualClock};
+pub use timeline::{median, RunRecorder, RunTimeline, Window};
+
+pub const PAPER: &str = "Leaper";
+
+/// The paper's online setup (§7.3): 10 GB of data in 200-byte pairs, a 3 GB block cache and 1 GB of
+/// memtables.
+pub const PAPER_DATA_BYTES: u64 = 10_000_000_000;
+pub const PAPER_CACHE_RATIO: f64 = 0.3;
+pub const PAPER_MEMTABLE_RATIO: f64 = 0.1;
+/// "About 10 background operations are triggered" in each 200 s run, reported every second.
+pub const PAPER_BACKGROUND_OPS: u64 = 10;
+pub const PAPER_INTERVALS: u64 = 200;
+
+/// The paper's workloads (Table 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Workload {
+    /// SysBench-like: 75% point lookups, 20% updates, 5% inserts, zipf 0.5.
+    #[serde(rename = "synthetic")]
+    Synthetic,
+    /// Tmall-like: 75% point, 10% range, 10% updates, 5% inserts, zipf 0.3, a daily shift.
+    #[serde(rename = "e-commerce")]
+    Ecommerce,
+    /// DingTalk-like: 40% point, 35% updates, 25% inserts, zipf 0.9.
+    #[serde(rename = "messaging")]
+    Messaging,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 3] = [Workload::Ecommerce, Workload::Messaging, Workload::Synthetic];
+
+    /// The name results and the workload generator use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Workload::Synthetic => "synthetic",
+            Workload::Ecommerce => "e-commerce",
+            Workload::Messaging => "messaging",
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The store, the clock and the run length every Leaper experiment shares; experiment configs
+/// flatten it, so its fields are top-level `--set` keys.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KvSetup {
+    /// Records bulk-loaded before the run (the paper: 10 GB / 200 B = 50 million).
+    pub records: u64,
+    pub value_bytes: usize,
+    /// Data block = device page, in bytes (RocksDB's default `block_size` is 4 KiB).
+    pub page_size: usize,
+    /// Block cache capacity as a fraction of the initial data (the paper: 3 GB / 10 GB).
+    pub cache_ratio: f64,
+    /// Memtable budget as a fraction of the initial data (the paper: 1 GB / 10 GB).
+    pub memtable_ratio: f64,
+    /// Leveled compaction: L0 runs that trigger an L0 -> L1 compaction (RocksDB's default 4).
+    pub l0_trigger: usize,
+    /// Level 1's target size in memtables (RocksDB's guidance: level base = write buffer x L0 trigger).
+    pub base_level_memtables: f64,
+    /// Each level's target is this many times the one above (RocksDB's default 10).
+    pub size_ratio: u64,
+    /// Size of the runs a compaction writes, in memtables (RocksDB's defaults: 64 MB files and 64 MB
+    /// write buffers).
+    pub target_run_memtables: f64,
+    /// Levels including level 0; 0 = as RocksDB's dynamic level sizing lays the data out (the
+    /// bulk-loaded data fills the last level).
+    pub max_levels: usize,
+    pub bloom_fp: f64,
+    /// Device profile whose random page read prices a cache miss.
+    #[serde(with = "crate::config::text")]
+    pub profile: DeviceProfile,
+    /// CPU of one operation besides its block reads, microseconds.
+    pub cpu_op_us: f64,
+    /// One block read answered by the cache, microseconds.
+    pub hit_us: f64,
+    /// Leaper's collector per operation, microseconds (charged to `leaper` only).
+    pub collector_us: f64,
+    /// Flush and compaction I/O bandwidth, MB/s (a window lasts pages read + written / this).
+    pub compaction_mb_s: f64,
+    /// Reported intervals per measured run (the paper: 200 one-second intervals).
+    pub intervals: u64,
+    /// Virtual seconds per interval; 0 = calibrated so that a run holds `background_ops_per_run`.
+    pub interval_s: f64,
+    /// Background operations a measured run should hold when `interval_s` is calibrated.
+    pub background_ops_per_run: u64,
+    /// T2, the recovery time after a flush or compaction, in intervals.
+    pub t2_intervals: f64,
+    /// Operations of the warm-up phase (the model's training data, and the calibration's).
+    pub warmup_ops: u64,
+    /// A latency spike: an interval whose p95 exceeds this many times the median interval p95.
+    pub spike_factor: f64,
+}
+
+/// The help of [`KvSetup`]'s keys.
+pub const SETUP_HELP: [KeyHelp; 22] = [
+    (
+        "records",
+        "records bulk-loaded before the run (the paper: 10 GB of 200 B pairs = 50,000,000)",
+    ),
+    ("value_bytes", "value size in bytes (the paper: 200 B pairs)"),
+    (
+        "page_size",
+        "data block = device page size in bytes (RocksDB's block_size default: 4096)",
+    ),
+    (
+        "cache_ratio",
+        "block cache / initial data (the paper: 3 GB / 10 GB = 0.3)",
+    ),
+    (
+        "memtable_ratio",
+        "memtable budget / initial data (the paper: 1 GB / 10 GB = 0.1)",
+    ),
+    (
+        "l0_trigger",
+        "level-0 runs that trigger an L0 -> L1 compaction (RocksDB: 4)",
+    ),
+    (
+        "base_level_memtables",
+        "level 1's target size in memtables (RocksDB: write buffer x L0 trigger)",
+    ),
+    ("size_ratio", "each level's target / the one above (RocksDB: 10)"),
+    (
+        "target_run_memtables",
+        "size of the runs compactions write, in memtables (RocksDB: 64 MB files, 64 MB buffers)",
+    ),
+    (
+        "max_levels",
+        "levels including level 0; 0 = the fewest whose last level holds the data, as RocksDB's dynamic level sizing (3 with the kept ratios)",
+    ),
+    ("bloom_fp", "Bloom filter false-positive rate per run"),
+    (
+        "profile",
+        "device profile pricing a cache miss: nvme, sata-ssd (default: the paper's RAID of two Intel SSDs), hdd",
+    ),
+    (
+        "cpu_op_us",
+        "modelled CPU of an operation besides its block reads, us",
+    ),
+    ("hit_us", "modelled cost of a block read the cache answers, us"),
+    (
+        "collector_us",
+        "modelled cost of Leaper's collector per operation, us (the paper's Table 5: < 1 us per query)",
+    ),
+    (
+        "compaction_mb_s",
+        "flush/compaction I/O bandwidth in MB/s: a window lasts (pages read + written) x page / this",
+    ),
+    (
+        "intervals",
+        "reported intervals per measured run (the paper: 200 of 1 s)",
+    ),
+    (
+        "interval_s",
+        "virtual seconds per interval; 0 = calibrated from the warm-up so that a run holds background_ops_per_run",
+    ),
+    (
+        "background_ops_per_run",
+        "flushes + compactions a measured run should hold when interval_s is calibrated (the paper: about 10)",
+    ),
+    (
+        "t2_intervals",
+        "T2, the recovery time counted after each flush/compaction window, in intervals",
+    ),
+    (
+        "warmup_ops",
+        "operations of the warm-up phase (training data of the Leaper model, calibration of interval_s)",
+    ),
+    (
+        "spike_factor",
+        "a latency spike is an interval whose p95 exceeds this x the median interval p95 of the workload's runs",
+    ),
+];
+
+impl KvSetup {
+    /// The defaults at `scale`: `paper` uses the paper's sizes; smaller scales shrink the data and
+    /// keep every ratio.
+    pub fn defaults(scale: Scale) -> KvSetup {
+        let (records, warmup_ops) = match scale {
+            Scale::Tiny => (10_000, 20_000),
+            Scale::Small => (200_000, 400_000),
+            Scale::Paper => (PAPER_DATA_BYTES / 200, 100_000_000),
+        };
+        KvSetup {
+            records,
+            value_bytes: 200,
+            page_size: 4096,
+            cache_ratio: PAPER_CACHE_RATIO,
+            memtable_ratio: PAPER_MEMTABLE_RATIO,
+            l0_trigger: 4,
+            base_level_memtables: 4.0,
+            size_ratio: 10,
+            target_run_memtables: 1.0,
+            max_levels: 0,
+            bloom_fp: 0.01,
+            profile: DeviceProfile::SataSsd,
+            cpu_op_us: 2.0,
+            hit_us: 0.5,
+            collector_us: 0.5,
+            compaction_mb_s: 100.0,
+            intervals: PAPER_INTERVALS,
+            interval_s: 0.0,
+            background_ops_per_run: PAPER_BACKGROUND_OPS,
+            t2_intervals: 5.0,
+            warmup_ops,
+            spike_factor: 2.0,
+        }
+    }
+
+    /// The keys' help, for [`crate::config::Config::help`].
+    pub fn help() -> Vec<KeyHelp> {
+        SETUP_HELP.to_vec()
+    }
+
+    /// Range checks; errors name the key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check(
+            "records",
+            self.records,
+            self.records >= 100,
+            "at least 100 records",
+        )?;
+        check(
+            "value_bytes",
+            self.value_bytes,
+            (1..=self.page_size / 4).contains(&self.value_bytes),
+            "1 to a quarter of page_size bytes",
+        )?;
+        check(
+            "page_size",
+            self.page_size,
+            (512..=65536).contains(&self.page_size),
+            "a page size between 512 and 65536 bytes",
+        )?;
+        let fraction = |key: &str, v: f64| check(key, v, v > 0.0 && v <= 1.0, "a fraction in (0, 1]");
+        fraction("cache_ratio", self.cache_ratio)?;
+        fraction("memtable_ratio", self.memtable_ratio)?;
+        check("l0_trigger", self.l0_trigger, self.l0_trigger >= 1, "at least 1")?;
+        check(
+            "base_level_memtables",
+            self.base_level_memtables,
+            self.base_level_memtables > 0.0,
+            "a positive number",
+        )?;
+        check("size_ratio", self.size_ratio, self.size_ratio >= 2, "at least 2")?;
+        check(
+            "target_run_memtables",
+            self.target_run_memtables,
+            self.target_run_memtables > 0.0,
+            "a positive number",
+        )?;
+        check(
+            "max_levels",
+            self.max_levels,
+            self.max_levels != 1,
+            "0 (automatic) or at least 2",
+        )?;
+        check(
+            "bloom_fp",
+            self.bloom_fp,
+            self.bloom_fp > 0.0 && self.bloom_fp < 1.0,
+            "a rate strictly between 0 and 1",
+        )?;
+        let non_negative = |key: &str, v: f64| check(key, v, v >= 0.0, "a number >= 0");
+        non_negative("cpu_op_us", self.cpu_op_us)?;
+        non_negative("hit_us", self.hit_us)?;
+        non_negative("collector_us", self.collector_us)?;
+        non_negative("interval_s", self.interval_s)?;
+        non_negative("t2_intervals", self.t2_intervals)?;
+        check(
+            "compaction_mb_s",
+            self.compaction_mb_s,
+            self.compaction_mb_s > 0.0,
+            "a positive bandwidth",
+        )?;
+        check(
+            "intervals",
+            self.intervals,
+            self.intervals >= 2,
+            "at least 2 intervals",
+        )?;
+        check(
+            "background_ops_per_run",
+            self.background_ops_per_run,
+            self.background_ops_per_run >= 1,
+            "at least 1",
+        )?;
+        check(
+            "warmup_ops",
+            self.warmup_ops,
+            self.warmup_ops >= 100,
+            "at least 100 operations",
+        )?;
+        check(
+            "spike_factor",
+            self.spike_factor,
+            self.spike_factor > 1.0,
+            "a factor above 1",
+        )
+    }
+
+    /// The clock's costs.
+    pub fn cost_model(&self) -> CostModel {
+        CostModel::new(
+            self.profile,
+            self.page_size,
+            self.cpu_op_us,
+            self.hit_us,
+            self.collector_us,
+            self.compaction_mb_s,
+        )
+    }
+
+    /// The notes every Leaper result carries about the store, the clock and the ratios.
+    pub fn notes(&self) -> Vec<String> {
+        let m = self.cost_model();
+        let layout = self.layout(self.cache_ratio);
+        vec![
+            format!(
+                "Ratios kept from the paper (10 GB of data in 200 B pairs, a 3 GB block cache, 1 GB of memtables, \
+                 about 10 flushes and compactions in each 200 s run reported every second): {} records of {} B \
+                 values ({} data blocks of {} B), cache / data = {} ({} pages), memtable / data = {}, levels \
+                 {} (L1 = {} memtables, x {} per level, runs of {} memtables), {} intervals per run with {} \
+                 background operations per run targeted. Every row carries the \
+                 measured cache_data_ratio (cache bytes / the store's data bytes after the bulk load), \
+                 memtable_data_ratio and the run's background_ops.",
+                self.records,
+                self.value_bytes,
+                layout.data_blocks,
+                self.page_size,
+                self.cache_ratio,
+                layout.cache_pages,
+                self.memtable_ratio,
+                layout.leveled.max_levels,
+                self.base_level_memtables,
+                self.size_ratio,
+                self.target_run_memtables,
+                self.intervals,
+                self.background_ops_per_run,
+            ),
+            format!(
+                "Virtual clock: one closed-loop client; an operation costs cpu_op_us {} + hits x hit_us {} + misses x \
+                 {:.1} us (a random {} B page read on the {} profile: {}) [+ collector_us {} for leaper]. The \
+                 profile is sata-ssd by default because the paper's testbed stores data on a RAID of two Intel SSDs \
+                 (hardware RAID of the period pairs SATA/SAS drives; striping adds bandwidth, not lower latency, so \
+                 one device's random-read cost applies). cpu_op_us and hit_us are assumptions of the order of an \
+                 in-memory RocksDB-style lookup (memtable probe, Bloom filters, index search; a cache lookup and a \
+                 search inside a 4 KiB block); collector_us takes the upper bound of the paper's Table 5 (< 1 us per \
+                 query). Wall time is recorded beside the virtual figures (wall_s).",
+                self.cpu_op_us,
+                self.hit_us,
+                m.read_us,
+                self.page_size,
+                self.profile,
+                self.profile.describe(),
+                self.collector_us,
+            ),
+            format!(
+                "Background windows: the engine runs a flush or compaction at once, inside the write that triggers it \
+                 (so its invalidations and a policy's admissions happen at the start of its window); on the clock the \
+                 window then lasts T1 = (pages read + written) x {} B / {} MB/s (compaction_mb_s: background I/O \
+                 throttled as RocksDB's rate limiter and X-Engine do; an assumption) and is followed by T2 = {} \
+                 intervals of recovery. The paper's Table 4 measures inside the T1 + T2 windows of compactions; \
+                 its overhead figure outside every flush and compaction window. Background operations take no time \
+                 from the foreground client (they run on other threads in the paper's X-Engine) and do not contend \
+                 with its reads. Trivial moves (a run moved down a level without rewriting) invalidate nothing and \
+                 are counted apart (moves), not as background operations.",
+                self.page_size, self.compaction_mb_s, self.t2_intervals,
+            ),
+            format!(
+                "Latency spike (the paper gives no number): an interval whose p95 latency exceeds spike_factor = {} x \
+                 the median interval p95 of all the workload's runs (every policy's intervals pooled, so that one \
+                 threshold judges every policy).",
+                self.spike_factor
+            ),
+        ]
+    }
+}
+
+/// The ratio fields every Leaper row carries: `cache_data_ratio` and `memtable_data_ratio` (as
+/// measured on the store after its bulk load) and `background_ops` (flushes + non-trivial
+/// compactions of the measured run).
+pub fn ratio_fields(row: RowBuilder, ratios: &Ratios) -> RowBuilder {
+    row.num("cache_data_ratio", ratios.cache_data)
+        .num("memtable_data_ratio", ratios.memtable_data)
+        .int("background_ops", ratios.background_ops)
+}
+
+/// The ratios of one run, as measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Ratios {
+    pub cache_data: f64,
+    pub memtable_data: f64,
+    pub background_ops: u64,
+}
+
+/// Checks a list of workloads is not empty.
+pub fn check_workloads(workloads: &[Workload]) -> anyhow::Result<()> {
+    check(
+        "workloads",
+        "(empty)",
+        !workloads.is_empty(),
+        "at least one of synthetic, e-commerce, messaging",
+    )
+}
+
+/// Checks that `key`'s items are fractions in [0, 1].
+pub fn check_fractions(key: &str, items: &[f64]) -> anyhow::Result<()> {
+    check_items(key, items, |v| (0.0..=1.0).contains(v), "fractions in [0, 1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_keep_the_papers_ratios_at_every_scale() {
+        for scale in Scale::ALL {
+            let s = KvSetup::defaults(scale);
+            s.validate().unwrap();
+            let l = s.layout(s.cache_ratio);
+            let cache = l.cache_pages as f64 / l.data_blocks as f64;
+            assert!((cache - 0.3).abs() < 0.01, "{scale}: {cache}");
+            let mem = l.memtable_bytes as f64 / l.data_bytes(s.page_size) as f64;
+            assert!((mem - 0.1).abs() < 1e-3, "{scale}: {mem}");
+            assert_eq!((s.intervals, s.background_ops_per_run), (200, 10));
+            assert_eq!(l.leveled.max_levels, 3, "{scale}");
+        }
+        assert_eq!(KvSetup::defaults(Scale::Paper).records, 50_000_000);
+        assert_eq!(KvSetup::help().len(), 22);
+    }
+
+    #[test]
+    fn workloads_spell_their_names() {
+        for w in Workload::ALL {
+            let json = serde_json::to_string(&w).unwrap();
+            assert_eq!(json, format!("\"{w}\""));
+        }
+    }
+}

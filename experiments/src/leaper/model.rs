@@ -1,0 +1,285 @@
+//! `leaper-model`: the Leaper model offline (the paper's §7.2: Figures 6 and 8, Table 3). Per
+//! workload, a store runs the workload for `days` days on the virtual clock while every access is
+//! logged; the first `days - 1` days train the multi-step models and the last one tests them (the
+//! paper: three days of e-commerce to train, the fourth to test), against the "accessed in the last
+//! slot" baseline. Also the feature-group ablation (R, R/W, R/W/T, R/W/T/P), the importance of each
+//! feature group, Algorithm 1's key-range sizes, training time, and inference time per compaction.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use lsmlab_engine::kvstore::WarmUpKind;
+use lsmlab_engine::leaper::features::Row as FeatureRow;
+use lsmlab_engine::leaper::{ablation, features_at, FeatureGroup, Metrics};
+use serde::{Deserialize, Serialize};
+
+use super::driver::{calibrate_interval_s, extend_warm_up, open_store, warm_up, Driver};
+use super::learned::{self, AccessLog, LeaperSettings};
+use super::online::{day_ops, MIN_TRAINING_SLOTS};
+use super::report as lr;
+use super::{check_workloads, KvSetup, Workload, PAPER};
+use crate::config::{check, Config, KeyHelp};
+use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::result::ResultFile;
+
+pub struct LeaperModelExperiment;
+
+/// The paper's Table 3: importance of each feature group, %.
+pub const PAPER_IMPORTANCE: [(&str, f64); 4] = [
+    ("read", 35.61),
+    ("write", 23.53),
+    ("time", 9.88),
+    ("precursor", 30.98),
+];
+
+/// `leaper-model`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub workloads: Vec<Workload>,
+    /// Days of the logged run; the last one is held out.
+    pub days: u64,
+    #[serde(flatten)]
+    pub setup: KvSetup,
+    #[serde(flatten)]
+    pub leaper: LeaperSettings,
+}
+
+impl Config for ModelConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = vec![
+            ("workloads", "workloads to run: e-commerce, messaging, synthetic"),
+            (
+                "days",
+                "days of the logged run (a day = warmup_ops / 2 operations); the last is held out to test (the paper: 3 + 1)",
+            ),
+        ];
+        help.extend(KvSetup::help());
+        help.extend(
+            LeaperSettings::help()
+                .into_iter()
+                .filter(|(k, _)| *k != "test_fraction"),
+        );
+        help.push(("test_fraction", "ignored here: the held-out share is 1 / days"));
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_workloads(&self.workloads)?;
+        check("days", self.days, self.days >= 2, "at least 2 days")?;
+        self.setup.validate()?;
+        self.leaper.validate()
+    }
+}
+
+fn group_name(g: FeatureGroup) -> &'static str {
+    match g.letter() {
+        "R" => "read",
+        "W" => "write",
+        "T" => "time",
+        _ => "precursor",
+    }
+}
+
+fn metric_fields(row: RowBuilder, m: &Metrics) -> RowBuilder {
+    row.num("precision", m.precision)
+        .num("recall", m.recall)
+        .opt_num("auc", m.auc)
+        .int("tp", m.tp)
+        .int("fp", m.fp)
+        .int("fn", m.fn_)
+        .int("tn", m.tn)
+}
+
+impl TypedExperiment for LeaperModelExperiment {
+    type Config = ModelConfig;
+
+    fn name(&self) -> &'static str {
+        "leaper-model"
+    }
+
+    fn paper(&self) -> &'static str {
+        PAPER
+    }
+
+    fn about(&self) -> &'static str {
+        "Leaper's model offline: precision, recall, AUC, training and inference time against the last-slot baseline; feature ablation and importance"
+    }
+
+    fn defaults(&self, scale: Scale) -> ModelConfig {
+        ModelConfig {
+            workloads: Workload::ALL.to_vec(),
+            days: 4,
+            setup: KvSetup::defaults(scale),
+            leaper: LeaperSettings::defaults(scale),
+        }
+    }
+
+    fn run(&self, cfg: &ModelConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        ctx.progress.set_total(cfg.workloads.len());
+        let setup = &cfg.setup;
+        let mut settings = cfg.leaper.clone();
+        settings.test_fraction = 1.0 / cfg.days as f64;
+        let mut out = RunOutput::default();
+        for &workload in &cfg.workloads {
+            ctx.progress.begin(format!("{workload}: {} days", cfg.days));
+            let spec = setup.workload_spec(workload, day_ops(setup))?;
+            let layout = setup.layout(setup.cache_ratio);
+            let store = open_store(setup, &layout, &spec, WarmUpKind::Lru.baseline().expect("lru"))?;
+            let mut driver = Driver::new(store, &spec, ctx.seed, setup.cost_model(), false)?;
+            let mut log = AccessLog::default();
+            let ops = cfg.days * spec.day_ops;
+            let mut run = warm_up(&mut driver, ops, &mut |t, op| log.record(t, &op.op))?;
+            // The same slots as leaper-online: the interval calibrated on the first two days.
+            let interval_s = if setup.interval_s > 0.0 {
+                setup.interval_s
+            } else {
+                calibrate_interval_s(
+                    &run,
+                    setup.background_ops_per_run,
+                    setup.intervals,
+                    layout.memtable_bytes,
+                    (lsmlab_engine::kvstore::sst::SLOT_SIZE + setup.value_bytes) as u64,
+                )
+            };
+            let t2_s = setup.t2_intervals * interval_s;
+            // As in leaper-online, the log covers at least MIN_TRAINING_SLOTS slots (then its last
+            // 1 / days is held out, whole days or not).
+            let slot_s = settings.slot_intervals * interval_s;
+            extend_warm_up(
+                &mut driver,
+                &mut run,
+                MIN_TRAINING_SLOTS as f64 * slot_s,
+                &mut |t, op| log.record(t, &op.op),
+            )?;
+            drop(driver);
+            let set = learned::training_set(&log, &run, &settings, interval_s, t2_s, &spec, ctx.seed)?;
+            let started = Instant::now();
+            let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.params)
+                .with_context(|| format!("training on {workload}"))?;
+            let train_s = started.elapsed().as_secs_f64();
+            // Inference per compaction: every range active in the history, one prediction per step
+            // model, at the last slot (the online prefetcher predicts only the compaction's span).
+            let last = set.history.first_slot + set.history.len() as u64 - 1;
+            let rows: Vec<FeatureRow> = match set.history.range_bounds() {
+                Some((lo, hi)) => (lo..=hi)
+                    .map(|r| {
+                        features_at(
+                            &set.history,
+                            r,
+                            Some(last),
+                            run.secs,
+                            set.day_s,
+                            model.precursors().get(r),
+                        )
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            let t = Instant::now();
+            for k in 1..=model.steps() {
+                std::hint::black_box(model.predict(k, &rows));
+            }
+            let inference_ms = t.elapsed().as_secs_f64() * 1e3;
+            let dims = |kind: &str| {
+                RowBuilder::new()
+                    .str("workload", workload.as_str())
+                    .str("kind", kind)
+                    .int("range_size", set.range_size)
+                    .num("slot_s", set.slot_s)
+            };
+            for s in &report.steps {
+                let step = |m: &str| {
+                    dims("metrics")
+                        .str("model", m)
+                        .int("step", s.step as u64)
+                        .int("train_rows", s.train_rows as u64)
+                        .int("test_rows", s.test_rows as u64)
+                        .int("test_positives", s.test_positives as u64)
+                };
+                out.rows.push(
+                    metric_fields(step("leaper"), &s.model)
+                        .num("train_s", s.train_secs)
+                        .num("inference_ms", inference_ms)
+                        .int("ranges", rows.len() as u64)
+                        .build(),
+                );
+                out.rows
+                    .push(metric_fields(step("last-slot"), &s.baseline).build());
+            }
+            for a in ablation(&set.history, &set.params).context("feature ablation")? {
+                out.rows.push(
+                    metric_fields(dims("ablation").str("features", &a.groups), &a.model)
+                        .int("columns", a.columns as u64)
+                        .num("train_s", a.train_secs)
+                        .build(),
+                );
+            }
+            let total: f64 = report.importance.iter().map(|g| g.share).sum();
+            for g in &report.importance {
+                let name = group_name(g.group);
+                let paper = PAPER_IMPORTANCE.iter().find(|(n, _)| *n == name).map(|p| p.1);
+                out.rows.push(
+                    dims("importance")
+                        .str("group", name)
+                        .num(
+                            "share_pct",
+                            if total > 0.0 { g.share / total * 100.0 } else { 0.0 },
+                        )
+                        .opt_num("paper_pct", paper)
+                        .build(),
+                );
+            }
+            for (size, zeros) in &set.tried {
+                out.rows.push(
+                    dims("range_size")
+                        .int("size", *size)
+                        .num("zero_proportion", *zeros)
+                        .bool("chosen", *size == set.range_size)
+                        .build(),
+                );
+            }
+            out.notes.push(format!(
+                "{workload}: {} operations ({} days of {} operations, or more to cover {MIN_TRAINING_SLOTS} slots; {:.3} \
+                 virtual s, slots of {:.3} ms), the last 1 / days of the slots held out; {} slots x {} ranges of {} keys; {} step models trained in {:.2} s (all steps: {:.2} s); inference for {} ranges x {} \
+                 steps: {:.2} ms (wall).",
+                run.ops,
+                cfg.days,
+                spec.day_ops,
+                run.secs,
+                set.slot_s * 1e3,
+                report.slots,
+                report.ranges,
+                set.range_size,
+                report.steps.len(),
+                report.steps.first().map_or(0.0, |s| s.train_secs),
+                train_s,
+                rows.len(),
+                model.steps(),
+                inference_ms,
+            ));
+        }
+        out.notes.extend(setup.notes().into_iter().take(2));
+        out.notes.extend(learned::notes(&settings));
+        out.notes.push(format!(
+            "Rows: kind = metrics (per step model k, predicting slot t + k: the model with threshold {} and the \
+             last-slot baseline, 'accessed in the last slot will be accessed in the next', on the held-out last day), \
+             ablation (the step-1 model on feature groups R, R/W, R/W/T, R/W/T/P: the paper's Figure 8), importance \
+             (gain share of each feature group in the step-1 model: the paper's Table 3 by LightGBM's split gain) and \
+             range_size (Algorithm 1's evaluated sizes with the share of zeros in the slot x range access matrix). \
+             inference_ms predicts every range active in the log with every step model, more than one compaction \
+             needs (the prefetcher predicts the ranges of the compaction's key span); times are wall time.",
+            settings.hot_threshold
+        ));
+        Ok(out)
+    }
+
+    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        lr::model_figures(result, out_dir)
+    }
+
+    fn report(&self, result: &ResultFile) -> String {
+        lr::model_report(result)
+    }
+}

@@ -1,0 +1,381 @@
+//! `leaper-online`: each workload under each warm-up policy on the virtual clock (the paper's
+//! §7.3: Figures 1, 10 and 11, Tables 4 and 5). Per workload: a training pass (a bulk-loaded store
+//! with no warm-up policy runs the warm-up phase, logging every access: the Leaper model's training
+//! data, and the calibration of the interval length), then for each policy a fresh store, the same
+//! warm-up and the measured run, with identical op streams. A row per interval (the timeline) and
+//! a summary row per workload and policy.
+
+use std::path::{Path, PathBuf};
+
+use lsmlab_engine::kvstore::{WarmUpKind, WarmUpPolicy};
+use serde::{Deserialize, Serialize};
+
+use super::driver::{
+    calibrate_interval_s, extend_warm_up, measure, open_store, warm_up, Driver, Layout, Measured, Warmup,
+};
+use super::learned::{self, LeaperSettings, TrainedLeaper};
+use super::report::{self as lr, BASELINE};
+use super::{check_workloads, median, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
+use crate::config::{check, Config, KeyHelp};
+use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::result::ResultFile;
+
+pub struct LeaperOnline;
+
+/// `leaper-online`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnlineConfig {
+    pub workloads: Vec<Workload>,
+    pub policies: Vec<WarmUpKind>,
+    #[serde(flatten)]
+    pub setup: KvSetup,
+    #[serde(flatten)]
+    pub leaper: LeaperSettings,
+}
+
+impl Config for OnlineConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = vec![
+            ("workloads", "workloads to run: e-commerce, messaging, synthetic (the paper's Table 2)"),
+            (
+                "policies",
+                "cache warm-up policies: lru, incremental-warmup (the paper's baseline), prepopulate-flush, prepopulate-all, leaper",
+            ),
+        ];
+        help.extend(KvSetup::help());
+        help.extend(LeaperSettings::help());
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_workloads(&self.workloads)?;
+        check(
+            "policies",
+            "(empty)",
+            !self.policies.is_empty(),
+            "at least one policy",
+        )?;
+        self.setup.validate()?;
+        self.leaper.validate()
+    }
+}
+
+/// Slots the warm-up covers at least (Leaper's features look back 6 slots; the models need a few
+/// steps ahead and a held-out tail on top), whatever `warmup_ops` says.
+pub const MIN_TRAINING_SLOTS: u64 = 40;
+
+/// The day of the workloads' time of day (and of e-commerce's hot-set shift), in operations: the
+/// warm-up spans two days.
+pub fn day_ops(setup: &KvSetup) -> u64 {
+    (setup.warmup_ops / 2).max(1)
+}
+
+/// One measured run of one policy.
+pub struct PolicyRun {
+    pub policy: WarmUpKind,
+    pub timeline: RunTimeline,
+    pub measured: Measured,
+    pub ratios: Ratios,
+    /// Leaper's own counters (inference time, predictions), when the policy is Leaper.
+    pub leaper: Option<learned::RunStats>,
+}
+
+/// What one workload's training pass found and the runs it fed.
+pub struct WorkloadRuns {
+    pub workload: Workload,
+    pub interval_s: f64,
+    pub training: Warmup,
+    pub trained: Option<TrainedLeaper>,
+    pub runs: Vec<PolicyRun>,
+}
+
+/// The policy object of `kind` (Leaper's from the trained model, with the handle of its counters).
+pub fn policy_for(
+    kind: WarmUpKind,
+    trained: Option<&TrainedLeaper>,
+    seed: u64,
+) -> anyhow::Result<(Box<dyn WarmUpPolicy>, Option<learned::StatsHandle>)> {
+    match kind.baseline() {
+        Some(p) => Ok((p, None)),
+        None => {
+            let trained =
+                trained.ok_or_else(|| anyhow::anyhow!("the Leaper policy needs a trained model"))?;
+            let (p, h) = learned::policy(trained, seed)?;
+            Ok((p, Some(h)))
+        }
+    }
+}
+
+/// Runs one workload: the training pass, then every policy. `cache_ratio` overrides the setup's
+/// (the sensitivity sweep); `spec_for` may change the workload's spec (zipf, range share).
+#[allow(clippy::too_many_arguments)]
+pub fn run_workload(
+    setup: &KvSetup,
+    settings: &LeaperSettings,
+    workload: Workload,
+    policies: &[WarmUpKind],
+    cache_ratio: f64,
+    spec_for: &dyn Fn(lsmlab_workloads::kv::KvWorkload) -> anyhow::Result<lsmlab_workloads::kv::KvWorkload>,
+    ctx: &RunContext,
+    label: &str,
+) -> anyhow::Result<WorkloadRuns> {
+    let layout: Layout = setup.layout(cache_ratio);
+    let spec = spec_for(setup.workload_spec(workload, day_ops(setup))?)?;
+    let cost = setup.cost_model();
+    ctx.progress.begin(format!("{label}: training pass"));
+    // The training pass: no warm-up policy, every access logged.
+    let store = open_store(
+        setup,
+        &layout,
+        &spec,
+        WarmUpKind::Lru.baseline().expect("lru is a baseline"),
+    )?;
+    let mut driver = Driver::new(store, &spec, ctx.seed, cost, false)?;
+    let mut log = learned::AccessLog::default();
+    let mut training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
+    let interval_s = if setup.interval_s > 0.0 {
+        setup.interval_s
+    } else {
+        calibrate_interval_s(
+            &training,
+            setup.background_ops_per_run,
+            setup.intervals,
+            layout.memtable_bytes,
+            (lsmlab_engine::kvstore::sst::SLOT_SIZE + setup.value_bytes) as u64,
+        )
+    };
+    anyhow::ensure!(
+        interval_s > 0.0,
+        "the calibrated interval is empty: the warm-up ran no operation that took time"
+    );
+    let t2_s = setup.t2_intervals * interval_s;
+    // The model needs slots enough to train and test on: the warm-up goes on until it covers
+    // MIN_TRAINING_SLOTS, and every policy's warm-up then runs as many operations.
+    let slot_s = settings.slot_intervals * interval_s;
+    extend_warm_up(
+        &mut driver,
+        &mut training,
+        MIN_TRAINING_SLOTS as f64 * slot_s,
+        &mut |t, op| log.record(t, &op.op),
+    )?;
+    drop(driver);
+    let trained = if policies.contains(&WarmUpKind::Leaper) {
+        ctx.progress.begin(format!("{label}: training the Leaper model"));
+        // Without a compaction in the warm-up, alpha is one block read and written at the
+        // background bandwidth.
+        let cost_alpha = cost.background_s(1, 1);
+        Some(learned::train(
+            &log, &training, settings, interval_s, t2_s, &spec, ctx.seed, cost_alpha,
+        )?)
+    } else {
+        None
+    };
+    let mut runs = Vec::new();
+    for &policy in policies {
+        ctx.progress.begin(format!("{label}: {policy}"));
+        let (object, handle) = policy_for(policy, trained.as_ref(), ctx.seed)?;
+        let store = open_store(setup, &layout, &spec, object)?;
+        let data_bytes = store.data_bytes();
+        let mut driver = Driver::new(store, &spec, ctx.seed, cost, policy == WarmUpKind::Leaper)?;
+        warm_up(&mut driver, training.ops, &mut |_, _| {})?;
+        let before = handle.as_ref().map(learned::read);
+        let (timeline, measured) =
+            measure(&mut driver, setup.intervals as f64 * interval_s, interval_s, t2_s)?;
+        let leaper = handle.as_ref().map(|h| learned::read(h).since(before.as_ref()));
+        runs.push(PolicyRun {
+            policy,
+            ratios: Ratios {
+                cache_data: (layout.cache_pages as f64 * setup.page_size as f64) / data_bytes.max(1) as f64,
+                memtable_data: layout.memtable_bytes as f64 / data_bytes.max(1) as f64,
+                background_ops: measured.background_ops(),
+            },
+            timeline,
+            measured,
+            leaper,
+        });
+    }
+    Ok(WorkloadRuns {
+        workload,
+        interval_s,
+        training,
+        trained,
+        runs,
+    })
+}
+
+/// The dimensions of a run's rows.
+fn dims(workload: Workload, run: &PolicyRun, interval_s: f64) -> RowBuilder {
+    ratio_fields(
+        RowBuilder::new()
+            .str("workload", workload.as_str())
+            .str("policy", run.policy.name())
+            .num("interval_s", interval_s),
+        &run.ratios,
+    )
+}
+
+/// The spike threshold of a workload: `factor` x the median interval p95 over every run.
+pub fn spike_threshold_us(runs: &[PolicyRun], factor: f64) -> f64 {
+    let pooled: Vec<f64> = runs.iter().flat_map(|r| r.timeline.interval_p95s()).collect();
+    factor * median(&pooled)
+}
+
+/// QPS decline outside every window against the baseline's, in percent (positive = slower); `None`
+/// without a baseline run or outside time.
+pub fn overhead_pct(run: &PolicyRun, baseline: Option<&PolicyRun>) -> Option<f64> {
+    let base = baseline?.timeline.qps_outside()?;
+    let mine = run.timeline.qps_outside()?;
+    (base > 0.0).then(|| (1.0 - mine / base) * 100.0)
+}
+
+/// A run's summary row.
+pub fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row {
+    let tl = &run.timeline;
+    let baseline = w.runs.iter().find(|r| r.policy.name() == BASELINE);
+    let all = tl.summary();
+    let inside = tl.in_windows.latency.summary();
+    let mut row = dims(w.workload, run, w.interval_s)
+        .str("kind", "summary")
+        .int("ops", tl.all.ops)
+        .num("run_s", tl.end_s)
+        .num("hit_ratio", tl.all.hit_ratio().unwrap_or(0.0))
+        .num("miss_ratio", 1.0 - tl.all.hit_ratio().unwrap_or(0.0))
+        .num("qps", tl.qps())
+        .num("p95_us", all.p95_us)
+        .num("p99_us", all.p99_us)
+        .int("cache_hits", tl.all.hits)
+        .int("cache_misses", tl.all.misses)
+        .int("ops_in_windows", tl.in_windows.ops)
+        .num("window_s", tl.window_s())
+        .opt_num("hit_ratio_in_windows", tl.in_windows.hit_ratio())
+        .num("qps_in_windows", tl.qps_in_windows().unwrap_or(0.0))
+        .num("p95_in_windows_us", inside.p95_us)
+        .num("p99_in_windows_us", inside.p99_us)
+        .int("cache_misses_in_windows", tl.in_windows.misses)
+        .opt_num("qps_outside_windows", tl.qps_outside())
+        .opt_num("overhead_pct", overhead_pct(run, baseline))
+        .int("invalidations", run.measured.invalidations)
+        .int("latency_spikes", tl.spikes(threshold_us))
+        .num("spike_threshold_us", threshold_us)
+        .int("prefetched_blocks", run.measured.admitted)
+        .int("prefetch_hits", tl.prefetch_hits)
+        .int("policy_evictions", run.measured.policy_evictions)
+        .int("flushes", run.measured.flushes)
+        .int("compactions", run.measured.compactions)
+        .int("moves", run.measured.moves)
+        .num("wall_s", run.measured.wall_s);
+    if let Some(l) = &run.leaper {
+        row = l.fields(row);
+    }
+    row.build()
+}
+
+/// The rows of one workload: every run's intervals, then every run's summary.
+pub fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
+    let threshold = spike_threshold_us(&w.runs, spike_factor);
+    let mut rows = Vec::new();
+    for run in &w.runs {
+        rows.extend(run.timeline.interval_rows(&dims(w.workload, run, w.interval_s)));
+    }
+    for run in &w.runs {
+        rows.push(summary_row(w, run, threshold));
+    }
+    rows
+}
+
+/// The note on a workload's calibration and training pass.
+pub fn workload_note(w: &WorkloadRuns, setup: &KvSetup) -> String {
+    let bg: Vec<String> = w
+        .runs
+        .iter()
+        .map(|r| format!("{} {}", r.policy.name(), r.ratios.background_ops))
+        .collect();
+    let mut note = format!(
+        "{}: warm-up of {} operations ({} flushes and compactions, {:.3} virtual s); interval {} = {:.3} ms of \
+         virtual time, so a run of {} intervals lasts {:.3} s; background operations per run: {}.",
+        w.workload,
+        w.training.ops,
+        w.training.background_ops,
+        w.training.secs,
+        if setup.interval_s > 0.0 { "(set)" } else { "(calibrated)" },
+        w.interval_s * 1e3,
+        setup.intervals,
+        w.interval_s * setup.intervals as f64,
+        bg.join(", ")
+    );
+    if let Some(t) = &w.trained {
+        note += " ";
+        note += &t.note();
+    }
+    note
+}
+
+impl TypedExperiment for LeaperOnline {
+    type Config = OnlineConfig;
+
+    fn name(&self) -> &'static str {
+        "leaper-online"
+    }
+
+    fn paper(&self) -> &'static str {
+        PAPER
+    }
+
+    fn about(&self) -> &'static str {
+        "Leaper online: hit ratio, QPS and p95 per interval under each cache warm-up policy, Table 4 in compaction windows, overhead outside them"
+    }
+
+    fn defaults(&self, scale: Scale) -> OnlineConfig {
+        OnlineConfig {
+            workloads: Workload::ALL.to_vec(),
+            policies: WarmUpKind::ALL.to_vec(),
+            setup: KvSetup::defaults(scale),
+            leaper: LeaperSettings::defaults(scale),
+        }
+    }
+
+    fn run(&self, cfg: &OnlineConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        ctx.progress
+            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2));
+        let mut out = RunOutput {
+            notes: cfg.setup.notes(),
+            ..RunOutput::default()
+        };
+        out.notes.extend(learned::notes(&cfg.leaper));
+        for &workload in &cfg.workloads {
+            let w = run_workload(
+                &cfg.setup,
+                &cfg.leaper,
+                workload,
+                &cfg.policies,
+                cfg.setup.cache_ratio,
+                &|spec| Ok(spec),
+                ctx,
+                workload.as_str(),
+            )?;
+            out.rows.extend(workload_rows(&w, cfg.setup.spike_factor));
+            out.notes.push(workload_note(&w, &cfg.setup));
+        }
+        out.notes.push(format!(
+            "Rows: kind = interval (one per interval: hit_ratio, qps, p95_us, p99_us, in_flush / in_compaction = the \
+             interval overlaps a flush's / compaction's T1, in_window = a compaction's T1 + T2, and the interval's \
+             counters) and kind = summary (one per workload and policy). *_in_windows fields count the operations that \
+             started inside a compaction's T1 + T2 window (the paper's Table 4: 'during and after compactions'); \
+             qps_in_windows divides them by the windows' total length. overhead_pct = 1 - (QPS outside every flush and \
+             compaction window) / {BASELINE}'s, in percent (positive = slower; the paper's Table 5 'Overall'). \
+             prefetched_blocks = output blocks a policy had the cache admit (no device read); prefetch_hits = first \
+             hits on them. Identical op streams per policy: each policy runs as far into the stream as its virtual \
+             time allows."
+        ));
+        Ok(out)
+    }
+
+    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        lr::online_figures(result, out_dir)
+    }
+
+    fn report(&self, result: &ResultFile) -> String {
+        lr::online_report(result)
+    }
+}

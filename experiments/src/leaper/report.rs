@@ -1,0 +1,672 @@
+//! Figures and Markdown of the Leaper experiments, from result rows only (so `lsmlab plot` and
+//! `lsmlab report` regenerate them from any result file). The paper's claims are judged from
+//! `experiments/claims/leaper.json` by [`crate::claims`], not here.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::experiment::Row;
+use crate::plot::spec::{render_specs, text_of, FigureSpec, Filter, Mark};
+use crate::plot::{self, fmt_num, markdown_table, Labels, Panel, Shade};
+use crate::report::rows_table;
+use crate::result::ResultFile;
+
+/// The paper's Table 4 (changes of Leaper against Incremental Warmup during and after compactions),
+/// in percent: QPS, p95 latency, cache misses.
+pub const PAPER_TABLE4: [(&str, f64, f64, f64); 3] = [
+    ("e-commerce", 83.71, -46.35, -40.56),
+    ("messaging", 18.30, -7.49, -64.23),
+    ("synthetic", 66.16, -62.24, -97.10),
+];
+
+/// The paper's overall overhead (Table 5): the QPS decline outside flush and compaction windows, %.
+pub const PAPER_OVERHEAD: [(&str, f64); 3] = [("e-commerce", 0.77), ("messaging", 0.95), ("synthetic", 4.68)];
+
+/// The policy Table 4 compares Leaper with.
+pub const BASELINE: &str = "incremental-warmup";
+pub const LEAPER: &str = "leaper";
+
+fn num(row: &Row, key: &str) -> Option<f64> {
+    row.get(key).and_then(Value::as_f64)
+}
+
+fn is_kind(row: &Row, kind: &str) -> bool {
+    row.get("kind").and_then(Value::as_str) == Some(kind)
+}
+
+/// Distinct values of `key` among `rows`, first-seen order.
+fn distinct<'a>(rows: impl Iterator<Item = &'a Row>, key: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows {
+        if let Some(v) = text_of(r, key) {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// `leaper-online`'s summary bars: hit ratio and QPS inside the compaction windows, per policy and
+/// workload.
+pub const ONLINE_FIGURES: &[FigureSpec] = &[
+    FigureSpec {
+        filters: &[Filter::In("kind", &["summary"])],
+        x: "{workload}",
+        x_label: "workload",
+        series: "{policy}",
+        y_label: "block cache hit ratio during and after compactions",
+        ..FigureSpec::new(
+            "leaper-online-hit-ratio",
+            "Hit ratio in compaction windows (T1 + T2), {scale} scale",
+            Mark::Bars {
+                y: "hit_ratio_in_windows",
+            },
+        )
+    },
+    FigureSpec {
+        filters: &[Filter::In("kind", &["summary"])],
+        x: "{workload}",
+        x_label: "workload",
+        series: "{policy}",
+        y_label: "QPS during and after compactions (virtual clock)",
+        ..FigureSpec::new(
+            "leaper-online-qps",
+            "QPS in compaction windows (T1 + T2), {scale} scale",
+            Mark::Bars { y: "qps_in_windows" },
+        )
+    },
+];
+
+/// The timeline panels: field, axis label, scale factor.
+const PANELS: [(&str, &str, f64); 3] = [
+    ("hit_ratio", "cache hit ratio (%)", 100.0),
+    ("qps", "QPS (k/s, virtual clock)", 1e-3),
+    ("p95_us", "p95 latency (µs)", 1.0),
+];
+
+/// The policy whose windows a timeline shades: the Table 4 baseline when it ran, else the first.
+fn window_policy(policies: &[String]) -> Option<&String> {
+    policies
+        .iter()
+        .find(|p| *p == BASELINE)
+        .or_else(|| policies.first())
+}
+
+/// The shaded spans of one policy's interval rows: runs of consecutive intervals in a compaction
+/// (or, apart, a flush), as [interval, interval + 1) spans.
+fn shades_of(rows: &[&Row]) -> Vec<Shade> {
+    let mut out = Vec::new();
+    for (field, kind) in [("in_compaction", "compaction"), ("in_flush", "flush")] {
+        let mut open: Option<f64> = None;
+        let mut last = 0.0;
+        for r in rows {
+            let Some(i) = num(r, "interval") else { continue };
+            let on = r.get(field).and_then(Value::as_bool).unwrap_or(false);
+            match (on, open) {
+                (true, None) => open = Some(i),
+                (false, Some(from)) => {
+                    out.push(Shade {
+                        from,
+                        to: i,
+                        kind: kind.into(),
+                    });
+                    open = None;
+                }
+                _ => {}
+            }
+            last = i + 1.0;
+        }
+        if let Some(from) = open {
+            out.push(Shade {
+                from,
+                to: last,
+                kind: kind.into(),
+            });
+        }
+    }
+    out
+}
+
+/// The paper's Figure 1/11-style timelines, one per workload: hit ratio, QPS and p95 per interval,
+/// one line per policy, the flush and compaction windows (T1) of the Table 4 baseline shaded.
+pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let intervals: Vec<&Row> = result.rows.iter().filter(|r| is_kind(r, "interval")).collect();
+    let mut paths = Vec::new();
+    for workload in distinct(intervals.iter().copied(), "workload") {
+        let mine: Vec<&Row> = intervals
+            .iter()
+            .copied()
+            .filter(|r| text_of(r, "workload").as_deref() == Some(workload.as_str()))
+            .collect();
+        let policies = distinct(mine.iter().copied(), "policy");
+        let of = |policy: &str| -> Vec<&Row> {
+            mine.iter()
+                .copied()
+                .filter(|r| text_of(r, "policy").as_deref() == Some(policy))
+                .collect()
+        };
+        let panels: Vec<Panel> = PANELS
+            .iter()
+            .map(|(field, label, factor)| Panel {
+                y_label: label.to_string(),
+                series: policies
+                    .iter()
+                    .map(|p| {
+                        let pts = of(p)
+                            .iter()
+                            .filter_map(|r| Some((num(r, "interval")?, num(r, field)? * factor)))
+                            .collect();
+                        (p.clone(), pts)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let shaded = window_policy(&policies);
+        let shades = shaded.map(|p| shades_of(&of(p))).unwrap_or_default();
+        let interval_s = mine.first().and_then(|r| num(r, "interval_s")).unwrap_or(0.0);
+        let note = shaded.map(|p| {
+            format!(
+                "shaded: flush and compaction windows (T1) of {p}; one interval = {} ms of virtual time",
+                fmt_num(interval_s * 1e3)
+            )
+        });
+        let title = format!(
+            "{workload}: hit ratio, QPS and p95 per interval ({} scale)",
+            result.scale
+        );
+        paths.extend(plot::timeline(
+            &out_dir.join(format!("leaper-online-timeline-{workload}")),
+            &Labels {
+                title: &title,
+                x: "interval",
+                y: "",
+                note: note.as_deref(),
+            },
+            &panels,
+            &shades,
+        )?);
+    }
+    Ok(paths)
+}
+
+/// One workload's Table 4 line as measured: % change of Leaper against the baseline in QPS, p95 and
+/// cache misses inside the compaction windows; `None` where either run lacks the field or the
+/// baseline's value is 0.
+pub fn table4_measured(result: &ResultFile, workload: &str) -> Option<[Option<f64>; 3]> {
+    let summary = |policy: &str| {
+        result.rows.iter().find(|r| {
+            is_kind(r, "summary")
+                && text_of(r, "workload").as_deref() == Some(workload)
+                && text_of(r, "policy").as_deref() == Some(policy)
+        })
+    };
+    let (leaper, base) = (summary(LEAPER)?, summary(BASELINE)?);
+    let change = |field: &str| {
+        let (l, b) = (num(leaper, field)?, num(base, field)?);
+        (b != 0.0).then(|| (l / b - 1.0) * 100.0)
+    };
+    Some([
+        change("qps_in_windows"),
+        change("p95_in_windows_us"),
+        change("cache_misses_in_windows"),
+    ])
+}
+
+/// The Table 4 chart: for each workload, Leaper's % change against Incremental Warmup in QPS, p95
+/// and cache misses during and after compactions, measured beside the paper's.
+pub fn table4_figure(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let workloads = distinct(result.rows.iter().filter(|r| is_kind(r, "summary")), "workload");
+    let measured: Vec<[Option<f64>; 3]> = workloads
+        .iter()
+        .map(|w| table4_measured(result, w).unwrap_or([None; 3]))
+        .collect();
+    if measured.iter().all(|m| m.iter().all(Option::is_none)) {
+        return Ok(Vec::new());
+    }
+    let paper = |w: &str, i: usize| {
+        PAPER_TABLE4
+            .iter()
+            .find(|(n, ..)| *n == w)
+            .map_or(f64::NAN, |t| [t.1, t.2, t.3][i])
+    };
+    let mut series = Vec::new();
+    for (i, name) in ["QPS", "p95 latency", "cache misses"].iter().enumerate() {
+        series.push((
+            format!("{name} (lsmlab)"),
+            measured.iter().map(|m| m[i].unwrap_or(f64::NAN)).collect(),
+        ));
+        series.push((
+            format!("{name} (paper)"),
+            workloads.iter().map(|w| paper(w, i)).collect(),
+        ));
+    }
+    let title = format!("Table 4: leaper vs incremental-warmup ({} scale)", result.scale);
+    plot::grouped_bars(
+        &out_dir.join("leaper-online-table4"),
+        &Labels {
+            title: &title,
+            x: "workload",
+            y: "change (%)",
+            note: Some("during and after compactions (T1 + T2); negative latency and misses are better"),
+        },
+        &workloads,
+        &series,
+        false,
+    )
+}
+
+/// Every `leaper-online` figure.
+pub fn online_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths = timeline_figures(result, out_dir)?;
+    paths.extend(table4_figure(result, out_dir)?);
+    paths.extend(render_specs(ONLINE_FIGURES, result, out_dir)?);
+    Ok(paths)
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:+.1}%"))
+}
+
+/// `leaper-online`'s report section: the summary rows, then Table 4 and the overhead beside the
+/// paper's.
+pub fn online_report(result: &ResultFile) -> String {
+    let summaries: Vec<Row> = result
+        .rows
+        .iter()
+        .filter(|r| is_kind(r, "summary"))
+        .cloned()
+        .collect();
+    let mut md = format!(
+        "Each workload under each warm-up policy on the virtual clock ({} scale, seed {}): whole-run figures, \
+         then inside the compaction windows (T1 + T2).\n\n",
+        result.scale, result.seed
+    );
+    md += &rows_table(
+        &summaries,
+        &[
+            "workload",
+            "policy",
+            "hit_ratio",
+            "qps",
+            "p95_us",
+            "p99_us",
+            "hit_ratio_in_windows",
+            "qps_in_windows",
+            "p95_in_windows_us",
+            "cache_misses_in_windows",
+            "invalidations",
+            "latency_spikes",
+            "prefetched_blocks",
+            "prefetch_hits",
+            "overhead_pct",
+            "background_ops",
+            "cache_data_ratio",
+        ],
+    );
+    md += "\n### Table 4 and the overhead, beside the paper\n\n";
+    let headers = [
+        "workload",
+        "QPS (paper)",
+        "QPS",
+        "p95 (paper)",
+        "p95",
+        "misses (paper)",
+        "misses",
+        "overhead (paper)",
+        "overhead",
+    ]
+    .map(String::from);
+    let body: Vec<Vec<String>> = distinct(summaries.iter(), "workload")
+        .iter()
+        .map(|w| {
+            let m = table4_measured(result, w).unwrap_or([None; 3]);
+            let p = PAPER_TABLE4.iter().find(|(n, ..)| n == w);
+            let paper = |i: usize| p.map_or("-".into(), |t| pct(Some([t.1, t.2, t.3][i])));
+            let overhead = summaries
+                .iter()
+                .find(|r| {
+                    text_of(r, "workload").as_deref() == Some(w.as_str())
+                        && text_of(r, "policy").as_deref() == Some(LEAPER)
+                })
+                .and_then(|r| num(r, "overhead_pct"));
+            let paper_overhead = PAPER_OVERHEAD
+                .iter()
+                .find(|(n, _)| n == w)
+                .map_or("-".into(), |(_, v)| format!("{v:.2}%"));
+            vec![
+                w.clone(),
+                paper(0),
+                pct(m[0]),
+                paper(1),
+                pct(m[1]),
+                paper(2),
+                pct(m[2]),
+                paper_overhead,
+                overhead.map_or("-".into(), |v| format!("{v:.2}%")),
+            ]
+        })
+        .collect();
+    md += &markdown_table(&headers, &body);
+    md += "\nChanges are leaper against incremental-warmup; the overhead is leaper's QPS decline outside every \
+           flush and compaction window (positive = slower), as the paper's Table 5 reports it.\n";
+    md
+}
+
+/// Precision, recall and AUC of `rows` as bar series (one per row, named by `name`).
+fn metric_series(rows: &[&Row], name: &dyn Fn(&Row) -> String) -> Vec<(String, Vec<f64>)> {
+    rows.iter()
+        .map(|r| {
+            (
+                name(r),
+                ["precision", "recall", "auc"]
+                    .iter()
+                    .map(|k| num(r, k).unwrap_or(f64::NAN))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// `leaper-model`'s figures, per workload: the paper's Figure 6 (step-1 model against the last-slot
+/// baseline), Figure 8 (feature-group ablation) and Table 3 (feature-group importance beside the
+/// paper's).
+pub fn model_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let metrics = ["precision".to_string(), "recall".to_string(), "AUC".to_string()];
+    let mut paths = Vec::new();
+    for workload in distinct(result.rows.iter(), "workload") {
+        let of = |kind: &str| -> Vec<&Row> {
+            result
+                .rows
+                .iter()
+                .filter(|r| is_kind(r, kind) && text_of(r, "workload").as_deref() == Some(workload.as_str()))
+                .collect()
+        };
+        let step1: Vec<&Row> = of("metrics")
+            .into_iter()
+            .filter(|r| num(r, "step") == Some(1.0))
+            .collect();
+        if !step1.is_empty() {
+            let title = format!(
+                "Figure 6: {workload}, step-1 model on the held-out day ({} scale)",
+                result.scale
+            );
+            paths.extend(plot::grouped_bars(
+                &out_dir.join(format!("leaper-model-fig6-{workload}")),
+                &Labels {
+                    title: &title,
+                    x: "metric",
+                    y: "rate",
+                    note: None,
+                },
+                &metrics,
+                &metric_series(&step1, &|r| text_of(r, "model").unwrap_or_default()),
+                false,
+            )?);
+        }
+        let ablation = of("ablation");
+        if !ablation.is_empty() {
+            let title = format!("Figure 8: {workload}, feature groups ({} scale)", result.scale);
+            paths.extend(plot::grouped_bars(
+                &out_dir.join(format!("leaper-model-fig8-{workload}")),
+                &Labels {
+                    title: &title,
+                    x: "metric",
+                    y: "rate",
+                    note: None,
+                },
+                &metrics,
+                &metric_series(&ablation, &|r| text_of(r, "features").unwrap_or_default()),
+                false,
+            )?);
+        }
+        let importance = of("importance");
+        if !importance.is_empty() {
+            let groups: Vec<String> = importance.iter().filter_map(|r| text_of(r, "group")).collect();
+            let series = vec![
+                (
+                    "lsmlab".to_string(),
+                    importance
+                        .iter()
+                        .map(|r| num(r, "share_pct").unwrap_or(f64::NAN))
+                        .collect(),
+                ),
+                (
+                    "paper".to_string(),
+                    importance
+                        .iter()
+                        .map(|r| num(r, "paper_pct").unwrap_or(f64::NAN))
+                        .collect(),
+                ),
+            ];
+            let title = format!("Table 3: {workload}, feature importance ({} scale)", result.scale);
+            paths.extend(plot::grouped_bars(
+                &out_dir.join(format!("leaper-model-table3-{workload}")),
+                &Labels {
+                    title: &title,
+                    x: "feature group",
+                    y: "share of gain (%)",
+                    note: None,
+                },
+                &groups,
+                &series,
+                false,
+            )?);
+        }
+    }
+    Ok(paths)
+}
+
+/// `leaper-model`'s report section.
+pub fn model_report(result: &ResultFile) -> String {
+    let pick =
+        |kind: &str| -> Vec<Row> { result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect() };
+    let mut md = format!(
+        "The model offline ({} scale, seed {}): trained on the first days of a logged run, tested on the last.\n\n",
+        result.scale, result.seed
+    );
+    md += &rows_table(
+        &pick("metrics"),
+        &[
+            "workload",
+            "model",
+            "step",
+            "precision",
+            "recall",
+            "auc",
+            "train_s",
+            "inference_ms",
+            "test_rows",
+        ],
+    );
+    md += "\n### Feature groups (Figure 8) and importance (Table 3)\n\n";
+    md += &rows_table(
+        &pick("ablation"),
+        &["workload", "features", "precision", "recall", "auc", "train_s"],
+    );
+    md += "\n";
+    md += &rows_table(
+        &pick("importance"),
+        &["workload", "group", "share_pct", "paper_pct"],
+    );
+    md
+}
+
+/// `leaper-sensitivity`'s figures: per sweep, the QPS speedup of Leaper over Incremental Warmup in
+/// compaction windows and both policies' hit ratios (the paper's Figures 13 and 14).
+pub const SENSITIVITY_FIGURES: &[FigureSpec] = &[
+    FigureSpec {
+        filters: &[Filter::In("kind", &["gain"])],
+        facets: &["sweep"],
+        x: "value",
+        x_label: "swept value",
+        series: "leaper / incremental-warmup",
+        y_label: "QPS speedup in compaction windows",
+        ..FigureSpec::new(
+            "leaper-sensitivity-speedup-{sweep}",
+            "QPS speedup against {sweep} ({scale} scale)",
+            Mark::Lines { y: "qps_speedup" },
+        )
+    },
+    FigureSpec {
+        filters: &[Filter::In("kind", &["summary"])],
+        facets: &["sweep"],
+        x: "value",
+        x_label: "swept value",
+        series: "{policy}",
+        y_label: "block cache hit ratio",
+        ..FigureSpec::new(
+            "leaper-sensitivity-hit-ratio-{sweep}",
+            "Hit ratio against {sweep} ({scale} scale)",
+            Mark::Lines { y: "hit_ratio" },
+        )
+    },
+];
+
+/// `leaper-sensitivity`'s report section.
+pub fn sensitivity_report(result: &ResultFile) -> String {
+    let pick =
+        |kind: &str| -> Vec<Row> { result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect() };
+    let mut md = format!(
+        "Leaper against Incremental Warmup as one knob moves ({} scale, seed {}).\n\n",
+        result.scale, result.seed
+    );
+    md += &rows_table(
+        &pick("gain"),
+        &[
+            "sweep",
+            "value",
+            "qps_speedup",
+            "hit_ratio_gain",
+            "miss_reduction_in_windows",
+        ],
+    );
+    md += "\n";
+    md += &rows_table(&pick("best"), &["sweep", "best_qps_gain_at", "best_hit_gain_at"]);
+    md
+}
+
+/// The figure specs of each Leaper experiment, by name (for checks that specs name real fields);
+/// the timelines, Table 4 and `leaper-model`'s figures are drawn by code, not specs.
+pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
+    match experiment {
+        "leaper-online" => ONLINE_FIGURES,
+        "leaper-sensitivity" => SENSITIVITY_FIGURES,
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::RowBuilder;
+    use crate::plot::tests::assert_rendered;
+
+    fn interval(policy: &str, i: u64, compaction: bool) -> Row {
+        RowBuilder::new()
+            .str("workload", "synthetic")
+            .str("policy", policy)
+            .str("kind", "interval")
+            .int("interval", i)
+            .num("interval_s", 0.001)
+            .num("hit_ratio", if compaction { 0.8 } else { 0.97 })
+            .num("qps", 1e5)
+            .num("p95_us", if compaction { 110.0 } else { 3.0 })
+            .bool("in_flush", i == 1)
+            .bool("in_compaction", compaction)
+            .build()
+    }
+
+    fn summary(policy: &str, qps: f64, p95: f64, misses: u64) -> Row {
+        RowBuilder::new()
+            .str("workload", "synthetic")
+            .str("policy", policy)
+            .str("kind", "summary")
+            .num("qps_in_windows", qps)
+            .num("p95_in_windows_us", p95)
+            .int("cache_misses_in_windows", misses)
+            .num("hit_ratio_in_windows", 0.9)
+            .num("overhead_pct", 1.5)
+            .build()
+    }
+
+    fn result() -> ResultFile {
+        let mut r = crate::result::tests::sample();
+        r.experiment = "leaper-online".into();
+        for p in [BASELINE, LEAPER] {
+            for i in 0..10 {
+                r.rows.push(interval(p, i, (4..7).contains(&i)));
+            }
+        }
+        r.rows.push(summary(BASELINE, 100.0, 100.0, 200));
+        r.rows.push(summary(LEAPER, 150.0, 50.0, 20));
+        r
+    }
+
+    #[test]
+    fn shades_follow_consecutive_window_intervals() {
+        let r = result();
+        let rows: Vec<&Row> = r
+            .rows
+            .iter()
+            .filter(|r| is_kind(r, "interval"))
+            .take(10)
+            .collect();
+        let shades = shades_of(&rows);
+        assert_eq!(
+            shades,
+            vec![
+                Shade {
+                    from: 4.0,
+                    to: 7.0,
+                    kind: "compaction".into()
+                },
+                Shade {
+                    from: 1.0,
+                    to: 2.0,
+                    kind: "flush".into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn table4_is_measured_against_the_baseline() {
+        let m = table4_measured(&result(), "synthetic").unwrap();
+        assert_eq!(m, [Some(50.0), Some(-50.0), Some(-90.0)]);
+        assert!(table4_measured(&result(), "messaging").is_none());
+        let md = online_report(&result());
+        assert!(
+            md.contains("+66.2%") && md.contains("+50.0%") && md.contains("-90.0%"),
+            "{md}"
+        );
+        assert!(md.contains("4.68%") && md.contains("1.50%"), "{md}");
+    }
+
+    #[test]
+    fn online_figures_render() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = online_figures(&result(), dir.path()).unwrap();
+        let names: Vec<String> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for stem in [
+            "leaper-online-timeline-synthetic",
+            "leaper-online-table4",
+            "leaper-online-hit-ratio",
+            "leaper-online-qps",
+        ] {
+            assert!(names.contains(&format!("{stem}.svg")), "{names:?}");
+        }
+        for pair in paths.chunks(2) {
+            assert_rendered(pair);
+        }
+        let svg = std::fs::read_to_string(dir.path().join("leaper-online-timeline-synthetic.svg")).unwrap();
+        assert!(
+            svg.contains("windows (T1) of incremental-warmup"),
+            "the note names the shaded run"
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! `leaper-sensitivity`: Leaper against Incremental Warmup as one knob moves (the paper's §7.3.2
+//! A-D: Figures 12, 13 and 14): zipf skew, the share of range queries among the reads (read/write
+//! fixed), the cache / data ratio and the key-range size. Each cell is a `leaper-online` run of one
+//! workload (its own warm-up, calibration, training and measured runs) with the two policies.
+
+use std::path::{Path, PathBuf};
+
+use lsmlab_engine::kvstore::WarmUpKind;
+use serde::{Deserialize, Serialize};
+
+use super::learned::LeaperSettings;
+use super::online::{run_workload, spike_threshold_us, summary_row, WorkloadRuns};
+use super::report::{self as lr, BASELINE, LEAPER};
+use super::{check_fractions, KvSetup, Workload, PAPER};
+use crate::config::{check_items, Config, KeyHelp};
+use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::plot::spec::render_specs;
+use crate::result::ResultFile;
+
+pub struct LeaperSensitivity;
+
+/// `leaper-sensitivity`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SensitivityConfig {
+    pub workload: Workload,
+    /// Zipf constants swept (the paper's Figure 14: 0 to 1).
+    pub zipfs: Vec<f64>,
+    /// Shares of range queries among the reads (Figure 13(a): 0 to 100%).
+    pub range_shares: Vec<f64>,
+    /// Cache / data ratios (Figure 13(c): 1, 2, 4 and 8 GB of 10 GB).
+    pub cache_ratios: Vec<f64>,
+    /// Key-range sizes (Figure 12: 1 to 10^5 keys).
+    pub range_sizes: Vec<u64>,
+    #[serde(flatten)]
+    pub setup: KvSetup,
+    #[serde(flatten)]
+    pub leaper: LeaperSettings,
+}
+
+impl Config for SensitivityConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut help = vec![
+            (
+                "workload",
+                "the workload every cell starts from: synthetic (the paper's sensitivity runs), e-commerce or messaging",
+            ),
+            ("zipfs", "zipf constants swept, in [0, 1) (the paper: 0 to 1)"),
+            (
+                "range_shares",
+                "shares of range queries among the reads, read/write fixed (the paper: 0 to 100%)",
+            ),
+            (
+                "cache_ratios",
+                "cache / data ratios swept (the paper: 1, 2, 4, 8 GB of 10 GB)",
+            ),
+            (
+                "range_sizes",
+                "key-range sizes swept, in keys (the paper: 1 to 10^5)",
+            ),
+        ];
+        help.extend(KvSetup::help());
+        help.extend(LeaperSettings::help());
+        help
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_items(
+            "zipfs",
+            &self.zipfs,
+            |z| (0.0..1.0).contains(z),
+            "zipf constants in [0, 1)",
+        )?;
+        check_fractions("range_shares", &self.range_shares)?;
+        check_items(
+            "cache_ratios",
+            &self.cache_ratios,
+            |c| *c > 0.0 && *c <= 1.0,
+            "fractions in (0, 1]",
+        )?;
+        check_items("range_sizes", &self.range_sizes, |s| *s >= 1, "at least 1 key")?;
+        self.setup.validate()?;
+        self.leaper.validate()
+    }
+}
+
+/// One cell of a sweep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Knob {
+    Zipf(f64),
+    RangeShare(f64),
+    CacheRatio(f64),
+    RangeSize(u64),
+}
+
+impl Knob {
+    fn sweep(self) -> &'static str {
+        match self {
+            Knob::Zipf(_) => "zipf",
+            Knob::RangeShare(_) => "range_share",
+            Knob::CacheRatio(_) => "cache_ratio",
+            Knob::RangeSize(_) => "range_size",
+        }
+    }
+
+    fn value(self) -> f64 {
+        match self {
+            Knob::Zipf(v) | Knob::RangeShare(v) | Knob::CacheRatio(v) => v,
+            Knob::RangeSize(v) => v as f64,
+        }
+    }
+}
+
+fn find<'a>(w: &'a WorkloadRuns, policy: &str) -> Option<&'a super::online::PolicyRun> {
+    w.runs.iter().find(|r| r.policy.name() == policy)
+}
+
+/// The gain row of a cell: Leaper's QPS speedup in compaction windows, its hit-ratio gain (whole run,
+/// in points of ratio) and its cut of misses in windows, against Incremental Warmup.
+fn gain_row(knob: Knob, w: &WorkloadRuns) -> Option<Row> {
+    let (l, b) = (find(w, LEAPER)?, find(w, BASELINE)?);
+    let speedup = match (l.timeline.qps_in_windows(), b.timeline.qps_in_windows()) {
+        (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+        _ => None,
+    };
+    let hit = |r: &super::online::PolicyRun| r.timeline.all.hit_ratio().unwrap_or(0.0);
+    let (lm, bm) = (l.timeline.in_windows.misses, b.timeline.in_windows.misses);
+    Some(
+        RowBuilder::new()
+            .str("kind", "gain")
+            .str("sweep", knob.sweep())
+            .num("value", knob.value())
+            .str("workload", w.workload.as_str())
+            .opt_num("qps_speedup", speedup)
+            .num("hit_ratio_gain", hit(l) - hit(b))
+            .opt_num(
+                "miss_reduction_in_windows",
+                (bm > 0).then(|| 1.0 - lm as f64 / bm as f64),
+            )
+            .build(),
+    )
+}
+
+/// The swept value where `field` is largest among the sweep's gain rows (the first on ties).
+fn best_at(gains: &[Row], field: &str) -> Option<f64> {
+    gains
+        .iter()
+        .filter_map(|r| Some((r.get("value")?.as_f64()?, r.get(field)?.as_f64()?)))
+        .fold(None, |best: Option<(f64, f64)>, (v, g)| match best {
+            Some((_, bg)) if bg >= g => best,
+            _ => Some((v, g)),
+        })
+        .map(|(v, _)| v)
+}
+
+impl TypedExperiment for LeaperSensitivity {
+    type Config = SensitivityConfig;
+
+    fn name(&self) -> &'static str {
+        "leaper-sensitivity"
+    }
+
+    fn paper(&self) -> &'static str {
+        PAPER
+    }
+
+    fn about(&self) -> &'static str {
+        "Leaper's sensitivity: gain over incremental warm-up against zipf skew, range-query share, cache/data ratio and key-range size"
+    }
+
+    fn defaults(&self, scale: Scale) -> SensitivityConfig {
+        let mut setup = KvSetup::defaults(scale);
+        if scale == Scale::Small {
+            // 21 cells of two policies each: half of leaper-online's data keeps `make` in minutes.
+            setup.records /= 2;
+            setup.warmup_ops /= 2;
+        }
+        // The paper's grids; tiny keeps the ends and the values the claims name.
+        let tiny = scale == Scale::Tiny;
+        SensitivityConfig {
+            workload: Workload::Synthetic,
+            zipfs: if tiny {
+                vec![0.0, 0.5, 0.99]
+            } else {
+                vec![0.0, 0.3, 0.5, 0.7, 0.9, 0.99]
+            },
+            range_shares: if tiny {
+                vec![0.0, 0.2, 0.6]
+            } else {
+                vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+            },
+            cache_ratios: if tiny {
+                vec![0.1, 0.3, 0.8]
+            } else {
+                vec![0.1, 0.2, 0.4, 0.8]
+            },
+            // Figure 12 sweeps 1 to 10^5 keys of 50 million; a range of one key makes a model row per
+            // key and slot, which the smaller scales cannot afford to train.
+            range_sizes: match scale {
+                Scale::Tiny => vec![10, 1000],
+                Scale::Small => vec![100, 1000, 10000],
+                Scale::Paper => vec![1, 10, 100, 1000, 10000, 100000],
+            },
+            setup,
+            leaper: LeaperSettings::defaults(scale),
+        }
+    }
+
+    fn run(&self, cfg: &SensitivityConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let mut knobs: Vec<Knob> = cfg.zipfs.iter().map(|&z| Knob::Zipf(z)).collect();
+        knobs.extend(cfg.range_shares.iter().map(|&s| Knob::RangeShare(s)));
+        knobs.extend(cfg.cache_ratios.iter().map(|&c| Knob::CacheRatio(c)));
+        knobs.extend(cfg.range_sizes.iter().map(|&s| Knob::RangeSize(s)));
+        ctx.progress.set_total(knobs.len() * 5);
+        let policies = [WarmUpKind::IncrementalWarmup, WarmUpKind::Leaper];
+        let mut out = RunOutput {
+            notes: cfg.setup.notes(),
+            ..RunOutput::default()
+        };
+        out.notes.extend(super::learned::notes(&cfg.leaper));
+        let mut gains: Vec<Row> = Vec::new();
+        for &knob in &knobs {
+            let mut settings = cfg.leaper.clone();
+            let mut cache_ratio = cfg.setup.cache_ratio;
+            match knob {
+                Knob::RangeSize(s) => settings.range_size = s,
+                Knob::CacheRatio(c) => cache_ratio = c,
+                _ => {}
+            }
+            let spec_for = move |spec: lsmlab_workloads::kv::KvWorkload| -> anyhow::Result<_> {
+                Ok(match knob {
+                    Knob::Zipf(z) => spec.with_zipf(z)?,
+                    Knob::RangeShare(s) => spec.with_range_fraction_of_reads(s)?,
+                    _ => spec,
+                })
+            };
+            let label = format!("{}={}", knob.sweep(), knob.value());
+            let w = match run_workload(
+                &cfg.setup,
+                &settings,
+                cfg.workload,
+                &policies,
+                cache_ratio,
+                &spec_for,
+                ctx,
+                &label,
+            ) {
+                Ok(w) => w,
+                // A cell whose warm-up cannot train a classifier (e.g. one key range, accessed in
+                // every slot) is reported, not fatal: the other cells still answer.
+                Err(e) if format!("{e:#}").contains("cannot train") => {
+                    out.notes.push(format!("{label}: not measured: {e:#}."));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let threshold = spike_threshold_us(&w.runs, cfg.setup.spike_factor);
+            for run in &w.runs {
+                let mut row = summary_row(&w, run, threshold);
+                row.insert("sweep".into(), knob.sweep().into());
+                row.insert(
+                    "value".into(),
+                    serde_json::Number::from_f64(knob.value()).map_or(serde_json::Value::Null, Into::into),
+                );
+                out.rows.push(row);
+            }
+            if let Some(g) = gain_row(knob, &w) {
+                gains.push(g);
+            }
+            out.notes.push(format!(
+                "{label}: interval {:.3} ms; background operations per run: {}.",
+                w.interval_s * 1e3,
+                w.runs
+                    .iter()
+                    .map(|r| format!("{} {}", r.policy.name(), r.ratios.background_ops))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for sweep in ["zipf", "range_share", "cache_ratio", "range_size"] {
+            let mine: Vec<Row> = gains
+                .iter()
+                .filter(|g| g.get("sweep").and_then(|v| v.as_str()) == Some(sweep))
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            out.rows.push(
+                RowBuilder::new()
+                    .str("kind", "best")
+                    .str("sweep", sweep)
+                    .opt_num("best_qps_gain_at", best_at(&mine, "qps_speedup"))
+                    .opt_num("best_hit_gain_at", best_at(&mine, "hit_ratio_gain"))
+                    .build(),
+            );
+        }
+        out.rows.extend(gains);
+        out.notes.push(format!(
+            "Every cell starts from {} with one knob moved (the others at their defaults) and runs {BASELINE} and \
+             {LEAPER} on identical op streams. Rows: kind = summary (as leaper-online's, with sweep and value), gain \
+             (qps_speedup = leaper's QPS in compaction windows / {BASELINE}'s, hit_ratio_gain = difference of whole-run \
+             hit ratios, miss_reduction_in_windows = 1 - leaper's misses in windows / {BASELINE}'s) and best (the swept \
+             value with the largest speedup and the largest hit-ratio gain). A range_size cell fixes the key-range size \
+             instead of Algorithm 1's choice. Range-query shares keep the workload's read/write ratio.",
+            cfg.workload
+        ));
+        Ok(out)
+    }
+
+    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        render_specs(lr::SENSITIVITY_FIGURES, result, out_dir)
+    }
+
+    fn report(&self, result: &ResultFile) -> String {
+        lr::sensitivity_report(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_best_value_is_the_first_largest_gain() {
+        let g = |v: f64, s: f64| RowBuilder::new().num("value", v).num("qps_speedup", s).build();
+        let rows = vec![g(0.0, 1.0), g(0.2, 1.5), g(0.4, 1.5), g(0.6, 1.2)];
+        assert_eq!(best_at(&rows, "qps_speedup"), Some(0.2));
+        assert_eq!(best_at(&rows, "missing"), None);
+    }
+}
