@@ -90,6 +90,29 @@ pub struct KvStats {
     pub policy_evictions: u64,
 }
 
+/// The cache's and its device's counters at the start of a background operation.
+struct Counters {
+    cache: CacheStats,
+    io: IoStats,
+}
+
+impl Counters {
+    fn of(cache: &BufferCache) -> Self {
+        Counters {
+            cache: cache.stats(),
+            io: cache.device().stats(),
+        }
+    }
+
+    /// What the operation added to both since [`Counters::of`].
+    fn since(&self, cache: &BufferCache) -> (CacheStats, IoStats) {
+        (
+            cache.stats().since(&self.cache),
+            cache.device().stats().since(&self.io),
+        )
+    }
+}
+
 /// What one operation did, accumulated while it runs.
 #[derive(Clone, Copy, Debug, Default)]
 struct OpCounts {
@@ -379,7 +402,7 @@ impl KvStore {
             cache, policy, runs, ..
         } = self;
         let policy: &mut dyn WarmUpPolicy = &mut **policy;
-        let (cache_before, io_before) = (cache.stats(), cache.device().stats());
+        let before = Counters::of(cache);
         let mut counts = OpCounts::default();
         let start = BackgroundStart {
             kind: Background::Flush,
@@ -396,10 +419,7 @@ impl KvStore {
             })
         });
         policy.end(now, result.is_ok());
-        let (cache_delta, io_delta) = (
-            cache.stats().since(&cache_before),
-            cache.device().stats().since(&io_before),
-        );
+        let (cache_delta, io_delta) = before.since(cache);
         match result {
             Ok(_) => {
                 self.memtable_bytes = 0;
@@ -434,13 +454,10 @@ impl KvStore {
                 Choice::DoNothing => return Ok(()),
                 Choice::Move { run, to_level } => {
                     let (run, to_level) = (*run, *to_level);
-                    let (cache_before, io_before) = (self.cache.stats(), self.cache.device().stats());
+                    let before = Counters::of(&self.cache);
                     let input_blocks = self.runs.run(run).map_or(0, SstRun::data_blocks);
                     let result = self.runs.apply_with(choice, &mut NoMerge);
-                    let (cache_delta, io_delta) = (
-                        self.cache.stats().since(&cache_before),
-                        self.cache.device().stats().since(&io_before),
-                    );
+                    let (cache_delta, io_delta) = before.since(&self.cache);
                     if let Err(e) = result {
                         self.fail(cache_delta, io_delta, OpCounts::default());
                         return Err(e);
@@ -494,7 +511,7 @@ impl KvStore {
             cache, policy, runs, ..
         } = self;
         let policy: &mut dyn WarmUpPolicy = &mut **policy;
-        let (cache_before, io_before) = (cache.stats(), cache.device().stats());
+        let before = Counters::of(cache);
         let mut counts = OpCounts::default();
         let start = BackgroundStart {
             kind: Background::Compaction,
@@ -516,10 +533,7 @@ impl KvStore {
             r
         });
         policy.end(now, result.is_ok());
-        let (cache_delta, io_delta) = (
-            cache.stats().since(&cache_before),
-            cache.device().stats().since(&io_before),
-        );
+        let (cache_delta, io_delta) = before.since(cache);
         if let Err(e) = result {
             self.fail(cache_delta, io_delta, counts);
             return Err(e);
