@@ -42,6 +42,15 @@ fn rows(v: &Value, kind: &str) -> Vec<Row> {
         .collect()
 }
 
+/// lsmlab's own rows (the fjall peer's say `engine = fjall`).
+fn lsmlab_rows(v: &Value, kind: &str) -> Vec<Row> {
+    let rows: Vec<Row> = rows(v, kind)
+        .into_iter()
+        .filter(|r| r["engine"] == "lsmlab")
+        .collect();
+    rows
+}
+
 fn f(r: &Row, k: &str) -> f64 {
     r[k].as_f64()
         .unwrap_or_else(|| panic!("{k} missing or not a number: {r:?}"))
@@ -55,8 +64,8 @@ fn leaper_online_rows_carry_the_ratios_the_windows_and_the_summary_fields() {
     let out = run("leaper-online", dir.path(), &ONLINE);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v = result(dir.path(), "leaper-online");
-    let intervals = rows(&v, "interval");
-    let summaries = rows(&v, "summary");
+    let intervals = lsmlab_rows(&v, "interval");
+    let summaries = lsmlab_rows(&v, "summary");
     assert_eq!(intervals.len(), 2 * 40, "40 intervals per policy");
     assert_eq!(summaries.len(), 2);
     for r in intervals.iter().chain(&summaries) {
@@ -125,13 +134,103 @@ fn leaper_online_rows_carry_the_ratios_the_windows_and_the_summary_fields() {
     assert!(notes
         .iter()
         .any(|n| n.contains("saved") && n.contains("loaded back")));
+    fjall_peer_rows(&v, &summaries, &notes);
+}
+
+/// With the `fjall` feature, the workload also ran on fjall: 40 intervals of a fixed op count
+/// after lsmlab's warm-up, counters that add up, and the note that says what the numbers are.
+#[cfg(feature = "fjall")]
+fn fjall_peer_rows(v: &Value, lsmlab: &[Row], notes: &[&str]) {
+    let of = |kind: &str| -> Vec<Row> {
+        rows(v, kind)
+            .into_iter()
+            .filter(|r| r["engine"] == "fjall")
+            .collect()
+    };
+    let (intervals, summaries) = (of("interval"), of("summary"));
+    assert_eq!(intervals.len(), 40, "as many intervals as lsmlab's runs");
+    assert_eq!(summaries.len(), 1);
+    let s = &summaries[0];
+    assert_eq!(s["policy"], "fjall");
+    assert!(
+        s["engine_version"].as_str().unwrap().starts_with("fjall 3."),
+        "{s:?}"
+    );
+    // lsmlab's runs here are incremental-warmup and leaper: the first one's measured ops are
+    // matched, in 40 equal intervals
+    let matched = lsmlab[0]["ops"].as_u64().unwrap();
+    let per = s["interval_ops"].as_u64().unwrap();
+    assert_eq!(per, matched / 40);
+    assert_eq!(s["ops"].as_u64().unwrap(), per * 40);
+    let warmup = notes
+        .iter()
+        .find_map(|n| {
+            n.strip_prefix("synthetic: warm-up of ")?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .expect("the warm-up note");
+    assert_eq!(s["warmup_ops"].as_u64(), Some(warmup));
+    for (n, r) in intervals.iter().enumerate() {
+        assert_eq!(r["interval"].as_u64(), Some(n as u64));
+        assert_eq!(r["ops"].as_u64(), Some(per));
+        for k in ["hit_ratio", "ops_per_s", "p95_us", "in_flush", "in_compaction"] {
+            assert!(r.contains_key(k), "{k}: {r:?}");
+        }
+        assert!((f(r, "cache_data_ratio") - 0.3).abs() < 1e-9, "{r:?}");
+        assert!((f(r, "memtable_data_ratio") - 0.1).abs() < 1e-9, "{r:?}");
+    }
+    for k in ["cache_hits", "cache_misses", "flushes", "compactions"] {
+        let sum: u64 = intervals.iter().map(|r| r[k].as_u64().unwrap()).sum();
+        assert_eq!(Some(sum), s[k].as_u64(), "{k}");
+    }
+    // ~10k ops, a fifth of them writes of ~200 B against a ~42 KB memtable: fjall flushes
+    assert!(s["flushes"].as_u64().unwrap() >= 1, "{s:?}");
+    let windows = intervals.iter().filter(|r| r["in_window"] == true).count() as u64;
+    assert_eq!(s["window_intervals"].as_u64(), Some(windows));
+    for k in [
+        "hit_ratio",
+        "qps",
+        "p95_us",
+        "p99_us",
+        "hit_ratio_in_windows",
+        "dips",
+        "dips_in_or_after_window",
+    ] {
+        assert!(s.contains_key(k), "{k}: {s:?}");
+    }
+    assert!(s["dips_in_or_after_window"].as_u64() <= s["dips"].as_u64());
+    let note = notes
+        .iter()
+        .find(|n| n.starts_with("fjall peer, synthetic"))
+        .expect("the fjall note");
+    assert!(
+        note.contains("wall time") && note.contains("not LRU") && note.contains("hit-ratio dip"),
+        "{note}"
+    );
+}
+
+#[cfg(not(feature = "fjall"))]
+fn fjall_peer_rows(v: &Value, _: &[Row], _: &[&str]) {
+    assert!(v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["engine"] != "fjall"));
 }
 
 #[test]
 fn counted_and_virtual_figures_are_deterministic_for_a_seed() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for d in [&a, &b] {
-        let out = run("leaper-online", d.path(), &ONLINE);
+        // fjall's figures depend on its threads' timing: lsmlab's alone are compared
+        let out = run(
+            "leaper-online",
+            d.path(),
+            &[ONLINE[0], ONLINE[1], "fjall_peer=false"],
+        );
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let (x, y) = (
@@ -232,6 +331,10 @@ fn bad_values_name_the_key_and_write_no_result() {
         ("leaper-online", "workloads=tpcc", "tpcc"),
         ("leaper-online", "compaction_mb_s=0", "compaction_mb_s"),
         ("leaper-online", "cache_ration=0.3", "cache_ration"),
+        #[cfg(feature = "fjall")]
+        ("leaper-online", "value_bytes=8", "value_bytes"),
+        #[cfg(not(feature = "fjall"))]
+        ("leaper-online", "fjall_peer=true", "fjall_peer"),
         ("leaper-sensitivity", "zipfs=0.5,1.5", "zipfs"),
         ("leaper-model", "days=1", "days"),
         ("leaper-model", "sample_p=0", "sample_p"),

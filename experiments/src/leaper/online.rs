@@ -32,6 +32,15 @@ pub struct OnlineConfig {
     pub setup: KvSetup,
     #[serde(flatten)]
     pub leaper: LeaperSettings,
+    /// Also run each workload on fjall, a real LSM store, beside lsmlab's runs (see
+    /// [`crate::peer`]); needs the `fjall` cargo feature.
+    #[serde(default = "fjall_peer_default")]
+    pub fjall_peer: bool,
+}
+
+/// `fjall_peer`'s default: on whenever the `fjall` cargo feature is compiled in.
+pub fn fjall_peer_default() -> bool {
+    cfg!(feature = "fjall")
 }
 
 impl Config for OnlineConfig {
@@ -45,6 +54,10 @@ impl Config for OnlineConfig {
         ];
         help.extend(KvSetup::help());
         help.extend(LeaperSettings::help());
+        help.push((
+            "fjall_peer",
+            "also run each workload on fjall (a real LSM store, wall time) with the same spec, seed, ratios and op counts; true by default when built with the `fjall` cargo feature",
+        ));
         help
     }
 
@@ -57,7 +70,19 @@ impl Config for OnlineConfig {
             "at least one policy",
         )?;
         self.setup.validate()?;
-        self.leaper.validate()
+        self.leaper.validate()?;
+        check(
+            "fjall_peer",
+            self.fjall_peer,
+            !self.fjall_peer || cfg!(feature = "fjall"),
+            "false: this lsmlab was built without the `fjall` cargo feature (rebuild with default features to run the fjall peer)",
+        )?;
+        check(
+            "value_bytes",
+            self.setup.value_bytes,
+            !self.fjall_peer || self.setup.value_bytes >= 16,
+            "at least 16 bytes with fjall_peer = true (the fjall peer checks answers by the key and version each value names)",
+        )
     }
 }
 
@@ -204,12 +229,16 @@ pub fn run_workload(
     })
 }
 
+/// The `engine` dimension of lsmlab's own rows (the fjall peer's rows say `fjall`).
+pub const ENGINE: &str = "lsmlab";
+
 /// The dimensions of a run's rows.
 fn dims(workload: Workload, run: &PolicyRun, interval_s: f64) -> RowBuilder {
     ratio_fields(
         RowBuilder::new()
             .str("workload", workload.as_str())
             .str("policy", run.policy.name())
+            .str("engine", ENGINE)
             .num("interval_s", interval_s),
         &run.ratios,
     )
@@ -311,6 +340,61 @@ pub fn workload_note(w: &WorkloadRuns, setup: &KvSetup) -> String {
     note
 }
 
+/// The op counts of a workload's fjall peer: lsmlab's warm-up, and the measured ops of its `lru`
+/// run (else its first run) in `setup.intervals` intervals of a fixed op count.
+pub fn peer_plan(setup: &KvSetup, w: &WorkloadRuns) -> anyhow::Result<crate::peer::rows::PeerPlan> {
+    let matched = w
+        .runs
+        .iter()
+        .find(|r| r.policy == WarmUpKind::Lru)
+        .or_else(|| w.runs.first())
+        .ok_or_else(|| anyhow::anyhow!("the fjall peer needs an lsmlab run to match"))?;
+    Ok(crate::peer::rows::PeerPlan::new(
+        w.training.ops,
+        matched.policy.name(),
+        matched.timeline.all.ops,
+        setup.intervals,
+    ))
+}
+
+/// The fjall peer of one workload: fjall on the same workload spec, seed, cache/data and
+/// memtable/data ratios, warm-up ops and (about) the same measured ops as lsmlab's runs, in the
+/// same number of intervals of a fixed op count. Rows (`engine = fjall`, `policy = fjall`) and a
+/// note with the measured dip alignment.
+#[cfg(feature = "fjall")]
+pub fn run_fjall_peer(
+    setup: &KvSetup,
+    w: &WorkloadRuns,
+    ctx: &RunContext,
+) -> anyhow::Result<(Vec<Row>, String)> {
+    ctx.progress.begin(format!("{}: fjall peer", w.workload));
+    let spec = setup.workload_spec(w.workload, day_ops(setup))?;
+    let plan = peer_plan(setup, w)?;
+    let run = crate::peer::FjallRun::with_fractions(
+        spec,
+        ctx.seed,
+        setup.cache_ratio,
+        setup.memtable_ratio,
+        plan.warmup_ops,
+        plan.measured_ops,
+        plan.interval_ops,
+    )?;
+    let timeline = crate::peer::fjall::run_fjall(&run)?;
+    let rows = crate::peer::rows::rows(w.workload.as_str(), &timeline);
+    let note = crate::peer::rows::note(w.workload.as_str(), &plan, &timeline);
+    Ok((rows, note))
+}
+
+/// Without the `fjall` feature, `fjall_peer = true` is refused by validation; this is not reached.
+#[cfg(not(feature = "fjall"))]
+pub fn run_fjall_peer(
+    _setup: &KvSetup,
+    _w: &WorkloadRuns,
+    _ctx: &RunContext,
+) -> anyhow::Result<(Vec<Row>, String)> {
+    anyhow::bail!("parameter `fjall_peer` = `true`: this lsmlab was built without the `fjall` cargo feature")
+}
+
 impl TypedExperiment for LeaperOnline {
     type Config = OnlineConfig;
 
@@ -332,12 +416,14 @@ impl TypedExperiment for LeaperOnline {
             policies: WarmUpKind::ALL.to_vec(),
             setup: KvSetup::defaults(scale),
             leaper: LeaperSettings::defaults(scale),
+            fjall_peer: fjall_peer_default(),
         }
     }
 
     fn run(&self, cfg: &OnlineConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let peer_steps = usize::from(cfg.fjall_peer);
         ctx.progress
-            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2));
+            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2 + peer_steps));
         let mut out = RunOutput {
             notes: cfg.setup.notes(),
             ..RunOutput::default()
@@ -356,6 +442,11 @@ impl TypedExperiment for LeaperOnline {
             )?;
             out.rows.extend(workload_rows(&w, cfg.setup.spike_factor));
             out.notes.push(workload_note(&w, &cfg.setup));
+            if cfg.fjall_peer {
+                let (rows, note) = run_fjall_peer(&cfg.setup, &w, ctx)?;
+                out.rows.extend(rows);
+                out.notes.push(note);
+            }
         }
         out.notes.push(format!(
             "Rows: kind = interval (one per interval: hit_ratio, qps, p95_us, p99_us, in_flush / in_compaction = the \
@@ -368,6 +459,19 @@ impl TypedExperiment for LeaperOnline {
              hits on them. Identical op streams per policy: each policy runs as far into the stream as its virtual \
              time allows."
         ));
+        if cfg.fjall_peer {
+            out.notes.push(
+                "fjall peer rows: engine = fjall and policy = fjall (lsmlab's rows: engine = lsmlab). kind = \
+                 interval (interval, ops, hit_ratio, ops_per_s and p95_us in wall time, in_flush, in_compaction, \
+                 in_window = either, cache_hits / cache_misses = data blocks found in / read into fjall's cache, \
+                 flushes, compactions, moves, retired_tables) and kind = summary (hit_ratio, qps and p95_us / \
+                 p99_us in wall time, flushes, compactions, hit_ratio_in_windows / hit_ratio_outside_windows over \
+                 the window intervals and the others, dips / dips_in_or_after_window / window_or_next_share: the \
+                 hit-ratio dips and how many fall in or right after a window interval). They are shown beside \
+                 lsmlab's lru, never in Table 4 or the policy figures."
+                    .to_string(),
+            );
+        }
         Ok(out)
     }
 

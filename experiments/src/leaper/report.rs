@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::experiment::Row;
+use crate::peer::rows::{DIP_DROP, FJALL};
 use crate::plot::spec::{render_specs, text_of, FigureSpec, Filter, Mark};
 use crate::plot::{self, fmt_num, markdown_table, Labels, Panel, Shade};
 use crate::report::rows_table;
@@ -35,6 +36,22 @@ fn is_kind(row: &Row, kind: &str) -> bool {
     row.get("kind").and_then(Value::as_str) == Some(kind)
 }
 
+/// lsmlab's warm-up policies: the figures' and tables' rows. The fjall peer's rows (`engine =
+/// fjall`, `policy = fjall`) run on wall time and another cache, so they are shown apart
+/// ([`peer_table`]) and never compared with these.
+pub const LSMLAB_POLICIES: &[&str] = &[
+    "lru",
+    "incremental-warmup",
+    "prepopulate-flush",
+    "prepopulate-all",
+    "leaper",
+];
+
+/// A row of the fjall peer.
+fn is_peer(row: &Row) -> bool {
+    row.get("engine").and_then(Value::as_str) == Some(FJALL)
+}
+
 /// Distinct values of `key` among `rows`, first-seen order.
 fn distinct<'a>(rows: impl Iterator<Item = &'a Row>, key: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -52,7 +69,10 @@ fn distinct<'a>(rows: impl Iterator<Item = &'a Row>, key: &str) -> Vec<String> {
 /// workload.
 pub const ONLINE_FIGURES: &[FigureSpec] = &[
     FigureSpec {
-        filters: &[Filter::In("kind", &["summary"])],
+        filters: &[
+            Filter::In("kind", &["summary"]),
+            Filter::In("policy", LSMLAB_POLICIES),
+        ],
         x: "{workload}",
         x_label: "workload",
         series: "{policy}",
@@ -66,7 +86,10 @@ pub const ONLINE_FIGURES: &[FigureSpec] = &[
         )
     },
     FigureSpec {
-        filters: &[Filter::In("kind", &["summary"])],
+        filters: &[
+            Filter::In("kind", &["summary"]),
+            Filter::In("policy", LSMLAB_POLICIES),
+        ],
         x: "{workload}",
         x_label: "workload",
         series: "{policy}",
@@ -132,7 +155,11 @@ fn shades_of(rows: &[&Row]) -> Vec<Shade> {
 /// The paper's Figure 1/11-style timelines, one per workload: hit ratio, QPS and p95 per interval,
 /// one line per policy, the flush and compaction windows (T1) of the Table 4 baseline shaded.
 pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let intervals: Vec<&Row> = result.rows.iter().filter(|r| is_kind(r, "interval")).collect();
+    let intervals: Vec<&Row> = result
+        .rows
+        .iter()
+        .filter(|r| is_kind(r, "interval") && !is_peer(r))
+        .collect();
     let mut paths = Vec::new();
     for workload in distinct(intervals.iter().copied(), "workload") {
         let mine: Vec<&Row> = intervals
@@ -275,7 +302,7 @@ pub fn online_report(result: &ResultFile) -> String {
     let summaries: Vec<Row> = result
         .rows
         .iter()
-        .filter(|r| is_kind(r, "summary"))
+        .filter(|r| is_kind(r, "summary") && !is_peer(r))
         .cloned()
         .collect();
     let mut md = format!(
@@ -351,6 +378,117 @@ pub fn online_report(result: &ResultFile) -> String {
     md += &markdown_table(&headers, &body);
     md += "\nChanges are leaper against incremental-warmup; the overhead is leaper's QPS decline outside every \
            flush and compaction window (positive = slower), as the paper's Table 5 reports it.\n";
+    md += &peer_table(result);
+    md
+}
+
+/// One engine's interval timeline seen the same way for both engines: hit ratio over all
+/// intervals, over those with a flush or compaction (`in_flush` or `in_compaction`) and over the
+/// others, from the intervals' counted hits and misses, and the hit-ratio dips' alignment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PeerView {
+    pub hit_ratio: Option<f64>,
+    pub in_windows: Option<f64>,
+    pub outside: Option<f64>,
+    pub window_intervals: usize,
+    pub intervals: usize,
+    pub dips: Option<crate::peer::DipAlignment>,
+}
+
+/// [`PeerView`] of one workload's and policy's interval rows.
+pub fn peer_view(result: &ResultFile, workload: &str, policy: &str) -> Option<PeerView> {
+    let rows: Vec<&Row> = result
+        .rows
+        .iter()
+        .filter(|r| {
+            is_kind(r, "interval")
+                && text_of(r, "workload").as_deref() == Some(workload)
+                && text_of(r, "policy").as_deref() == Some(policy)
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let flag = |r: &Row, k: &str| r.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let window = |r: &Row| flag(r, "in_flush") || flag(r, "in_compaction");
+    let count = |r: &Row, k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let ratio = |pick: &dyn Fn(&Row) -> bool| {
+        let (h, m) = rows.iter().filter(|r| pick(r)).fold((0, 0), |(h, m), r| {
+            (h + count(r, "cache_hits"), m + count(r, "cache_misses"))
+        });
+        crate::peer::hit_ratio(h, m)
+    };
+    let points: Vec<(Option<f64>, bool)> = rows.iter().map(|r| (num(r, "hit_ratio"), window(r))).collect();
+    Some(PeerView {
+        hit_ratio: ratio(&|_| true),
+        in_windows: ratio(&|r| window(r)),
+        outside: ratio(&|r| !window(r)),
+        window_intervals: rows.iter().filter(|r| window(r)).count(),
+        intervals: rows.len(),
+        dips: crate::peer::dip_alignment(&points, DIP_DROP),
+    })
+}
+
+/// The "fjall beside lsmlab lru" table: per workload with a fjall run, both engines' hit ratios
+/// overall, in and outside the intervals with a flush or compaction, and the dips' alignment;
+/// empty when the result holds no fjall rows.
+pub fn peer_table(result: &ResultFile) -> String {
+    let peer_rows = result.rows.iter().filter(|r| is_peer(r));
+    let workloads = distinct(peer_rows, "workload");
+    if workloads.is_empty() {
+        return String::new();
+    }
+    let ratio = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let mut body = Vec::new();
+    for w in &workloads {
+        for (engine, policy) in [("lsmlab", "lru"), (FJALL, FJALL)] {
+            let Some(v) = peer_view(result, w, policy) else {
+                continue;
+            };
+            let dips = v.dips.map_or("-".to_string(), |d| {
+                format!(
+                    "{} of {} (chance {:.0}%)",
+                    d.dips_in_or_after_window,
+                    d.dips,
+                    d.window_or_next_share * 100.0
+                )
+            });
+            body.push(vec![
+                w.clone(),
+                if engine == FJALL {
+                    FJALL.to_string()
+                } else {
+                    format!("{engine} {policy}")
+                },
+                ratio(v.hit_ratio),
+                ratio(v.in_windows),
+                ratio(v.outside),
+                format!("{} of {}", v.window_intervals, v.intervals),
+                dips,
+            ]);
+        }
+    }
+    let headers = [
+        "workload",
+        "engine",
+        "hit ratio",
+        "in windows",
+        "outside windows",
+        "window intervals",
+        "dips in or after a window",
+    ]
+    .map(String::from);
+    let mut md = "\n### fjall beside lsmlab lru\n\n".to_string();
+    md += &markdown_table(&headers, &body);
+    md += &format!(
+        "\nBoth engines' rows read the same way: a window interval has a flush or compaction in or overlapping it \
+         (lsmlab: its T1 on the virtual clock; fjall: seen by probing); hit ratios sum the intervals' counted \
+         data-block hits and misses; a dip is an interval more than {:.0} points below the median interval hit \
+         ratio, aligned if it is a window interval or the one after, against the share of such intervals \
+         (chance). fjall's cache is not LRU and its background work runs on threads in wall time; see the \
+         result's notes.\n",
+        DIP_DROP * 100.0
+    );
     md
 }
 
@@ -668,5 +806,102 @@ mod tests {
             svg.contains("windows (T1) of incremental-warmup"),
             "the note names the shaded run"
         );
+    }
+
+    /// An interval row with counted hits and misses, of lsmlab's `lru` or the fjall peer.
+    fn counted(engine: &str, policy: &str, i: u64, window: bool) -> Row {
+        let (hits, misses) = if window { (5, 5) } else { (9, 1) };
+        RowBuilder::new()
+            .str("workload", "synthetic")
+            .str("policy", policy)
+            .str("engine", engine)
+            .str("kind", "interval")
+            .int("interval", i)
+            .num("hit_ratio", hits as f64 / 10.0)
+            .num("qps", 1e5)
+            .num("ops_per_s", 1e4)
+            .num("p95_us", 3.0)
+            .bool("in_flush", window)
+            .bool("in_compaction", false)
+            .int("cache_hits", hits)
+            .int("cache_misses", misses)
+            .build()
+    }
+
+    fn with_peer() -> ResultFile {
+        let mut r = result();
+        for i in 0..10 {
+            r.rows.push(counted("lsmlab", "lru", i, i == 3));
+            // fjall: windows at 2 and 7, a dip at each
+            r.rows.push(counted(FJALL, FJALL, i, i == 2 || i == 7));
+        }
+        r.rows.push(
+            RowBuilder::new()
+                .str("workload", "synthetic")
+                .str("policy", FJALL)
+                .str("engine", FJALL)
+                .str("kind", "summary")
+                .num("hit_ratio_in_windows", 0.5)
+                .num("qps", 1e4)
+                .build(),
+        );
+        r
+    }
+
+    #[test]
+    fn the_lsmlab_policy_list_is_every_warm_up_kind() {
+        let names: Vec<&str> = lsmlab_engine::kvstore::WarmUpKind::ALL
+            .iter()
+            .map(|k| k.name())
+            .collect();
+        assert_eq!(names, LSMLAB_POLICIES);
+        assert!(!LSMLAB_POLICIES.contains(&FJALL));
+    }
+
+    #[test]
+    fn fjall_rows_stay_out_of_table4_and_the_policy_figures_and_sit_beside_lru() {
+        let r = with_peer();
+        assert_eq!(
+            table4_measured(&r, "synthetic"),
+            table4_measured(&result(), "synthetic")
+        );
+        let lru = peer_view(&r, "synthetic", "lru").unwrap();
+        assert_eq!(lru.window_intervals, 1);
+        assert_eq!(lru.in_windows, Some(0.5));
+        assert_eq!(lru.outside, Some(0.9));
+        assert_eq!(lru.hit_ratio, Some(86.0 / 100.0));
+        let fj = peer_view(&r, "synthetic", FJALL).unwrap();
+        assert_eq!((fj.window_intervals, fj.intervals), (2, 10));
+        let d = fj.dips.unwrap();
+        assert_eq!((d.dips, d.dips_in_or_after_window), (2, 2));
+        assert_eq!(d.window_or_next_share, 0.4);
+
+        let md = online_report(&r);
+        let (main, peer) = md
+            .split_once("### fjall beside lsmlab lru")
+            .expect("the peer table");
+        assert!(!main.contains("fjall"), "{main}");
+        assert!(
+            peer.contains("| lsmlab lru |") && peer.contains("| fjall "),
+            "{peer}"
+        );
+        assert!(
+            peer.contains("2 of 2 (chance 40%)") && peer.contains("1 of 10"),
+            "{peer}"
+        );
+        assert!(!online_report(&result()).contains("fjall beside"));
+
+        let dir = tempfile::tempdir().unwrap();
+        online_figures(&r, dir.path()).unwrap();
+        for stem in [
+            "leaper-online-timeline-synthetic",
+            "leaper-online-hit-ratio",
+            "leaper-online-qps",
+        ] {
+            let svg = std::fs::read_to_string(dir.path().join(format!("{stem}.svg"))).unwrap();
+            // a legend entry is its name on a line of its own
+            assert!(!svg.contains("\nfjall\n"), "{stem} draws fjall");
+            assert!(svg.contains("\nleaper\n"), "{stem} lost lsmlab's series");
+        }
     }
 }

@@ -52,6 +52,7 @@
 
 #[cfg(feature = "fjall")]
 pub mod fjall;
+pub mod rows;
 
 use serde::{Deserialize, Serialize};
 
@@ -330,32 +331,42 @@ impl FjallTimeline {
     /// fall in a background window or in the interval after one; `None` when no interval read a
     /// data block.
     pub fn dip_alignment(&self, drop: f64) -> Option<DipAlignment> {
-        let mut ratios: Vec<f64> = self.intervals.iter().filter_map(|i| i.hit_ratio).collect();
-        if ratios.is_empty() {
-            return None;
-        }
-        ratios.sort_by(f64::total_cmp);
-        let median = ratios[ratios.len() / 2];
-        let near_window =
-            |idx: usize| self.intervals[idx].in_window() || (idx > 0 && self.intervals[idx - 1].in_window());
-        let mut dips = 0;
-        let mut aligned = 0;
-        for (idx, interval) in self.intervals.iter().enumerate() {
-            if interval.hit_ratio.is_some_and(|h| h < median - drop) {
-                dips += 1;
-                if near_window(idx) {
-                    aligned += 1;
-                }
+        let points: Vec<(Option<f64>, bool)> = self
+            .intervals
+            .iter()
+            .map(|i| (i.hit_ratio, i.in_window()))
+            .collect();
+        dip_alignment(&points, drop)
+    }
+}
+
+/// [`FjallTimeline::dip_alignment`] over any timeline given as (interval hit ratio, in a
+/// background window) pairs in interval order: the report applies it to lsmlab's rows too.
+pub fn dip_alignment(points: &[(Option<f64>, bool)], drop: f64) -> Option<DipAlignment> {
+    let mut ratios: Vec<f64> = points.iter().filter_map(|p| p.0).collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    let near_window = |idx: usize| points[idx].1 || (idx > 0 && points[idx - 1].1);
+    let mut dips = 0;
+    let mut aligned = 0;
+    for (idx, (ratio, _)) in points.iter().enumerate() {
+        if ratio.is_some_and(|h| h < median - drop) {
+            dips += 1;
+            if near_window(idx) {
+                aligned += 1;
             }
         }
-        let near = (0..self.intervals.len()).filter(|&i| near_window(i)).count();
-        Some(DipAlignment {
-            median_hit_ratio: median,
-            dips,
-            dips_in_or_after_window: aligned,
-            window_or_next_share: near as f64 / self.intervals.len() as f64,
-        })
     }
+    let near = (0..points.len()).filter(|&i| near_window(i)).count();
+    Some(DipAlignment {
+        median_hit_ratio: median,
+        dips,
+        dips_in_or_after_window: aligned,
+        window_or_next_share: near as f64 / points.len() as f64,
+    })
 }
 
 /// `hits / (hits + loads)`, `None` for no access.
