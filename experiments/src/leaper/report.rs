@@ -525,38 +525,32 @@ pub fn model_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<
             .into_iter()
             .filter(|r| num(r, "step") == Some(1.0))
             .collect();
+        // Figures 6 and 8: precision, recall and AUC per series.
+        let metric_bars = |stem: String, title: String, series: Vec<(String, Vec<f64>)>| {
+            let labels = Labels {
+                title: &title,
+                x: "metric",
+                y: "rate",
+                note: None,
+            };
+            plot::grouped_bars(&out_dir.join(stem), &labels, &metrics, &series, false)
+        };
         if !step1.is_empty() {
-            let title = format!(
-                "Figure 6: {workload}, step-1 model on the held-out day ({} scale)",
-                result.scale
-            );
-            paths.extend(plot::grouped_bars(
-                &out_dir.join(format!("leaper-model-fig6-{workload}")),
-                &Labels {
-                    title: &title,
-                    x: "metric",
-                    y: "rate",
-                    note: None,
-                },
-                &metrics,
-                &metric_series(&step1, &|r| text_of(r, "model").unwrap_or_default()),
-                false,
+            paths.extend(metric_bars(
+                format!("leaper-model-fig6-{workload}"),
+                format!(
+                    "Figure 6: {workload}, step-1 model on the held-out day ({} scale)",
+                    result.scale
+                ),
+                metric_series(&step1, &|r| text_of(r, "model").unwrap_or_default()),
             )?);
         }
         let ablation = of("ablation");
         if !ablation.is_empty() {
-            let title = format!("Figure 8: {workload}, feature groups ({} scale)", result.scale);
-            paths.extend(plot::grouped_bars(
-                &out_dir.join(format!("leaper-model-fig8-{workload}")),
-                &Labels {
-                    title: &title,
-                    x: "metric",
-                    y: "rate",
-                    note: None,
-                },
-                &metrics,
-                &metric_series(&ablation, &|r| text_of(r, "features").unwrap_or_default()),
-                false,
+            paths.extend(metric_bars(
+                format!("leaper-model-fig8-{workload}"),
+                format!("Figure 8: {workload}, feature groups ({} scale)", result.scale),
+                metric_series(&ablation, &|r| text_of(r, "features").unwrap_or_default()),
             )?);
         }
         let importance = of("importance");
