@@ -41,9 +41,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::Value;
 
 use crate::experiment::{Row, Scale};
+use crate::plot::spec::{distinct_of, text_of};
 use crate::plot::{fmt_num, markdown_table};
 use crate::result::ResultFile;
 
@@ -396,30 +396,9 @@ fn summarise(set: &ClaimSet, claim: &Claim, entries: &[Entry]) -> Summary {
     }
 }
 
-/// A field's value as text: strings as they are, other values in JSON form.
-fn text_of(row: &Row, key: &str) -> Option<String> {
-    row.get(key).map(|v| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
-}
-
 /// A field expression (`a` or `a+b+...`) on a row; `None` when a part is missing or not a number.
 fn number_of(row: &Row, expr: &str) -> Option<f64> {
     expr.split('+').map(|f| row.get(f.trim())?.as_f64()).sum()
-}
-
-/// Distinct text values of `key` in `rows`, in first-seen order.
-fn distinct(rows: &[&Row], key: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in rows {
-        if let Some(v) = text_of(r, key) {
-            if !out.contains(&v) {
-                out.push(v);
-            }
-        }
-    }
-    out
 }
 
 /// The filter's values with `$max` / `$min` resolved against `rows` (numeric comparison).
@@ -493,7 +472,7 @@ fn evaluate_claim(claim: &Claim, result: Option<&ResultFile>, tol: f64) -> Vec<E
     for dim in &m.group_by {
         let values = match filter.iter().find(|(k, _)| k == dim) {
             Some((_, vals)) => vals.clone(),
-            None => distinct(&rows, dim),
+            None => distinct_of(rows.iter().copied(), dim),
         };
         combos = combos
             .into_iter()

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::experiment::Row;
 use crate::peer::rows::{DIP_DROP, FJALL};
-use crate::plot::spec::{render_specs, text_of, FigureSpec, Filter, Mark};
+use crate::plot::spec::{distinct_of, render_specs, text_of, FigureSpec, Filter, Mark};
 use crate::plot::{self, fmt_num, markdown_table, Labels, Panel, Shade};
 use crate::report::rows_table;
 use crate::result::ResultFile;
@@ -32,6 +32,11 @@ fn num(row: &Row, key: &str) -> Option<f64> {
     row.get(key).and_then(Value::as_f64)
 }
 
+/// Copies of the result's rows of `kind`, for a report table.
+fn rows_of_kind(result: &ResultFile, kind: &str) -> Vec<Row> {
+    result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect()
+}
+
 fn is_kind(row: &Row, kind: &str) -> bool {
     row.get("kind").and_then(Value::as_str) == Some(kind)
 }
@@ -50,19 +55,6 @@ pub const LSMLAB_POLICIES: &[&str] = &[
 /// A row of the fjall peer.
 fn is_peer(row: &Row) -> bool {
     row.get("engine").and_then(Value::as_str) == Some(FJALL)
-}
-
-/// Distinct values of `key` among `rows`, first-seen order.
-fn distinct<'a>(rows: impl Iterator<Item = &'a Row>, key: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in rows {
-        if let Some(v) = text_of(r, key) {
-            if !out.contains(&v) {
-                out.push(v);
-            }
-        }
-    }
-    out
 }
 
 /// `leaper-online`'s summary bars: hit ratio and QPS inside the compaction windows, per policy and
@@ -161,13 +153,13 @@ pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<V
         .filter(|r| is_kind(r, "interval") && !is_peer(r))
         .collect();
     let mut paths = Vec::new();
-    for workload in distinct(intervals.iter().copied(), "workload") {
+    for workload in distinct_of(intervals.iter().copied(), "workload") {
         let mine: Vec<&Row> = intervals
             .iter()
             .copied()
             .filter(|r| text_of(r, "workload").as_deref() == Some(workload.as_str()))
             .collect();
-        let policies = distinct(mine.iter().copied(), "policy");
+        let policies = distinct_of(mine.iter().copied(), "policy");
         let of = |policy: &str| -> Vec<&Row> {
             mine.iter()
                 .copied()
@@ -244,7 +236,7 @@ pub fn table4_measured(result: &ResultFile, workload: &str) -> Option<[Option<f6
 /// The Table 4 chart: for each workload, Leaper's % change against Incremental Warmup in QPS, p95
 /// and cache misses during and after compactions, measured beside the paper's.
 pub fn table4_figure(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let workloads = distinct(result.rows.iter().filter(|r| is_kind(r, "summary")), "workload");
+    let workloads = distinct_of(result.rows.iter().filter(|r| is_kind(r, "summary")), "workload");
     let measured: Vec<[Option<f64>; 3]> = workloads
         .iter()
         .map(|w| table4_measured(result, w).unwrap_or([None; 3]))
@@ -345,7 +337,7 @@ pub fn online_report(result: &ResultFile) -> String {
         "overhead",
     ]
     .map(String::from);
-    let body: Vec<Vec<String>> = distinct(summaries.iter(), "workload")
+    let body: Vec<Vec<String>> = distinct_of(summaries.iter(), "workload")
         .iter()
         .map(|w| {
             let m = table4_measured(result, w).unwrap_or([None; 3]);
@@ -434,7 +426,7 @@ pub fn peer_view(result: &ResultFile, workload: &str, policy: &str) -> Option<Pe
 /// empty when the result holds no fjall rows.
 pub fn peer_table(result: &ResultFile) -> String {
     let peer_rows = result.rows.iter().filter(|r| is_peer(r));
-    let workloads = distinct(peer_rows, "workload");
+    let workloads = distinct_of(peer_rows, "workload");
     if workloads.is_empty() {
         return String::new();
     }
@@ -513,7 +505,7 @@ fn metric_series(rows: &[&Row], name: &dyn Fn(&Row) -> String) -> Vec<(String, V
 pub fn model_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let metrics = ["precision".to_string(), "recall".to_string(), "AUC".to_string()];
     let mut paths = Vec::new();
-    for workload in distinct(result.rows.iter(), "workload") {
+    for workload in distinct_of(result.rows.iter(), "workload") {
         let of = |kind: &str| -> Vec<&Row> {
             result
                 .rows
@@ -592,8 +584,7 @@ pub fn model_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<
 
 /// `leaper-model`'s report section.
 pub fn model_report(result: &ResultFile) -> String {
-    let pick =
-        |kind: &str| -> Vec<Row> { result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect() };
+    let pick = |kind: &str| rows_of_kind(result, kind);
     let mut md = format!(
         "The model offline ({} scale, seed {}): trained on the first days of a logged run, tested on the last.\n\n",
         result.scale, result.seed
@@ -658,8 +649,7 @@ pub const SENSITIVITY_FIGURES: &[FigureSpec] = &[
 
 /// `leaper-sensitivity`'s report section.
 pub fn sensitivity_report(result: &ResultFile) -> String {
-    let pick =
-        |kind: &str| -> Vec<Row> { result.rows.iter().filter(|r| is_kind(r, kind)).cloned().collect() };
+    let pick = |kind: &str| rows_of_kind(result, kind);
     let mut md = format!(
         "Leaper against Incremental Warmup as one knob moves ({} scale, seed {}).\n\n",
         result.scale, result.seed

@@ -113,6 +113,11 @@ pub fn text_of(row: &Row, key: &str) -> Option<String> {
     })
 }
 
+/// Distinct text values ([`text_of`]) of `key` among `rows`, in first-seen order.
+pub fn distinct_of<'a>(rows: impl IntoIterator<Item = &'a Row>, key: &str) -> Vec<String> {
+    distinct(rows.into_iter().filter_map(|r| text_of(r, key)))
+}
+
 /// `template` with every `{field}` replaced by the row's text (`extra` pairs first, e.g. `scale`);
 /// a field the row lacks is left as `{field}`.
 pub fn fill(template: &str, row: &Row, extra: &[(&str, &str)]) -> String {
@@ -143,6 +148,7 @@ fn keep(row: &Row, filters: &[Filter]) -> bool {
     })
 }
 
+/// `items` without repeats, in first-seen order.
 fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for item in items {
