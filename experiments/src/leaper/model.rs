@@ -243,7 +243,7 @@ impl TypedExperiment for LeaperModelExperiment {
             out.notes.push(format!(
                 "{workload}: {} operations ({} days of {} operations, or more to cover {MIN_TRAINING_SLOTS} slots; {:.3} \
                  virtual s, slots of {:.3} ms), the last 1 / days of the slots held out; {} slots x {} ranges of {} keys; {} step models trained in {:.2} s (all steps: {:.2} s); inference for {} ranges x {} \
-                 steps: {:.2} ms (wall).",
+                 steps: {:.2} ms (wall).{}",
                 run.ops,
                 cfg.days,
                 spec.day_ops,
@@ -258,6 +258,7 @@ impl TypedExperiment for LeaperModelExperiment {
                 rows.len(),
                 model.steps(),
                 inference_ms,
+                learned::few_ranges_note(report.ranges),
             ));
         }
         out.notes.extend(setup.notes().into_iter().take(2));
