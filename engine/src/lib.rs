@@ -13,18 +13,22 @@
 //! - [`spatial`]: the LSM R-tree secondary index with its maintenance strategies
 //!   (Eager, Validation and the Update Memo of the LSM RUM-tree paper);
 //! - [`kvstore`]: the block-based key-value store of the Leaper experiments, with its cache
-//!   warm-up policies, and [`leaper`], the learned prefetcher.
+//!   warm-up policies, and [`leaper`], the learned prefetcher;
+//! - [`series`]: the time-series store and memory levels of the DIOL experiments;
+//! - [`cluster`]: the paginated and single-page record clusters of OrientDB OEP 7.
 //!
 //! The engine knows nothing about experiments; it counts what it does and lets callers time it.
 
 pub mod btree;
 pub mod cache;
+pub mod cluster;
 pub mod error;
 pub mod geom;
 pub mod kvstore;
 pub mod leaper;
 pub mod lsm;
 pub mod rtree;
+pub mod series;
 pub mod spatial;
 pub mod storage;
 

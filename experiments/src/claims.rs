@@ -57,6 +57,8 @@ pub const FILE_NAME: &str = "claims.json";
 const SOURCES: &[(&str, &str)] = &[
     ("rum.json", include_str!("../claims/rum.json")),
     ("leaper.json", include_str!("../claims/leaper.json")),
+    ("diol.json", include_str!("../claims/diol.json")),
+    ("oep7.json", include_str!("../claims/oep7.json")),
 ];
 
 /// One paper's claims (the contents of one file under `experiments/claims/`).

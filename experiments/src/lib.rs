@@ -23,7 +23,9 @@ pub mod scale;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
 pub mod data;
+pub mod diol;
 pub mod leaper;
+pub mod oep7;
 pub mod peer;
 pub mod rum;
 // -----------------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::leaper::online::LeaperOnline,
         &crate::leaper::model::LeaperModelExperiment,
         &crate::leaper::sensitivity::LeaperSensitivity,
+        // DIOL (src/diol/):
+        // OrientDB OEP 7 (src/oep7/):
         // ------------------------------------------------------------------------------------------
     ]
 }

@@ -11,6 +11,8 @@
 //!   ([`kv::Zipfian`], [`kv::ScrambledZipfian`], [`kv::Latest`]) and the Leaper paper's three
 //!   workloads (PAPERS.md section 2, its Table 2) as deterministic op streams ([`KvWorkload`],
 //!   [`KvStream`] of [`TimedOp`]s carrying a [`KvOp`]);
+//! - [`ts`]: out-of-order time-series streams (DIOL, PAPERS.md section 3);
+//! - [`ycsb`] and [`graph`]: YCSB's core workloads and graphs for OEP 7 (PAPERS.md section 4);
 //! - [`seeded_rng`]: the per-component random streams everything random here is drawn from.
 //!
 //! Nothing here needs the real data files in `shared/data`; only tests read them, and skip when
@@ -18,12 +20,15 @@
 
 pub mod error;
 pub mod gen;
+pub mod graph;
 pub mod kv;
 pub mod load;
 mod rng;
 mod sample;
 pub mod time;
 mod trajectories;
+pub mod ts;
+pub mod ycsb;
 
 pub use error::WorkloadError;
 pub use gen::{default_objects, generate, generate_spec, paper_objects, paper_records, GenSpec, DATASETS};

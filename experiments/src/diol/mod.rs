@@ -1,0 +1,1 @@
+//! The DIOL experiments (PAPERS.md section 3).

@@ -1,0 +1,1 @@
+//! The OrientDB OEP 7 experiments (PAPERS.md section 4).
