@@ -1,5 +1,7 @@
 //! `lsmlab`: list, run, plot and report storage-engine paper experiments.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -151,6 +153,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Run(args) => run(&experiments, args),
         Command::Plot { results, out, scale } => {
             let scales: Vec<Scale> = scale.into_iter().collect();
+            lsmlab::atomic::remove_stale(&out);
             let paths = runner::plot(&experiments, &results, &out, &scales)?;
             for path in paths {
                 println!("{}", path.display());
@@ -165,6 +168,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             let out = out.unwrap_or_else(|| report::default_report_path(&results, scale));
             let scales: Vec<Scale> = scale.into_iter().collect();
+            lsmlab::atomic::remove_stale(&results);
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                lsmlab::atomic::remove_stale(dir);
+            }
             let n = report::write_report(&experiments, &results, &plots, &scales, &out)?;
             println!("{}", out.display());
             eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
@@ -254,6 +261,7 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let progress = Progress::new(args.quiet);
+    lsmlab::atomic::remove_stale(&request.out_dir);
     let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress)
         .with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
     println!("{}", path.display());

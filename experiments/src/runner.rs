@@ -320,8 +320,10 @@ fn plot_one(experiments: &[&dyn Experiment], file: &Path, out_dir: &Path) -> any
         figures: names,
     };
     let manifest_path = FigureManifest::path(&dir, &result.experiment);
-    fs::write(&manifest_path, serde_json::to_string_pretty(&manifest)? + "\n")
-        .with_context(|| format!("writing {}", manifest_path.display()))?;
+    crate::atomic::write(
+        &manifest_path,
+        (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
+    )?;
     Ok(paths)
 }
 
