@@ -57,8 +57,11 @@ test:
 		$(LSMLAB) report --results $(SMOKE)/results --plots $(SMOKE)/plots --scale tiny --out $(SMOKE)/REPORT.md; \
 	else echo "no experiments registered: smoke run skipped"; fi
 
-bench:
+# Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), then
+# the ratios in results/bench/peers.json.
+bench: build
 	$(CARGO) bench --workspace
+	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json
 
 plot: build
 	$(PLOT)

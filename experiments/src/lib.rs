@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod atomic;
+pub mod bench;
 pub mod claims;
 pub mod config;
 pub mod experiment;

@@ -68,6 +68,16 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Summarise the criterion benches that run lsmlab beside peer crates (`make bench` runs them)
+    /// into one JSON file: each operation's throughputs and the ratio lsmlab / peer.
+    BenchSummary {
+        /// Criterion's output directory.
+        #[arg(long, default_value = "target/criterion")]
+        criterion: PathBuf,
+        /// The summary file to write.
+        #[arg(long, default_value = "results/bench/peers.json")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -158,6 +168,22 @@ fn execute(command: Command) -> anyhow::Result<()> {
             for path in paths {
                 println!("{}", path.display());
             }
+            Ok(())
+        }
+        Command::BenchSummary { criterion, out } => {
+            let summary = lsmlab::bench::write_summary(&criterion, &out)?;
+            for r in &summary.rows {
+                println!(
+                    "{:32} {:14} vs {:20} {:>6.2}x",
+                    r.operation, r.lsmlab, r.peer, r.ratio
+                );
+            }
+            eprintln!(
+                "{} rows, {} below the peer; written to {}",
+                summary.rows.len(),
+                summary.below_peer.len(),
+                out.display()
+            );
             Ok(())
         }
         Command::Report {
