@@ -262,6 +262,9 @@ impl Memo for DashMap<u64, (u64, u64)> {
     }
 }
 
+/// A constructor of one memo implementation.
+type MakeMemo = fn() -> Box<dyn Memo>;
+
 /// Per thread: 50,000 records on 5,000 hot objects, a check of each, then the releases.
 const MEMO_OPS: u64 = 50_000;
 
@@ -283,7 +286,7 @@ fn update_memo(c: &mut Criterion) {
     for threads in [1u64, 2] {
         let mut group = c.benchmark_group(format!("update_memo_{threads}t"));
         group.throughput(Throughput::Elements(3 * MEMO_OPS * threads));
-        let peers: [(&str, fn() -> Box<dyn Memo>); 3] = [
+        let peers: [(&str, MakeMemo); 3] = [
             ("lsmlab", || Box::new(UpdateMemo::new())),
             ("std_hashmap_mutex", || {
                 Box::new(Mutex::new(HashMap::<u64, (u64, u64)>::new()))
