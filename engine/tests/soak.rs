@@ -1,12 +1,15 @@
 //! Differential soak: long seeded operation streams against every secondary-index configuration
-//! of the LSM R-tree (the 16 combinations of the Update Memo's F, M, B, V switches, Eager and
+//! of the LSM R-tree and every cache warm-up baseline of the block-based key-value store (the 16 combinations of the Update Memo's F, M, B, V switches, Eager and
 //! Validation with their variants, both flush triggers and both cleaning-counter rules), each with
 //! engine parameters drawn from the seed (page size, memory budget, cache size including 0, merge
 //! tolerance and size limit, cleaning thresholds, Bloom filters on or off) on the counted memory
 //! device or on real files, checked query by query against a brute-force map. After each stream:
 //! the Update Memo audit, no zero-count memo entry, and no leaked page. A failing stream is shrunk
 //! (shortest failing prefix, then chunks removed while it still fails) and printed with its
-//! configuration, so the reproduction is a few operations long.
+//! configuration, so the reproduction is a few operations long. The key-value store runs each
+//! baseline warm-up policy with drawn page sizes, memtable budgets, leveled-compaction shapes, Bloom
+//! settings, caches (0 included) and devices, on put/delete/get/scan/append/flush streams against
+//! a `BTreeMap`, then checks the level layout and that its runs own every allocated page.
 //!
 //! `cargo test` runs a short budget; `make soak` a long one: `SOAK_OPS` operations per
 //! configuration (default 2,000 under `cargo test`), `SOAK_SEED` to start elsewhere. The summary
@@ -18,7 +21,8 @@ use std::sync::Arc;
 
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
-use lsmlab_engine::lsm::MergePolicyConfig;
+use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind};
+use lsmlab_engine::lsm::{LeveledParams, MergePolicyConfig};
 use lsmlab_engine::spatial::{CleaningCounters, FlushTrigger, LsmRTree, SpatialConfig, Strategy};
 use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
 use rand::{Rng, SeedableRng};
@@ -304,7 +308,7 @@ fn shrink(setup: &Setup, ops: &[Op], first: &Mismatch) -> (Vec<Op>, String) {
 }
 
 /// Delta debugging over `ops` with the failure test `fails` (which must fail on `ops` itself).
-fn shrink_with(ops: &[Op], fails: impl Fn(&[Op]) -> Option<String>) -> (Vec<Op>, Option<String>) {
+fn shrink_with<T: Clone>(ops: &[T], fails: impl Fn(&[T]) -> Option<String>) -> (Vec<T>, Option<String>) {
     let mut cur = ops.to_vec();
     let mut why = None;
     let mut chunk = cur.len().div_ceil(2).max(1);
@@ -379,4 +383,198 @@ fn the_shrinker_cuts_a_failing_stream_to_its_cause() {
     assert_eq!(minimal.len(), 2, "{minimal:?}");
     assert!(matches!(minimal[0], Op::Delete(3)) && matches!(minimal[1], Op::Query(_)));
     assert_eq!(why.as_deref(), Some("delete of 3 then a query"));
+}
+
+// ---- The key-value store ------------------------------------------------------------------------
+
+const KV_KINDS: [WarmUpKind; 4] = [
+    WarmUpKind::Lru,
+    WarmUpKind::IncrementalWarmup,
+    WarmUpKind::PrepopulateFlush,
+    WarmUpKind::PrepopulateAll,
+];
+
+#[derive(Clone, Debug)]
+struct KvSetup {
+    kind: WarmUpKind,
+    file_device: bool,
+    page_size: usize,
+    cache_pages: usize,
+    config: KvConfig,
+}
+
+impl KvSetup {
+    fn draw(kind: WarmUpKind, rng: &mut impl Rng) -> KvSetup {
+        let page_size = [512, 1024, 4096][rng.random_range(0..3)];
+        KvSetup {
+            kind,
+            file_device: rng.random_bool(0.2),
+            page_size,
+            cache_pages: [0, 1, 4, 64, 4096][rng.random_range(0..5)],
+            config: KvConfig {
+                memtable_bytes: (page_size * rng.random_range(2..8)) as u64,
+                leveled: LeveledParams {
+                    l0_trigger: rng.random_range(2..=5),
+                    base_level_pages: rng.random_range(4..=16),
+                    size_ratio: rng.random_range(2..=6),
+                    target_run_pages: rng.random_range(1..=6),
+                    max_levels: rng.random_range(3..=6),
+                },
+                bloom_fp: [None, Some(0.01), Some(0.3)][rng.random_range(0..3)],
+            },
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum KvOp {
+    /// Key and value length (the bytes derive from the op's position).
+    Put(u64, usize),
+    Delete(u64),
+    Get(u64),
+    Scan(u64, u64),
+    /// A put above every key so far (sequential inserts make trivial moves).
+    Append(usize),
+    Flush,
+}
+
+fn kv_stream(seed: u64, n: u64) -> Vec<KvOp> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let keys = rng.random_range(50..5000u64);
+    (0..n)
+        .map(|_| match rng.random_range(0..100) {
+            0..40 => KvOp::Put(rng.random_range(0..keys), rng.random_range(0..200)),
+            40..50 => KvOp::Delete(rng.random_range(0..keys)),
+            50..75 => KvOp::Get(rng.random_range(0..keys + keys / 10)),
+            75..82 => {
+                let a = rng.random_range(0..keys);
+                KvOp::Scan(a, a + rng.random_range(0..keys / 4 + 1))
+            }
+            82..99 => KvOp::Append(rng.random_range(0..200)),
+            _ => KvOp::Flush,
+        })
+        .collect()
+}
+
+fn value(i: usize, key: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|j| (i as u64 ^ key ^ j as u64) as u8).collect()
+}
+
+fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), Mismatch> {
+    let dir = setup.file_device.then(|| tempfile::tempdir().unwrap());
+    let device: Arc<dyn Device> = match &dir {
+        Some(d) => Arc::new(FileDevice::create(&d.path().join("kv.pages"), setup.page_size).unwrap()),
+        None => Arc::new(MemDevice::new(setup.page_size)),
+    };
+    let cache = Arc::new(BufferCache::new(device.clone(), setup.cache_pages));
+    let fail = |step: usize, what: String| Mismatch { step, what };
+    let mut kv = KvStore::new(cache, setup.config.clone(), setup.kind.baseline().unwrap())
+        .map_err(|e| fail(0, format!("opening: {e}")))?;
+    let mut oracle: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut next_append = 1_000_000u64;
+    for (i, op) in ops.iter().enumerate() {
+        kv.set_now(i as f64 * 0.001);
+        let err = |e: lsmlab_engine::Error| fail(i, format!("{op:?} failed: {e}"));
+        match *op {
+            KvOp::Put(k, n) => {
+                let v = value(i, k, n);
+                kv.put(k, &v).map_err(err)?;
+                oracle.insert(k, v);
+            }
+            KvOp::Append(n) => {
+                next_append += 1;
+                let v = value(i, next_append, n);
+                kv.put(next_append, &v).map_err(err)?;
+                oracle.insert(next_append, v);
+            }
+            KvOp::Delete(k) => {
+                kv.delete(k).map_err(err)?;
+                oracle.remove(&k);
+            }
+            KvOp::Get(k) => {
+                totals.queries += 1;
+                if kv.get(k).map_err(err)?.as_ref() != oracle.get(&k) {
+                    return Err(fail(i, format!("get {k} differs from the oracle")));
+                }
+            }
+            KvOp::Scan(a, b) => {
+                totals.queries += 1;
+                let want: Vec<(u64, Vec<u8>)> = oracle.range(a..=b).map(|(&k, v)| (k, v.clone())).collect();
+                if kv.scan(a, b).map_err(err)? != want {
+                    return Err(fail(i, format!("scan {a}..={b} differs from the oracle")));
+                }
+            }
+            KvOp::Flush => kv.flush().map_err(err)?,
+        }
+        kv.take_background();
+        totals.ops += 1;
+    }
+    let end = ops.len();
+    kv.flush().map_err(|e| fail(end, format!("final flush: {e}")))?;
+    let all: Vec<(u64, Vec<u8>)> = oracle.iter().map(|(k, v)| (*k, v.clone())).collect();
+    if kv
+        .scan(0, u64::MAX)
+        .map_err(|e| fail(end, format!("final scan: {e}")))?
+        != all
+    {
+        return Err(fail(end, "final full scan differs".into()));
+    }
+    kv.version()
+        .check()
+        .map_err(|e| fail(end, format!("level layout: {e}")))?;
+    let pages: u64 = kv.runs().map(|r| r.pages()).sum();
+    if device.allocated_pages() != pages {
+        return Err(fail(
+            end,
+            format!(
+                "{} pages allocated, {pages} held by runs",
+                device.allocated_pages()
+            ),
+        ));
+    }
+    let st = kv.stats();
+    totals.flushes += st.flushes;
+    totals.merges += st.compactions;
+    Ok(())
+}
+
+#[test]
+fn every_warm_up_baseline_of_the_key_value_store_matches_the_oracle() {
+    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let first_seed = env_u64("SOAK_SEED", 0);
+    let mut totals = Totals::default();
+    let mut failures = Vec::new();
+    // Two drawn configurations per policy.
+    for (i, kind) in KV_KINDS.iter().chain(KV_KINDS.iter()).enumerate() {
+        let seed = first_seed.wrapping_add(1000 + i as u64);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x4b56);
+        let setup = KvSetup::draw(*kind, &mut rng);
+        let ops = kv_stream(seed, ops_per_config);
+        totals.streams += 1;
+        if let Err(m) = kv_replay(&setup, &ops, &mut totals) {
+            totals.mismatches += 1;
+            let fails = |ops: &[KvOp]| {
+                kv_replay(&setup, ops, &mut Totals::default())
+                    .err()
+                    .map(|m| m.to_string())
+            };
+            let (minimal, why) = shrink_with(&ops[..(m.step + 1).min(ops.len())], fails);
+            failures.push(format!(
+                "{} (seed {seed}): {m}\n  config: {setup:?}\n  shrunk to {} ops ({}):\n    {:?}",
+                kind.name(),
+                minimal.len(),
+                why.unwrap_or_default(),
+                minimal
+            ));
+        }
+    }
+    println!(
+        "soak (kv store): {} configurations, {} operations checked ({} gets and scans), {} flushes, {} compactions, {} mismatches",
+        totals.streams, totals.ops, totals.queries, totals.flushes, totals.merges, totals.mismatches
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        totals.flushes > 0 && totals.merges > 0,
+        "the streams crossed no flush or compaction"
+    );
 }
