@@ -468,7 +468,7 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
     };
     let cache = Arc::new(BufferCache::new(device.clone(), setup.cache_pages));
     let fail = |step: usize, what: String| Mismatch { step, what };
-    let mut kv = KvStore::new(cache, setup.config.clone(), setup.kind.baseline().unwrap())
+    let mut kv = KvStore::new(cache, setup.config, setup.kind.baseline().unwrap())
         .map_err(|e| fail(0, format!("opening: {e}")))?;
     let mut oracle: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut next_append = 1_000_000u64;
