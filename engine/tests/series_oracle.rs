@@ -362,3 +362,35 @@ fn paper_scaling_keeps_the_budget_a_fixed_fraction_of_the_data() {
         assert_eq!(full.budget_bytes(), 384 << 20);
     }
 }
+
+/// The authors' exact-zero TTL test never picks the first two normal memtables, so their points
+/// stay in memory; the expired-TTL reading merges and flushes them like the others.
+#[test]
+fn diol_m1_pick_rules_differ_on_the_first_memtables() {
+    use lsmlab_engine::series::M1Pick;
+    for (pick, first_in_memory) in [(M1Pick::ExactZeroTtl, true), (M1Pick::ExpiredTtl, false)] {
+        let mut c = small(Layout::Diol, None);
+        c.diol.m1_pick = pick;
+        let mut s = store(c);
+        let (cap, _) = s.capacities();
+        for t in 1..=cap * 60 {
+            s.insert(0, t, 0).unwrap();
+        }
+        let before = s.stats().disk_reads;
+        for t in [1, cap + 1, 2 * cap] {
+            assert_eq!(s.get(0, t).unwrap(), Some(0));
+        }
+        let third = s.stats().disk_reads - before;
+        assert_eq!(
+            third == 0,
+            first_in_memory,
+            "{pick:?}: {third} of the first two memtables' reads hit disk"
+        );
+        assert_eq!(s.get(0, 3 * cap).unwrap(), Some(0));
+        assert_eq!(
+            s.stats().disk_reads - before,
+            third + 1,
+            "{pick:?}: the third memtable is on disk"
+        );
+    }
+}

@@ -255,9 +255,19 @@ impl Level {
         if self.n_m1.is_empty() {
             return;
         }
-        // The normal memtable whose TTL is exactly 0 (the last such), else the first with the
-        // fewest estimated delays.
-        let idx = match self.n_m1.iter().rposition(|m| m.ttl == 0) {
+        // The normal memtable whose TTL is exactly 0 (the last such; or, with `ExpiredTtl`, the
+        // one whose TTL ran out first), else the first with the fewest estimated delays.
+        let expired = match self.d.m1_pick {
+            super::M1Pick::ExactZeroTtl => self.n_m1.iter().rposition(|m| m.ttl == 0),
+            super::M1Pick::ExpiredTtl => self
+                .n_m1
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.ttl <= 0)
+                .min_by_key(|(i, m)| (m.ttl, *i))
+                .map(|(i, _)| i),
+        };
+        let idx = match expired {
             Some(i) => i,
             None => {
                 let mut best = 0;

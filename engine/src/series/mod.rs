@@ -143,6 +143,30 @@ pub struct DiolParams {
     /// Time to live given on entering M2 (`INIT_TTL` = 6), decremented whenever another
     /// memtable of the same kind enters M2.
     pub m2_ttl: i64,
+    /// Which M1 normal memtable is merged when M1 is full.
+    pub m1_pick: M1Pick,
+}
+
+/// How DIOL picks the M1 normal memtable to merge with a delay memtable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum M1Pick {
+    /// The authors' `CompactionController::checkTimeOut`: the memtable whose TTL is *exactly* 0,
+    /// else the one with the fewest estimated delays. In steady state the memtable that entered
+    /// M1 three seals ago always has TTL 0, so the first two normal memtables (whose TTLs went
+    /// below 0 before M1 filled) are never picked and stay in memory for the whole run.
+    ExactZeroTtl,
+    /// The textbook reading of the same rule: the memtable whose TTL ran out first (lowest TTL,
+    /// at most 0), else the one with the fewest estimated delays.
+    ExpiredTtl,
+}
+
+impl M1Pick {
+    pub fn name(self) -> &'static str {
+        match self {
+            M1Pick::ExactZeroTtl => "exact-zero-ttl",
+            M1Pick::ExpiredTtl => "expired-ttl",
+        }
+    }
 }
 
 /// Disk compaction (DIOL's future work), for every layout.
@@ -186,6 +210,7 @@ impl SeriesConfig {
                 delay_m2: 7,
                 m1_ttl: 3,
                 m2_ttl: 6,
+                m1_pick: M1Pick::ExactZeroTtl,
             },
             compaction: None,
         }
