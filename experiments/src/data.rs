@@ -198,7 +198,8 @@ fn options(spec: &DataSpec, limit: Option<usize>) -> anyhow::Result<LoadOptions>
         Some(f) => f.parse::<Format>()?,
         None => guess(&spec.path).with_context(|| {
             format!(
-                "cannot tell the format of {} from its name and first line; pass --format {}",
+                "cannot tell the format of {} from its name and first line; pass --format {} (or --format \
+                 {DELAYS_FORMAT} for a file of delays, one integer per line)",
                 spec.path.display(),
                 Format::NAMES.join(", ")
             )

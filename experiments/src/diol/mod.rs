@@ -569,3 +569,165 @@ pub fn method_notes() -> Vec<String> {
             .into(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::compaction::DiolCompaction;
+    use super::layouts::DiolLayouts;
+    use super::sizing::DiolSizing;
+    use super::*;
+    use crate::experiment::{DataSpec, Row, RunOutput, TypedExperiment};
+    use crate::progress::Progress;
+
+    fn run<E: TypedExperiment>(e: &E, cfg: &E::Config, data: &[DataSpec]) -> anyhow::Result<RunOutput> {
+        let progress = Progress::silent();
+        let ctx = RunContext {
+            scale: Scale::Tiny,
+            seed: 7,
+            data,
+            progress: &progress,
+        };
+        e.run(cfg, &ctx)
+    }
+
+    fn n(r: &Row, k: &str) -> u64 {
+        r.get(k)
+            .and_then(|v| v.as_u64())
+            .unwrap_or_else(|| panic!("row lacks {k}: {r:?}"))
+    }
+
+    fn s(r: &Row, k: &str) -> String {
+        r.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string()
+    }
+
+    fn small_setup(setup: &mut Setup) {
+        setup.points = 6000;
+        setup.delay_models = vec!["diol".into(), "lognormal".into()];
+    }
+
+    #[test]
+    fn layout_rows_carry_the_fields_and_counts_agree() {
+        let mut cfg = DiolLayouts.defaults(Scale::Tiny);
+        small_setup(&mut cfg.setup);
+        let out = run(&DiolLayouts, &cfg, &[]).unwrap();
+        // 4 workloads x 3 ratios x 2 models x 4 variants (diol twice: two M1 picks).
+        assert_eq!(out.rows.len(), 4 * 3 * 2 * 4);
+        for r in &out.rows {
+            for k in [
+                "points",
+                "disk_reads",
+                "disk_read_points",
+                "page_reads",
+                "page_writes",
+                "flushes",
+                "files_final",
+                "memory_peak_bytes",
+            ] {
+                n(r, k);
+            }
+            assert!(r.get("insert_ms").and_then(|v| v.as_f64()).is_some());
+            let reads = n(r, "point_reads") + n(r, "range_reads");
+            assert!(n(r, "disk_reads") <= reads, "{r:?}");
+            assert!(n(r, "page_reads") >= n(r, "disk_reads"));
+            assert_eq!(
+                n(r, "page_writes"),
+                n(r, "flush_pages_written"),
+                "no compaction here"
+            );
+            if s(r, "workload") == "A" {
+                assert_eq!(reads, 0);
+                assert_eq!(n(r, "page_reads"), 0);
+            } else {
+                assert!(reads > 0, "{r:?}");
+            }
+            assert!(n(r, "flushes") >= n(r, "files_final"));
+        }
+        let notes = out.notes.join("\n");
+        assert!(notes.contains("26.8% of the data") && notes.contains("delay memory holds"));
+    }
+
+    #[test]
+    fn the_file_model_reads_delays_given_with_data_and_rejects_other_formats() {
+        let path = std::env::temp_dir().join(format!("lsmlab-diol-delays-{}.txt", std::process::id()));
+        std::fs::write(&path, "2000\n70000\n65000\n").unwrap();
+        let mut cfg = DiolLayouts.defaults(Scale::Tiny);
+        cfg.setup.points = 3000;
+        cfg.setup.delay_models = vec!["diol".into()];
+        cfg.workloads = vec!["A".into()];
+        let spec = |format: &str| DataSpec {
+            path: path.clone(),
+            format: Some(format.into()),
+            columns: None,
+            skip_malformed: false,
+        };
+        let out = run(&DiolLayouts, &cfg, &[spec("delays")]).unwrap();
+        assert!(out.rows.iter().any(|r| s(r, "delay_model") == "file"));
+        assert!(out.notes.iter().any(|n| n.contains("3 delays from")));
+        let err = run(&DiolLayouts, &cfg, &[spec("csv")]).unwrap_err().to_string();
+        assert!(err.contains("--format delays"), "{err}");
+        // An absent default file skips the model with a note instead of failing.
+        cfg.setup.delay_models = vec!["file".into()];
+        cfg.setup.delay_file = "/nonexistent/delays.txt.gz".into();
+        let out = run(&DiolLayouts, &cfg, &[]).unwrap();
+        assert!(out.rows.is_empty() && out.notes.iter().any(|n| n.contains("skipped")));
+    }
+
+    #[test]
+    fn compaction_runs_count_rewrites_only_when_on() {
+        let mut cfg = DiolCompaction.defaults(Scale::Tiny);
+        small_setup(&mut cfg.setup);
+        cfg.setup.o3_ratios = vec![0.3];
+        let out = run(&DiolCompaction, &cfg, &[]).unwrap();
+        let mut compacted = false;
+        for r in &out.rows {
+            let written = n(r, "compaction_pages_written");
+            assert_eq!(n(r, "page_writes"), n(r, "flush_pages_written") + written);
+            if s(r, "compaction") == "off" {
+                assert_eq!(written, 0);
+                assert_eq!(n(r, "delay_files_trigger"), 0);
+            }
+            compacted |= written > 0;
+            if written > 0 {
+                assert!(n(r, "delay_files_final") < n(r, "delay_files_trigger"));
+            }
+        }
+        assert!(compacted, "DIOL's small delay files reach a trigger at O3 30%");
+    }
+
+    #[test]
+    fn sizing_reports_the_best_setting_per_ratio_and_objective() {
+        let mut cfg = DiolSizing.defaults(Scale::Tiny);
+        cfg.setup.points = 6000;
+        let out = run(&DiolSizing, &cfg, &[]).unwrap();
+        let best: Vec<&Row> = out.rows.iter().filter(|r| s(r, "kind") == "best").collect();
+        assert_eq!(best.len(), cfg.setup.o3_ratios.len() * 3);
+        for b in best {
+            let o3 = b["o3_ratio"].as_f64().unwrap();
+            let objective = s(b, "objective");
+            let min = out
+                .rows
+                .iter()
+                .filter(|r| s(r, "kind") == "cell" && r["o3_ratio"].as_f64() == Some(o3))
+                .map(|r| n(r, &objective))
+                .min()
+                .unwrap();
+            assert_eq!(b["value"].as_f64(), Some(min as f64));
+        }
+        assert!(out.rows.iter().any(|r| s(r, "kind") == "reference"));
+    }
+
+    #[test]
+    fn streams_and_budgets_scale_with_the_points() {
+        let mut setup = Setup::defaults(Scale::Small);
+        setup.points = 1_000_000;
+        for layout in Layout::ALL {
+            let c = setup.series_config(layout);
+            let frac = c.budget_points() as f64 / setup.points as f64;
+            let paper = SeriesConfig::paper(layout).budget_points() as f64 / PAPER_POINTS as f64;
+            assert!((frac - paper).abs() < 0.005, "{layout:?}: {frac} vs {paper}");
+        }
+        assert_eq!(setup.delay_scale(), 0.01);
+        setup.scale_delays = false;
+        assert_eq!(setup.delay_scale(), 1.0);
+    }
+}
