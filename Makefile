@@ -3,6 +3,7 @@
 #   make                    every experiment at SCALE=small, then figures and REPORT.md
 #   make test               unit/integration tests, then a SCALE=tiny smoke run of every experiment
 #   make soak               the differential soak at a long budget (SOAK_OPS=30000 per configuration)
+#   make loom               loom model checking of the Update Memo's concurrent paths
 #   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment,
 #                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity)
 #   make plot report        figures and report of $(SCALE) from its existing results
@@ -32,7 +33,7 @@ REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCAL
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
 PAPERS = rum leaper diol oep7
 
-.PHONY: all build test bench soak plot report clean-results $(PAPERS)
+.PHONY: all build test bench soak loom plot report clean-results $(PAPERS)
 
 all: build
 	@set -e; names="$$($(LSMLAB) list --names)"; \
@@ -71,6 +72,14 @@ SOAK_OPS  ?= 30000
 SOAK_SEED ?= 0
 soak:
 	SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) $(CARGO) test --release -p lsmlab-engine --test soak -- --nocapture
+
+# Model checking of the Update Memo's concurrent paths (engine/tests/loom_um.rs): every
+# interleaving of record / release / insert / is-obsolete on one object, up to LOOM_MAX_PREEMPTIONS
+# preemptions, in its own target directory (loom needs the whole build under --cfg loom).
+LOOM_MAX_PREEMPTIONS ?= 3
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+		$(CARGO) test --release -p lsmlab-engine --test loom_um
 
 plot: build
 	$(PLOT)

@@ -12,7 +12,15 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+// Under `--cfg loom` the locks and atomics are loom's, so that `engine/tests/loom_um.rs` can
+// explore every interleaving of the memo's operations (`make loom`).
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+#[cfg(loom)]
+use loom::sync::RwLock;
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+#[cfg(not(loom))]
 use std::sync::RwLock;
 
 /// One UM entry `<ts, cnt>`.
