@@ -104,9 +104,9 @@ diol-%: build
 oep7-%: build
 	$(run-one-experiment)
 
-# One paper: every experiment whose name starts with the paper's prefix.
+# One paper: every experiment whose name is the paper's prefix or starts with it and a dash.
 $(PAPERS): build
-	@set -e; names="$$($(LSMLAB) list --names | grep '^$@-' || true)"; \
+	@set -e; names="$$($(LSMLAB) list --names | grep -E '^$@(-|$$)' || true)"; \
 	if [ -z "$$names" ]; then echo "no $@ experiments exist yet (see: $(LSMLAB) list)" >&2; exit 1; fi; \
 	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done
 	$(PLOT)

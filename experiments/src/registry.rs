@@ -28,7 +28,8 @@ pub fn all() -> Vec<&'static dyn Experiment> {
     ]
 }
 
-/// The paper prefixes of experiment names (`rum-update`); `make <name>` has one rule per prefix.
+/// The paper prefixes of experiment names (`rum-update`); `make <name>` has one rule per prefix. An
+/// experiment may also carry its paper's name alone (`diol`): `make <paper>` runs it with the rest.
 pub const PAPER_PREFIXES: [&str; 4] = ["rum", "leaper", "diol", "oep7"];
 
 /// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
@@ -76,7 +77,7 @@ mod tests {
                 PAPER_PREFIXES.iter().any(|p| e
                     .name()
                     .strip_prefix(p)
-                    .is_some_and(|rest| rest.len() > 1 && rest.starts_with('-'))),
+                    .is_some_and(|rest| rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))),
                 "{} has no paper prefix",
                 e.name()
             );

@@ -1,4 +1,4 @@
-//! `diol-layouts`: the paper's evaluation (workloads A, B, C at O3 ratios 10/20/30%) and the recent-data
+//! `diol`: the paper's evaluation (workloads A, B, C at O3 ratios 10/20/30%) and the recent-data
 //! read workload, for every delay model and memory level, one row per run.
 
 use std::path::{Path, PathBuf};
@@ -54,7 +54,7 @@ impl TypedExperiment for DiolLayouts {
     type Config = LayoutsConfig;
 
     fn name(&self) -> &'static str {
-        "diol-layouts"
+        "diol"
     }
 
     fn paper(&self) -> &'static str {

@@ -2,7 +2,7 @@
 //! memtables for out-of-order time series, on lsmlab's time-series store
 //! ([`lsmlab_engine::series`]).
 //!
-//! - `diol-layouts` ([`layouts`]): per workload, O3 ratio, delay model and layout, one run: insert time and
+//! - `diol` ([`layouts`]): per workload, O3 ratio, delay model and layout, one run: insert time and
 //!   the counted I/O the paper reports (disk reads, points read from disk) beside page reads and
 //!   writes, flushes, files and peak memory;
 //! - `diol-compaction` ([`compaction`]): the same with the disk compaction DIOL left as future

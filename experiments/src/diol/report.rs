@@ -31,7 +31,7 @@ pub const LAYOUT_FIGURES: &[FigureSpec] = &[
         y_label: "insert time of the timed half (wall)",
         y_unit: Some(crate::plot::TimeUnit::Ms),
         ..FigureSpec::new(
-            "diol-layouts-insert-{delay_model}",
+            "diol-insert-{delay_model}",
             "Workload A insert time, {delay_model} delays ({scale} scale)",
             Mark::Bars { y: "insert_ms" },
         )
@@ -47,7 +47,7 @@ pub const LAYOUT_FIGURES: &[FigureSpec] = &[
         series: "{layout}",
         y_label: "lookups that read disk",
         ..FigureSpec::new(
-            "diol-layouts-disk-reads-{workload}",
+            "diol-disk-reads-{workload}",
             "Workload {workload}: disk reads, diol delays ({scale} scale)",
             Mark::Bars { y: "disk_reads" },
         )
@@ -63,7 +63,7 @@ pub const LAYOUT_FIGURES: &[FigureSpec] = &[
         series: "{layout}",
         y_label: "points read from disk",
         ..FigureSpec::new(
-            "diol-layouts-disk-read-points-{workload}",
+            "diol-disk-read-points-{workload}",
             "Workload {workload}: points read from disk, diol delays ({scale} scale)",
             Mark::Bars {
                 y: "disk_read_points",
@@ -78,7 +78,7 @@ pub const LAYOUT_FIGURES: &[FigureSpec] = &[
         series: "{layout}",
         y_label: "pages written by flushes",
         ..FigureSpec::new(
-            "diol-layouts-page-writes-{delay_model}",
+            "diol-page-writes-{delay_model}",
             "Workload A pages written, {delay_model} delays ({scale} scale)",
             Mark::Bars { y: "page_writes" },
         )
@@ -458,7 +458,7 @@ pub fn sizing_report(result: &ResultFile) -> String {
 /// The figure specs of each DIOL experiment, by name (for checks that specs name real fields).
 pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
     match experiment {
-        "diol-layouts" => LAYOUT_FIGURES,
+        "diol" => LAYOUT_FIGURES,
         "diol-compaction" => COMPACTION_FIGURES,
         "diol-sizing" => SIZING_FIGURES,
         _ => &[],
