@@ -231,6 +231,31 @@ impl TypedExperiment for LeaperModelExperiment {
                         .build(),
                 );
             }
+            // Algorithm 1 under both matrix-row readings, and the paper's ratio, beside the size used.
+            let key_space = log.key_space.max(spec.records).max(1);
+            let mut key_ranges = dims("key_ranges")
+                .str("used_key_space", settings.alg1_key_space.name())
+                .int("records", spec.records)
+                .int("key_space", key_space)
+                .int("ranges", report.ranges)
+                .int("paper_range_keys", learned::PAPER_RANGE_KEYS)
+                .int("paper_table_rows", learned::PAPER_TABLE_ROWS)
+                .int(
+                    "paper_ranges",
+                    learned::PAPER_TABLE_ROWS / learned::PAPER_RANGE_KEYS,
+                )
+                .int(
+                    "paper_ratio_range_keys",
+                    ((spec.records as f64 * learned::PAPER_RANGE_FRACTION).round() as u64).max(1),
+                );
+            for rows in [learned::Alg1KeySpace::Whole, learned::Alg1KeySpace::Live] {
+                let c = learned::algorithm1(&log, key_space, set.slot_s, rows, spec.records)?;
+                key_ranges = key_ranges.int(&format!("alg1_{}_size", rows.name()), c.size).int(
+                    &format!("alg1_{}_ranges", rows.name()),
+                    key_space.div_ceil(c.size),
+                );
+            }
+            out.rows.push(key_ranges.build());
             for (size, zeros) in &set.tried {
                 out.rows.push(
                     dims("range_size")
@@ -258,7 +283,7 @@ impl TypedExperiment for LeaperModelExperiment {
                 rows.len(),
                 model.steps(),
                 inference_ms,
-                learned::few_ranges_note(report.ranges),
+                learned::few_ranges_note(report.ranges, spec.records),
             ));
         }
         out.notes.extend(setup.notes().into_iter().take(2));
@@ -268,7 +293,10 @@ impl TypedExperiment for LeaperModelExperiment {
              last-slot baseline, 'accessed in the last slot will be accessed in the next', on the held-out last day), \
              ablation (the step-1 model on feature groups R, R/W, R/W/T, R/W/T/P: the paper's Figure 8), importance \
              (gain share of each feature group in the step-1 model: the paper's Table 3 by LightGBM's split gain) and \
-             range_size (Algorithm 1's evaluated sizes with the share of zeros in the slot x range access matrix). \
+             range_size (Algorithm 1's evaluated sizes with the share of zeros in the slot x range access matrix) and \
+             key_ranges (per workload: the size Algorithm 1 chooses with matrix rows over the whole key space, as \
+             written, and over the live one, the keys that exist by each slot's end, with their range counts over the \
+             log's key space; the paper's 10^4 keys of 10^7 rows, 1,000 ranges, and the range size at its ratio here). \
              inference_ms predicts every range active in the log with every step model, more than one compaction \
              needs (the prefetcher predicts the ranges of the compaction's key span); times are wall time.",
             settings.hot_threshold
