@@ -296,7 +296,7 @@ impl TrainedLeaper {
 }
 
 /// Bytes of the files in `dir`.
-fn dir_bytes(dir: &std::path::Path) -> u64 {
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|it| {
             it.flatten()
@@ -308,7 +308,7 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
 }
 
 /// A fresh directory for a model under the system's temporary directory.
-fn model_dir(label: &str) -> PathBuf {
+pub fn model_dir(label: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -475,6 +475,7 @@ impl RunStats {
                 hot_ranges: a.hot_ranges - b.hot_ranges,
                 hot_ranges_t1: a.hot_ranges_t1 - b.hot_ranges_t1,
                 inference_nanos: a.inference_nanos - b.inference_nanos,
+                nodes_visited: a.nodes_visited - b.nodes_visited,
                 cached_inputs: a.cached_inputs - b.cached_inputs,
                 blocks_evicted: a.blocks_evicted - b.blocks_evicted,
                 blocks_offered: a.blocks_offered - b.blocks_offered,
@@ -502,7 +503,34 @@ impl RunStats {
                     0.0
                 },
             )
+            .num(
+                "inference_nodes",
+                if ops > 0 {
+                    s.nodes_visited as f64 / ops as f64
+                } else {
+                    0.0
+                },
+            )
+            .num(
+                "inference_virtual_ms",
+                if ops > 0 {
+                    inference_virtual_ms(s.nodes_visited) / ops as f64
+                } else {
+                    0.0
+                },
+            )
     }
+}
+
+/// The modelled cost of visiting one tree node in inference, in nanoseconds: a compare and a
+/// branch on a node that is mostly not in the CPU's caches (an assumption of the order of an
+/// interpreted LightGBM or forust tree walk; Treelite's compiled trees, which the paper's Table 5
+/// reports 3-5x faster, would be cheaper).
+pub const NODE_NS: f64 = 5.0;
+
+/// The virtual time of visiting `nodes` tree nodes, in milliseconds.
+pub fn inference_virtual_ms(nodes: u64) -> f64 {
+    nodes as f64 * NODE_NS / 1e6
 }
 
 /// Where an observed Leaper policy publishes its counters.
