@@ -339,6 +339,21 @@ impl SstRun {
         DataBlock::parse(&page, b.page)?.find(key)
     }
 
+    /// Reads the data blocks [`Self::scan`] reads for `lo..=hi`, through `cache` and in the same
+    /// order, checking each block's header but decoding no entry; returns how many it read.
+    pub fn touch(&self, cache: &BufferCache, lo: u64, hi: u64) -> Result<u64> {
+        let mut read = 0;
+        for b in self.blocks[self.block_from(lo)..]
+            .iter()
+            .take_while(|b| b.first_key <= hi)
+        {
+            let page = cache.read(b.page)?;
+            DataBlock::parse(&page, b.page)?;
+            read += 1;
+        }
+        Ok(read)
+    }
+
     /// Entries with keys in `lo..=hi` in key order, the overlapping data blocks read through
     /// `cache` (tombstones included: the caller's merge resolves them).
     pub fn scan(&self, cache: &BufferCache, lo: u64, hi: u64) -> Result<Vec<(u64, KvValue)>> {

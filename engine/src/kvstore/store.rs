@@ -337,6 +337,32 @@ impl KvStore {
         Ok(out)
     }
 
+    /// Does the I/O of [`Self::scan`] without producing its entries: the policy is told the same
+    /// access, and the same data blocks are read through the cache in the same order (every run
+    /// overlapping `lo..=hi`, in the order `scan` reads them), but no entry is decoded or merged.
+    /// Returns the data blocks read. For callers that need a scan's cost and cache effects, not
+    /// its answer (the experiments' op streams); counted the same as a scan in [`KvStats`].
+    pub fn scan_blocks(&mut self, lo: u64, hi: u64) -> Result<u64> {
+        if lo > hi {
+            return Err(Error::Config(format!("scan range {lo}..={hi} is inverted")));
+        }
+        self.stats.scans += 1;
+        if let Some(held) = self.key_cover() {
+            let (a, b) = (lo.max(held.min), hi.min(held.max));
+            if a <= b {
+                self.policy.on_access(self.now, a, b, Access::Read);
+            }
+        }
+        let want = KeyRange::new(lo, hi);
+        let mut read = 0;
+        for (meta, run) in self.runs.runs() {
+            if meta.overlaps(&want) {
+                read += run.touch(&self.cache, lo, hi)?;
+            }
+        }
+        Ok(read)
+    }
+
     /// The smallest range covering every key of the memtable and the runs (tombstones included).
     fn key_cover(&self) -> Option<KeyRange<u64>> {
         let memtable = self

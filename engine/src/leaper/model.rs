@@ -49,6 +49,19 @@ pub trait HotRangeModel: Send + Sync {
 
     /// Writes the model to a file.
     fn save(&self, path: &Path) -> LeaperResult<()>;
+
+    /// The model's size as counted structure: (trees, nodes); (0, 0) if the model has no trees.
+    fn size(&self) -> (u64, u64) {
+        (0, 0)
+    }
+
+    /// Nodes a prediction of `rows` visits (in every tree, the root to the leaf reached,
+    /// both included): the counted work of inference, independent of the machine; 0 if the
+    /// model has no trees.
+    fn nodes_visited(&self, rows: &[Row]) -> u64 {
+        let _ = rows;
+        0
+    }
 }
 
 /// The GBDT's training parameters (defaults: the paper's LightGBM settings, see the module
@@ -320,6 +333,33 @@ impl HotRangeModel for GbdtModel {
             .collect()
     }
 
+    fn size(&self) -> (u64, u64) {
+        let nodes = self.booster.trees.iter().map(|t| t.nodes.len() as u64).sum();
+        (self.booster.trees.len() as u64, nodes)
+    }
+
+    /// Walks every tree as forust's prediction does (`Node::get_child_idx` on the row's value of
+    /// the node's column, forust's missing value), counting the nodes on the way.
+    fn nodes_visited(&self, rows: &[Row]) -> u64 {
+        let missing = self.booster.missing;
+        let mut visited = 0;
+        for row in rows {
+            for tree in &self.booster.trees {
+                let mut i = 0;
+                loop {
+                    visited += 1;
+                    let node = &tree.nodes[i];
+                    if node.is_leaf {
+                        break;
+                    }
+                    let v = row[self.columns[node.split_feature]];
+                    i = node.get_child_idx(&v, &missing);
+                }
+            }
+        }
+        visited
+    }
+
     fn save(&self, path: &Path) -> LeaperResult<()> {
         std::fs::write(path, self.to_json()?).map_err(|source| LeaperError::Io {
             path: path.into(),
@@ -377,6 +417,46 @@ mod tests {
         let best = imp.iter().max_by(|a, b| a.1.total_cmp(b.1)).unwrap();
         assert_eq!(*best.0, 0);
         assert!((imp.values().sum::<f64>() - 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn nodes_visited_follow_the_paths_forust_predicts_by() {
+        let (rows, labels) = toy(1500, 5);
+        let cols = [0, 3, 15, 7];
+        let params = GbdtParams {
+            rounds: 20,
+            ..GbdtParams::default()
+        };
+        let m = GbdtModel::fit(&rows, &labels, &cols, &params).unwrap();
+        let (trees, nodes) = m.size();
+        assert_eq!(trees, 20);
+        assert!(nodes > 3 * trees && nodes <= trees * 61, "{nodes}");
+        let (test, _) = toy(200, 6);
+        let mut total = 0;
+        for row in &test {
+            // The oracle: the same walk summing leaf weights gives forust's prediction.
+            let mut raw = m.booster.base_score;
+            let mut visited = 0;
+            for tree in &m.booster.trees {
+                let mut i = 0;
+                while !tree.nodes[i].is_leaf {
+                    visited += 1;
+                    let n = &tree.nodes[i];
+                    i = if row[cols[n.split_feature]] < n.split_value {
+                        n.left_child
+                    } else {
+                        n.right_child
+                    };
+                }
+                visited += 1;
+                raw += tree.nodes[i].weight_value as f64;
+            }
+            assert!((sigmoid(raw) - m.predict(row)).abs() < 1e-9);
+            assert_eq!(m.nodes_visited(std::slice::from_ref(row)), visited);
+            assert!(visited >= 2 * trees && visited <= nodes);
+            total += visited;
+        }
+        assert_eq!(m.nodes_visited(&test), total);
     }
 
     #[test]

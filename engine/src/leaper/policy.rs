@@ -77,6 +77,8 @@ pub struct LeaperStats {
     pub hot_ranges_t1: u64,
     /// Wall time of feature building and inference, in nanoseconds (recorded, not a result).
     pub inference_nanos: u64,
+    /// Tree nodes the predictions visited (the counted work of inference).
+    pub nodes_visited: u64,
     /// Phase 1: cached input blocks seen, and those evicted.
     pub cached_inputs: u64,
     pub blocks_evicted: u64,
@@ -246,6 +248,9 @@ impl LeaperPolicy {
             });
         }
         self.stats.inference_nanos += t0.elapsed().as_nanos() as u64;
+        for &k in steps {
+            self.stats.nodes_visited += self.model.nodes_visited(k, &rows);
+        }
         (cands, out)
     }
 

@@ -54,6 +54,22 @@ pub struct RangeSizeChoice {
 pub struct AccessMatrix {
     key_space: u64,
     slots: Vec<Vec<(u64, u64)>>,
+    /// Per slot, the keys that exist by its end (`0..live[s]`), when rows count only the ranges
+    /// holding keys ([`AccessMatrix::live_from`]); `None`: every row spans the whole key space.
+    live: Option<Vec<u64>>,
+}
+
+/// Which key ranges a row of Algorithm 1's matrix counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KeySpace {
+    /// Every row spans the total key range `T` (Algorithm 1 as written), here the log's largest
+    /// key: on a stream that inserts new keys above the loaded ones, the rows of early slots
+    /// count ranges that hold no key yet, zeros that no range size removes.
+    #[default]
+    Whole,
+    /// Each row spans the keys that exist by the end of its slot: the loaded keys and every key
+    /// accessed up to then (inserts add keys in increasing order).
+    Live,
 }
 
 impl AccessMatrix {
@@ -90,7 +106,27 @@ impl AccessMatrix {
         Ok(AccessMatrix {
             key_space,
             slots: out,
+            live: None,
         })
+    }
+
+    /// The same matrix whose row `s` counts only the ranges of keys `0..live`, where `live` is
+    /// the larger of `initial_keys` (the keys loaded before the log) and one past the largest key
+    /// accessed in slots `0..=s` (capped at the key space).
+    pub fn live_from(mut self, initial_keys: u64) -> Self {
+        let mut live = initial_keys.clamp(1, self.key_space);
+        let rows = self
+            .slots
+            .iter()
+            .map(|iv| {
+                if let Some(&(_, hi)) = iv.last() {
+                    live = live.max(hi + 1).min(self.key_space);
+                }
+                live
+            })
+            .collect();
+        self.live = Some(rows);
+        self
     }
 
     /// From a log: one row per slot from the first record's slot to the last's (empty slots are
@@ -120,9 +156,13 @@ impl AccessMatrix {
         self.slots.len()
     }
 
-    /// Definition 1's `Z(A)`: the proportion of zeros in the slots x `ceil(T / A)` bit matrix.
+    /// Definition 1's `Z(A)`: the proportion of zeros in the slots x `ceil(T / A)` bit matrix
+    /// (with [`AccessMatrix::live_from`], row `s` has `ceil(live_s / A)` cells).
     pub fn zero_proportion(&self, size: u64) -> f64 {
-        let ranges = self.key_space.div_ceil(size);
+        let cells: f64 = match &self.live {
+            None => self.key_space.div_ceil(size) as f64 * self.slots.len() as f64,
+            Some(live) => live.iter().map(|&l| l.div_ceil(size) as f64).sum(),
+        };
         let mut ones = 0u64;
         for iv in &self.slots {
             // Intervals are sorted and disjoint, so their range intervals are sorted; merge them.
@@ -142,7 +182,6 @@ impl AccessMatrix {
                 ones += cb - ca + 1;
             }
         }
-        let cells = ranges as f64 * self.slots.len() as f64;
         (cells - ones as f64) / cells
     }
 }
@@ -155,6 +194,24 @@ pub fn select_range_size(
     params: RangeSizeParams,
 ) -> LeaperResult<RangeSizeChoice> {
     select_range_size_matrix(&AccessMatrix::from_log(records, key_space, slot_secs)?, params)
+}
+
+/// Algorithm 1 over an access log whose rows count the ranges `key_space` says, `initial_keys`
+/// being the keys loaded before the log (used by [`KeySpace::Live`]).
+pub fn select_range_size_in(
+    records: &[AccessRecord],
+    key_space: u64,
+    slot_secs: f64,
+    params: RangeSizeParams,
+    rows: KeySpace,
+    initial_keys: u64,
+) -> LeaperResult<RangeSizeChoice> {
+    let m = AccessMatrix::from_log(records, key_space, slot_secs)?;
+    let m = match rows {
+        KeySpace::Whole => m,
+        KeySpace::Live => m.live_from(initial_keys),
+    };
+    select_range_size_matrix(&m, params)
 }
 
 /// Algorithm 1 over an access bit matrix.
@@ -323,6 +380,32 @@ mod tests {
         )
         .is_err());
         assert!(select_range_size(&[], 100, 1.0, RangeSizeParams::default()).is_err());
+    }
+
+    #[test]
+    fn live_rows_count_only_the_ranges_that_hold_keys() {
+        // 40 keys loaded; slot 0 reads key 5, slot 1 inserts 40..=79 (scan-like interval), slot
+        // 2 reads key 75. Whole: 8 ranges of 10 per row, ones 1 + 4 + 1: 18 zeros of 24. Live:
+        // rows of 4, 8 and 8 ranges: 14 zeros of 20.
+        let m = AccessMatrix::new(80, vec![vec![(5, 5)], vec![(40, 79)], vec![(75, 75)]]).unwrap();
+        assert_eq!(m.zero_proportion(10), 18.0 / 24.0);
+        let live = m.live_from(40);
+        assert_eq!(live.zero_proportion(10), 14.0 / 20.0);
+        // A = 20: rows of 2, 4, 4 ranges; ones 1 + 2 + 1: 6 zeros of 10.
+        assert_eq!(live.zero_proportion(20), 6.0 / 10.0);
+        // The frontier's zeros keep Z from falling with the size: on a log that appends beyond
+        // 1,000 loaded keys and reads every loaded range, Whole doubles to the whole space while
+        // Live stays at the initial size.
+        let mut log = Vec::new();
+        for s in 0..50u64 {
+            for k in (0..1000 + 20 * s).step_by(10) {
+                log.push(AccessRecord::read(s as f64 + 0.5, k));
+            }
+        }
+        let whole = select_range_size_in(&log, 2000, 1.0, RangeSizeParams::default(), KeySpace::Whole, 1000);
+        let live = select_range_size_in(&log, 2000, 1.0, RangeSizeParams::default(), KeySpace::Live, 1000);
+        assert!(whole.unwrap().size >= 320);
+        assert_eq!(live.unwrap().size, 10);
     }
 
     #[test]

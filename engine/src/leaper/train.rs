@@ -489,6 +489,20 @@ impl LeaperModel {
             .map(|m| m.as_ref())
     }
 
+    /// (trees, nodes) of every step model together.
+    pub fn size(&self) -> (u64, u64) {
+        self.models
+            .iter()
+            .map(|m| m.size())
+            .fold((0, 0), |(t, n), (a, b)| (t + a, n + b))
+    }
+
+    /// Nodes that predicting `rows` with step `k` (clamped as [`Self::predict`]) visits.
+    pub fn nodes_visited(&self, k: usize, rows: &[Row]) -> u64 {
+        let i = k.clamp(1, self.models.len()) - 1;
+        self.models[i].nodes_visited(rows)
+    }
+
     /// Probabilities of step `k` (1-based, clamped to `1..=K`) for `rows`.
     pub fn predict(&self, k: usize, rows: &[Row]) -> Vec<f64> {
         let i = k.clamp(1, self.models.len()) - 1;

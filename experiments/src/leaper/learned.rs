@@ -9,8 +9,8 @@ use anyhow::Context;
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{Access, BackgroundStart, BlockInfo, WarmUpPolicy};
 use lsmlab_engine::leaper::{
-    select_range_size, AccessRecord, CollectorConfig, GbdtParams, LeaperModel, LeaperParams, LeaperPolicy,
-    LeaperStats, RangeHistory, RangeSizeParams, TrainParams, TrainReport,
+    select_range_size_in, AccessRecord, CollectorConfig, GbdtParams, KeySpace, LeaperModel, LeaperParams,
+    LeaperPolicy, LeaperStats, RangeHistory, RangeSizeParams, TrainParams, TrainReport,
 };
 use lsmlab_workloads::kv::{KvOp, KvWorkload};
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,46 @@ pub struct LeaperSettings {
     pub hot_threshold: f64,
     /// Share of the warm-up's slots held out to test the models.
     pub test_fraction: f64,
+    /// Which ranges a row of Algorithm 1's access matrix counts: the whole key range (as
+    /// written) or only the ranges holding keys by the slot's end.
+    #[serde(default)]
+    pub alg1_key_space: Alg1KeySpace,
+    /// Keys per range as a fraction of the loaded records (0 = off); when set (and `range_size`
+    /// is not), it replaces Algorithm 1's choice. The paper's: 10^4 keys of 10^7 rows = 0.001.
+    #[serde(default)]
+    pub range_fraction: f64,
 }
+
+/// `alg1_key_space`'s values (see [`KeySpace`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Alg1KeySpace {
+    #[default]
+    Whole,
+    Live,
+}
+
+impl Alg1KeySpace {
+    pub fn engine(self) -> KeySpace {
+        match self {
+            Alg1KeySpace::Whole => KeySpace::Whole,
+            Alg1KeySpace::Live => KeySpace::Live,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Alg1KeySpace::Whole => "whole",
+            Alg1KeySpace::Live => "live",
+        }
+    }
+}
+
+/// The paper's key ranges (§4.1, §7.3.2 and Table 2): Algorithm 1 chose ranges of 10^4 keys on
+/// the e-commerce table of 10^7 rows, i.e. 1,000 ranges, each 0.001 of the keys.
+pub const PAPER_RANGE_KEYS: u64 = 10_000;
+pub const PAPER_TABLE_ROWS: u64 = 10_000_000;
+pub const PAPER_RANGE_FRACTION: f64 = PAPER_RANGE_KEYS as f64 / PAPER_TABLE_ROWS as f64;
 
 impl LeaperSettings {
     pub fn defaults(scale: Scale) -> LeaperSettings {
@@ -51,6 +90,8 @@ impl LeaperSettings {
             },
             hot_threshold: 0.5,
             test_fraction: 0.25,
+            alg1_key_space: Alg1KeySpace::Whole,
+            range_fraction: 0.0,
         }
     }
 
@@ -83,6 +124,14 @@ impl LeaperSettings {
             (
                 "test_fraction",
                 "Leaper: share of the warm-up's slots held out to test the models",
+            ),
+            (
+                "alg1_key_space",
+                "Leaper: the ranges a row of Algorithm 1's access matrix counts: whole (the log's whole key range, as written) or live (only ranges holding keys by the slot's end: inserts' not-yet-existing keys are no zeros)",
+            ),
+            (
+                "range_fraction",
+                "Leaper: keys per range as a fraction of the records, replacing Algorithm 1 (0 = off; the paper's: 10^4 keys of 10^7 rows = 0.001, 1,000 ranges at every scale)",
             ),
         ]
     }
@@ -117,6 +166,12 @@ impl LeaperSettings {
             self.test_fraction,
             self.test_fraction > 0.0 && self.test_fraction < 1.0,
             "a fraction strictly between 0 and 1",
+        )?;
+        check(
+            "range_fraction",
+            self.range_fraction,
+            (0.0..=1.0).contains(&self.range_fraction),
+            "a fraction in [0, 1] (0 = Algorithm 1)",
         )
     }
 }
@@ -152,20 +207,27 @@ impl AccessLog {
 /// among (the paper's e-commerce model had about 1,000).
 pub const FEW_RANGES: u64 = 100;
 
-/// A warning for the notes when a model was trained on fewer than [`FEW_RANGES`] key ranges,
-/// empty otherwise.
-pub fn few_ranges_note(ranges: u64) -> String {
+/// A warning for the notes when a model was trained on fewer than [`FEW_RANGES`] key ranges over
+/// `records` loaded keys, empty otherwise.
+pub fn few_ranges_note(ranges: u64, records: u64) -> String {
     if ranges >= FEW_RANGES {
         return String::new();
     }
+    let at_ratio = ((records as f64 * PAPER_RANGE_FRACTION).round() as u64).max(1);
     format!(
         " Only {ranges} key ranges: the model chooses among few, coarse ranges, so hot and cold keys share \
-         ranges (the paper: about 1,000 ranges of 10^4 keys over 10M rows); range_size sets smaller ones, \
-         and leaper-sensitivity sweeps 100 to 10^4 keys."
+         ranges. The paper: 1,000 ranges of 10^4 keys over 10^7 rows; at its keys-per-range ratio these {records} \
+         records would make ranges of {at_ratio} keys (range_fraction = 0.001), at its keys per range {} ranges. \
+         Algorithm 1 on a log that inserts new keys counts the not-yet-existing keys' ranges as zeros in every \
+         early slot, a share of zeros no range size removes, so it doubles on (alg1_key_space = live counts only \
+         the ranges holding keys; leaper-model reports both).",
+        records.div_ceil(PAPER_RANGE_KEYS)
     )
 }
 
 pub struct TrainedLeaper {
+    /// Records loaded before the warm-up.
+    pub records: u64,
     pub dir: PathBuf,
     pub report: TrainReport,
     pub range_size: u64,
@@ -200,7 +262,7 @@ impl TrainedLeaper {
     /// ranges are too few for the model to choose among.
     pub fn note(&self) -> String {
         let s1 = self.report.steps.first();
-        let few = few_ranges_note(self.report.ranges);
+        let few = few_ranges_note(self.report.ranges, self.records);
         let note = format!(
             "Leaper model: key ranges of {} keys ({}), slots of {:.3} ms, {} step models trained in {:.2} s on {} slots x \
              {} ranges, saved ({} bytes) and loaded back; step 1 on the held-out slots: precision {}, recall {} \
@@ -234,7 +296,7 @@ impl TrainedLeaper {
 }
 
 /// Bytes of the files in `dir`.
-fn dir_bytes(dir: &std::path::Path) -> u64 {
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|it| {
             it.flatten()
@@ -246,7 +308,7 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
 }
 
 /// A fresh directory for a model under the system's temporary directory.
-fn model_dir(label: &str) -> PathBuf {
+pub fn model_dir(label: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -268,6 +330,26 @@ pub struct TrainingSet {
     pub day_s: f64,
 }
 
+/// Algorithm 1 (initial size 10, alpha 0.6) on a log over `0..key_space` whose first `records`
+/// keys were loaded before it, its matrix rows counting the ranges `rows` says.
+pub fn algorithm1(
+    log: &AccessLog,
+    key_space: u64,
+    slot_s: f64,
+    rows: Alg1KeySpace,
+    records: u64,
+) -> anyhow::Result<lsmlab_engine::leaper::RangeSizeChoice> {
+    select_range_size_in(
+        &log.records,
+        key_space,
+        slot_s,
+        RangeSizeParams::default(),
+        rows.engine(),
+        records,
+    )
+    .context("Algorithm 1 (key-range size)")
+}
+
 /// Builds the training set of a warm-up log (see [`TrainingSet`]).
 pub fn training_set(
     log: &AccessLog,
@@ -282,9 +364,13 @@ pub fn training_set(
     let key_space = log.key_space.max(spec.records).max(1);
     let (range_size, tried) = if s.range_size > 0 {
         (s.range_size, Vec::new())
+    } else if s.range_fraction > 0.0 {
+        (
+            ((spec.records as f64 * s.range_fraction).round() as u64).max(1),
+            Vec::new(),
+        )
     } else {
-        let choice = select_range_size(&log.records, key_space, slot_s, RangeSizeParams::default())
-            .context("Algorithm 1 (key-range size)")?;
+        let choice = algorithm1(log, key_space, slot_s, s.alg1_key_space, spec.records)?;
         (choice.size, choice.evaluated)
     };
     let config = CollectorConfig {
@@ -348,6 +434,7 @@ pub fn train(
         .map(|(t1, blocks)| t1 / *blocks as f64)
         .collect();
     let trained = TrainedLeaper {
+        records: spec.records,
         model_bytes: dir_bytes(&dir),
         dir,
         report,
@@ -388,6 +475,7 @@ impl RunStats {
                 hot_ranges: a.hot_ranges - b.hot_ranges,
                 hot_ranges_t1: a.hot_ranges_t1 - b.hot_ranges_t1,
                 inference_nanos: a.inference_nanos - b.inference_nanos,
+                nodes_visited: a.nodes_visited - b.nodes_visited,
                 cached_inputs: a.cached_inputs - b.cached_inputs,
                 blocks_evicted: a.blocks_evicted - b.blocks_evicted,
                 blocks_offered: a.blocks_offered - b.blocks_offered,
@@ -415,7 +503,34 @@ impl RunStats {
                     0.0
                 },
             )
+            .num(
+                "inference_nodes",
+                if ops > 0 {
+                    s.nodes_visited as f64 / ops as f64
+                } else {
+                    0.0
+                },
+            )
+            .num(
+                "inference_virtual_ms",
+                if ops > 0 {
+                    inference_virtual_ms(s.nodes_visited) / ops as f64
+                } else {
+                    0.0
+                },
+            )
     }
+}
+
+/// The modelled cost of visiting one tree node in inference, in nanoseconds: a compare and a
+/// branch on a node that is mostly not in the CPU's caches (an assumption of the order of an
+/// interpreted LightGBM or forust tree walk; Treelite's compiled trees, which the paper's Table 5
+/// reports 3-5x faster, would be cheaper).
+pub const NODE_NS: f64 = 5.0;
+
+/// The virtual time of visiting `nodes` tree nodes, in milliseconds.
+pub fn inference_virtual_ms(nodes: u64) -> f64 {
+    nodes as f64 * NODE_NS / 1e6
 }
 
 /// Where an observed Leaper policy publishes its counters.
@@ -485,7 +600,8 @@ pub fn read(handle: &StatsHandle) -> RunStats {
 pub fn notes(s: &LeaperSettings) -> Vec<String> {
     vec![format!(
         "Leaper: the warm-up's accesses (every one logged on the virtual clock) choose the key-range size by \
-         Algorithm 1 (start at 10 keys, double while 2 Z(2A) > 0.6 Z(A)) unless range_size is set ({}), are \
+         Algorithm 1 (start at 10 keys, double while 2 Z(2A) > 0.6 Z(A); matrix rows over the {} key space) unless \
+         range_size ({}) or range_fraction ({}: keys per range / records; the paper's 10^4 / 10^7 = 0.001) is set, are \
          collected per range and slot of {} intervals with sampling P = {} (first access of a range in a slot always \
          counted, N = (S - 1) / P + 1), and train the multi-step GBDT models (forust-ml; {} rounds, learning rate \
          0.05, 31 leaves, bagging 0.8, feature fraction 0.9; the 18 features of §4) with the last {} of the slots held \
@@ -494,7 +610,13 @@ pub fn notes(s: &LeaperSettings) -> Vec<String> {
          The paper trained LightGBM on earlier days of the same workload; here the warm-up phase of the same stream \
          plays that part. Time-of-day features use a day of warmup_ops / 2 operations at the warm-up's mean latency \
          (the workloads' day is counted in operations).",
-        s.range_size, s.slot_intervals, s.sample_p, s.gbdt_rounds, s.test_fraction,
+        s.alg1_key_space.name(),
+        s.range_size,
+        s.range_fraction,
+        s.slot_intervals,
+        s.sample_p,
+        s.gbdt_rounds,
+        s.test_fraction,
     )]
 }
 
@@ -504,9 +626,11 @@ mod tests {
 
     #[test]
     fn few_key_ranges_are_flagged_and_enough_are_not() {
-        assert!(few_ranges_note(6).contains("Only 6 key ranges"));
-        assert!(few_ranges_note(FEW_RANGES - 1).starts_with(" Only"));
-        assert_eq!(few_ranges_note(FEW_RANGES), "");
-        assert_eq!(few_ranges_note(5664), "");
+        assert!(few_ranges_note(6, 200_000).contains("Only 6 key ranges"));
+        assert!(few_ranges_note(6, 200_000).contains("ranges of 200 keys"));
+        assert!(few_ranges_note(6, 200_000).contains("keys per range 20 ranges"));
+        assert!(few_ranges_note(FEW_RANGES - 1, 1000).starts_with(" Only"));
+        assert_eq!(few_ranges_note(FEW_RANGES, 1000), "");
+        assert_eq!(few_ranges_note(5664, 1000), "");
     }
 }

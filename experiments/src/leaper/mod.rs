@@ -12,6 +12,7 @@ pub mod driver;
 pub mod learned;
 pub mod model;
 pub mod online;
+pub mod pool;
 pub mod report;
 pub mod sensitivity;
 pub mod timeline;

@@ -33,6 +33,9 @@ pub const PAPER_IMPORTANCE: [(&str, f64); 4] = [
     ("precursor", 30.98),
 ];
 
+/// The paper's Table 5 (storage): the LightGBM model object per workload, in KB.
+pub const PAPER_MODEL_KB: [(&str, f64); 3] = [("synthetic", 3.2), ("e-commerce", 16.3), ("messaging", 8.9)];
+
 /// `leaper-model`'s parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -182,6 +185,19 @@ impl TypedExperiment for LeaperModelExperiment {
                 std::hint::black_box(model.predict(k, &rows));
             }
             let inference_ms = t.elapsed().as_secs_f64() * 1e3;
+            let inference_nodes: u64 = (1..=model.steps()).map(|k| model.nodes_visited(k, &rows)).sum();
+            let (model_trees, model_nodes) = model.size();
+            // The model files' size, as leaper-online saves them.
+            let dir = learned::model_dir(&format!("model-{workload}"));
+            model
+                .save(&dir)
+                .with_context(|| format!("saving the model to {}", dir.display()))?;
+            let model_bytes = learned::dir_bytes(&dir);
+            let _ = std::fs::remove_dir_all(&dir);
+            let paper_kb = PAPER_MODEL_KB
+                .iter()
+                .find(|(w, _)| *w == workload.as_str())
+                .map(|p| p.1);
             let dims = |kind: &str| {
                 RowBuilder::new()
                     .str("workload", workload.as_str())
@@ -202,6 +218,15 @@ impl TypedExperiment for LeaperModelExperiment {
                     metric_fields(step("leaper"), &s.model)
                         .num("train_s", s.train_secs)
                         .num("inference_ms", inference_ms)
+                        .int("inference_nodes", inference_nodes)
+                        .num(
+                            "inference_virtual_ms",
+                            learned::inference_virtual_ms(inference_nodes),
+                        )
+                        .int("model_trees", model_trees)
+                        .int("model_nodes", model_nodes)
+                        .int("model_bytes", model_bytes)
+                        .opt_num("paper_model_kb", paper_kb)
                         .int("ranges", rows.len() as u64)
                         .build(),
                 );
@@ -231,6 +256,31 @@ impl TypedExperiment for LeaperModelExperiment {
                         .build(),
                 );
             }
+            // Algorithm 1 under both matrix-row readings, and the paper's ratio, beside the size used.
+            let key_space = log.key_space.max(spec.records).max(1);
+            let mut key_ranges = dims("key_ranges")
+                .str("used_key_space", settings.alg1_key_space.name())
+                .int("records", spec.records)
+                .int("key_space", key_space)
+                .int("ranges", report.ranges)
+                .int("paper_range_keys", learned::PAPER_RANGE_KEYS)
+                .int("paper_table_rows", learned::PAPER_TABLE_ROWS)
+                .int(
+                    "paper_ranges",
+                    learned::PAPER_TABLE_ROWS / learned::PAPER_RANGE_KEYS,
+                )
+                .int(
+                    "paper_ratio_range_keys",
+                    ((spec.records as f64 * learned::PAPER_RANGE_FRACTION).round() as u64).max(1),
+                );
+            for rows in [learned::Alg1KeySpace::Whole, learned::Alg1KeySpace::Live] {
+                let c = learned::algorithm1(&log, key_space, set.slot_s, rows, spec.records)?;
+                key_ranges = key_ranges.int(&format!("alg1_{}_size", rows.name()), c.size).int(
+                    &format!("alg1_{}_ranges", rows.name()),
+                    key_space.div_ceil(c.size),
+                );
+            }
+            out.rows.push(key_ranges.build());
             for (size, zeros) in &set.tried {
                 out.rows.push(
                     dims("range_size")
@@ -258,7 +308,7 @@ impl TypedExperiment for LeaperModelExperiment {
                 rows.len(),
                 model.steps(),
                 inference_ms,
-                learned::few_ranges_note(report.ranges),
+                learned::few_ranges_note(report.ranges, spec.records),
             ));
         }
         out.notes.extend(setup.notes().into_iter().take(2));
@@ -268,10 +318,20 @@ impl TypedExperiment for LeaperModelExperiment {
              last-slot baseline, 'accessed in the last slot will be accessed in the next', on the held-out last day), \
              ablation (the step-1 model on feature groups R, R/W, R/W/T, R/W/T/P: the paper's Figure 8), importance \
              (gain share of each feature group in the step-1 model: the paper's Table 3 by LightGBM's split gain) and \
-             range_size (Algorithm 1's evaluated sizes with the share of zeros in the slot x range access matrix). \
+             range_size (Algorithm 1's evaluated sizes with the share of zeros in the slot x range access matrix) and \
+             key_ranges (per workload: the size Algorithm 1 chooses with matrix rows over the whole key space, as \
+             written, and over the live one, the keys that exist by each slot's end, with their range counts over the \
+             log's key space; the paper's 10^4 keys of 10^7 rows, 1,000 ranges, and the range size at its ratio here). \
              inference_ms predicts every range active in the log with every step model, more than one compaction \
-             needs (the prefetcher predicts the ranges of the compaction's key span); times are wall time.",
-            settings.hot_threshold
+             needs (the prefetcher predicts the ranges of the compaction's key span); times are wall time. Counted \
+             beside them: inference_nodes = tree nodes those predictions visit (root to leaf in every tree), \
+             inference_virtual_ms = inference_nodes x {} ns (NODE_NS, an assumed cost of one node visit of an \
+             interpreted tree walk), model_trees / model_nodes = the step models' trees and nodes, model_bytes = the \
+             model files' bytes (forust's JSON: every node with its statistics, far larger than a compact encoding) \
+             beside paper_model_kb, the paper's Table 5 model object (3.2 / 16.3 / 8.9 KB for synthetic / e-commerce / \
+             messaging).",
+            settings.hot_threshold,
+            learned::NODE_NS
         ));
         Ok(out)
     }

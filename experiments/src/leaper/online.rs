@@ -6,6 +6,7 @@
 //! a summary row per workload and policy.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use lsmlab_engine::kvstore::{WarmUpKind, WarmUpPolicy};
 use serde::{Deserialize, Serialize};
@@ -15,10 +16,11 @@ use super::driver::{
 };
 use super::learned::{self, LeaperSettings, TrainedLeaper};
 use super::report::{self as lr, BASELINE};
-use super::{check_workloads, median, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
+use super::{check_workloads, median, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
+use lsmlab_workloads::kv::KvWorkload;
 
 pub struct LeaperOnline;
 
@@ -132,31 +134,83 @@ pub fn policy_for(
     }
 }
 
-/// Runs one workload: the training pass, then every policy. `cache_ratio` overrides the setup's
-/// (the sensitivity sweep); `spec_for` may change the workload's spec (zipf, range share).
-#[allow(clippy::too_many_arguments)]
-pub fn run_workload(
-    setup: &KvSetup,
-    settings: &LeaperSettings,
-    workload: Workload,
-    policies: &[WarmUpKind],
-    cache_ratio: f64,
-    spec_for: &dyn Fn(lsmlab_workloads::kv::KvWorkload) -> anyhow::Result<lsmlab_workloads::kv::KvWorkload>,
-    ctx: &RunContext,
-    label: &str,
-) -> anyhow::Result<WorkloadRuns> {
-    let layout: Layout = setup.layout(cache_ratio);
-    let spec = spec_for(setup.workload_spec(workload, day_ops(setup))?)?;
+/// One workload instance to run: a workload under `policies` with its own settings, cache /
+/// data ratio and op stream spec (leaper-online's workloads, leaper-sensitivity's cells).
+pub struct Cell {
+    pub workload: Workload,
+    pub setup: KvSetup,
+    pub settings: LeaperSettings,
+    pub policies: Vec<WarmUpKind>,
+    pub cache_ratio: f64,
+    pub spec: KvWorkload,
+    pub label: String,
+    /// Also run the fjall peer (after the run it is matched with, see [`peer_plan`]).
+    pub peer: bool,
+}
+
+impl Cell {
+    /// A cell of `workload` at `setup`'s defaults, its spec changed by `spec_for`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        setup: &KvSetup,
+        settings: &LeaperSettings,
+        workload: Workload,
+        policies: &[WarmUpKind],
+        cache_ratio: f64,
+        spec_for: &dyn Fn(KvWorkload) -> anyhow::Result<KvWorkload>,
+        label: &str,
+        peer: bool,
+    ) -> anyhow::Result<Cell> {
+        Ok(Cell {
+            workload,
+            setup: setup.clone(),
+            settings: settings.clone(),
+            policies: policies.to_vec(),
+            cache_ratio,
+            spec: spec_for(setup.workload_spec(workload, day_ops(setup))?)?,
+            label: label.to_string(),
+            peer,
+        })
+    }
+
+    /// The policy whose run the fjall peer is matched with: `lru`, else the first one.
+    fn peer_policy(&self) -> Option<usize> {
+        self.policies
+            .iter()
+            .position(|&p| p == WarmUpKind::Lru)
+            .or((!self.policies.is_empty()).then_some(0))
+    }
+
+    /// Progress steps of the cell: the training pass, the model's training, each policy, the peer.
+    pub fn steps(&self) -> usize {
+        self.policies.len() + 2 + usize::from(self.peer)
+    }
+}
+
+/// What a cell's training pass found: the layout, the calibrated interval, the warm-up and its log.
+struct Prepared {
+    layout: Layout,
+    interval_s: f64,
+    t2_s: f64,
+    training: Warmup,
+    /// The warm-up's accesses (the model's training data), until the model is trained.
+    log: Mutex<Option<learned::AccessLog>>,
+}
+
+/// The training pass of a cell: a bulk-loaded store with no warm-up policy runs the warm-up phase,
+/// logging every access, calibrates the interval and extends the warm-up to cover the slots the
+/// model needs.
+fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
+    let setup = &cell.setup;
+    let layout: Layout = setup.layout(cell.cache_ratio);
     let cost = setup.cost_model();
-    ctx.progress.begin(format!("{label}: training pass"));
-    // The training pass: no warm-up policy, every access logged.
     let store = open_store(
         setup,
         &layout,
-        &spec,
+        &cell.spec,
         WarmUpKind::Lru.baseline().expect("lru is a baseline"),
     )?;
-    let mut driver = Driver::new(store, &spec, ctx.seed, cost, false)?;
+    let mut driver = Driver::new(store, &cell.spec, ctx.seed, cost, false)?;
     let mut log = learned::AccessLog::default();
     let mut training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
     let interval_s = if setup.interval_s > 0.0 {
@@ -174,59 +228,273 @@ pub fn run_workload(
         interval_s > 0.0,
         "the calibrated interval is empty: the warm-up ran no operation that took time"
     );
-    let t2_s = setup.t2_intervals * interval_s;
     // The model needs slots enough to train and test on: the warm-up goes on until it covers
     // MIN_TRAINING_SLOTS, and every policy's warm-up then runs as many operations.
-    let slot_s = settings.slot_intervals * interval_s;
+    let slot_s = cell.settings.slot_intervals * interval_s;
     extend_warm_up(
         &mut driver,
         &mut training,
         MIN_TRAINING_SLOTS as f64 * slot_s,
         &mut |t, op| log.record(t, &op.op),
     )?;
-    drop(driver);
-    let trained = if policies.contains(&WarmUpKind::Leaper) {
-        ctx.progress.begin(format!("{label}: training the Leaper model"));
-        // Without a compaction in the warm-up, alpha is one block read and written at the
-        // background bandwidth.
-        let cost_alpha = cost.background_s(1, 1);
-        Some(learned::train(
-            &log, &training, settings, interval_s, t2_s, &spec, ctx.seed, cost_alpha,
-        )?)
-    } else {
-        None
-    };
-    let mut runs = Vec::new();
-    for &policy in policies {
-        ctx.progress.begin(format!("{label}: {policy}"));
-        let (object, handle) = policy_for(policy, trained.as_ref(), ctx.seed)?;
-        let store = open_store(setup, &layout, &spec, object)?;
-        let data_bytes = store.data_bytes();
-        let mut driver = Driver::new(store, &spec, ctx.seed, cost, policy == WarmUpKind::Leaper)?;
-        warm_up(&mut driver, training.ops, &mut |_, _| {})?;
-        let before = handle.as_ref().map(learned::read);
-        let (timeline, measured) =
-            measure(&mut driver, setup.intervals as f64 * interval_s, interval_s, t2_s)?;
-        let leaper = handle.as_ref().map(|h| learned::read(h).since(before.as_ref()));
-        runs.push(PolicyRun {
-            policy,
-            ratios: Ratios {
-                cache_data: (layout.cache_pages as f64 * setup.page_size as f64) / data_bytes.max(1) as f64,
-                memtable_data: layout.memtable_bytes as f64 / data_bytes.max(1) as f64,
-                background_ops: measured.background_ops(),
-            },
-            timeline,
-            measured,
-            leaper,
-        });
-    }
-    Ok(WorkloadRuns {
-        workload,
+    Ok(Prepared {
+        layout,
         interval_s,
+        t2_s: setup.t2_intervals * interval_s,
         training,
-        trained,
-        runs,
+        log: Mutex::new(Some(log)),
     })
+}
+
+/// Trains the Leaper model of a prepared cell (and frees the log).
+fn train_cell(cell: &Cell, prep: &Prepared, ctx: &RunContext) -> anyhow::Result<TrainedLeaper> {
+    let log = prep
+        .log
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("the warm-up's log was already used"))?;
+    // Without a compaction in the warm-up, alpha is one block read and written at the
+    // background bandwidth.
+    let cost_alpha = cell.setup.cost_model().background_s(1, 1);
+    learned::train(
+        &log,
+        &prep.training,
+        &cell.settings,
+        prep.interval_s,
+        prep.t2_s,
+        &cell.spec,
+        ctx.seed,
+        cost_alpha,
+    )
+}
+
+/// One policy's measured run on a fresh store with the same warm-up.
+fn run_policy(
+    cell: &Cell,
+    prep: &Prepared,
+    policy: WarmUpKind,
+    trained: Option<&TrainedLeaper>,
+    ctx: &RunContext,
+) -> anyhow::Result<PolicyRun> {
+    let setup = &cell.setup;
+    let (object, handle) = policy_for(policy, trained, ctx.seed)?;
+    let store = open_store(setup, &prep.layout, &cell.spec, object)?;
+    let data_bytes = store.data_bytes();
+    let mut driver = Driver::new(
+        store,
+        &cell.spec,
+        ctx.seed,
+        setup.cost_model(),
+        policy == WarmUpKind::Leaper,
+    )?;
+    warm_up(&mut driver, prep.training.ops, &mut |_, _| {})?;
+    let before = handle.as_ref().map(learned::read);
+    let (timeline, measured) = measure(
+        &mut driver,
+        setup.intervals as f64 * prep.interval_s,
+        prep.interval_s,
+        prep.t2_s,
+    )?;
+    let leaper = handle.as_ref().map(|h| learned::read(h).since(before.as_ref()));
+    Ok(PolicyRun {
+        policy,
+        ratios: Ratios {
+            cache_data: (prep.layout.cache_pages as f64 * setup.page_size as f64) / data_bytes.max(1) as f64,
+            memtable_data: prep.layout.memtable_bytes as f64 / data_bytes.max(1) as f64,
+            background_ops: measured.background_ops(),
+        },
+        timeline,
+        measured,
+        leaper,
+    })
+}
+
+/// A piece of a cell's work, for the [`pool`].
+enum Job {
+    Prepare(usize),
+    Train(usize),
+    Policy(usize, usize),
+    Peer(usize),
+}
+
+/// A cell's state while its jobs run.
+#[derive(Default)]
+struct CellState {
+    prep: Option<Arc<Prepared>>,
+    trained: Option<Arc<TrainedLeaper>>,
+    runs: Vec<Option<PolicyRun>>,
+    peer: Option<(Vec<Row>, String)>,
+    error: Option<anyhow::Error>,
+}
+
+/// What one cell gave: its runs, and the fjall peer's rows and note when it ran.
+pub struct CellOutput {
+    pub runs: WorkloadRuns,
+    pub peer: Option<(Vec<Row>, String)>,
+}
+
+/// Runs every cell on the [`pool`]'s workers: per cell the training pass, then the model's
+/// training (then the Leaper run) beside the other policies' runs (then the fjall peer after the
+/// run it is matched with). Counted results are those of running the cells one after another.
+pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOutput>> {
+    let states: Vec<Mutex<CellState>> = cells
+        .iter()
+        .map(|c| {
+            Mutex::new(CellState {
+                runs: c.policies.iter().map(|_| None).collect(),
+                ..CellState::default()
+            })
+        })
+        .collect();
+    let lock = |i: usize| {
+        states[i]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let work = |job: Job, follow: &mut Vec<Job>| {
+        let i = match job {
+            Job::Prepare(i) | Job::Train(i) | Job::Policy(i, _) | Job::Peer(i) => i,
+        };
+        if lock(i).error.is_some() {
+            return;
+        }
+        let cell = &cells[i];
+        let prep = lock(i).prep.clone();
+        let result: anyhow::Result<()> = (|| {
+            match job {
+                Job::Prepare(_) => {
+                    ctx.progress.begin(format!("{}: training pass", cell.label));
+                    let prep = Arc::new(prepare(cell, ctx)?);
+                    let leaper = cell.policies.contains(&WarmUpKind::Leaper);
+                    if leaper {
+                        follow.push(Job::Train(i));
+                    } else {
+                        prep.log
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .take();
+                    }
+                    for (p, &kind) in cell.policies.iter().enumerate() {
+                        if kind != WarmUpKind::Leaper {
+                            follow.push(Job::Policy(i, p));
+                        }
+                    }
+                    lock(i).prep = Some(prep);
+                }
+                Job::Train(_) => {
+                    let prep = prep.expect("a cell is trained after its training pass");
+                    ctx.progress
+                        .begin(format!("{}: training the Leaper model", cell.label));
+                    let trained = train_cell(cell, &prep, ctx)?;
+                    lock(i).trained = Some(Arc::new(trained));
+                    for (p, &kind) in cell.policies.iter().enumerate() {
+                        if kind == WarmUpKind::Leaper {
+                            follow.push(Job::Policy(i, p));
+                        }
+                    }
+                }
+                Job::Policy(_, p) => {
+                    let prep = prep.expect("a policy runs after its cell's training pass");
+                    let kind = cell.policies[p];
+                    ctx.progress.begin(format!("{}: {kind}", cell.label));
+                    let trained = lock(i).trained.clone();
+                    let run = run_policy(cell, &prep, kind, trained.as_deref(), ctx)?;
+                    let mut st = lock(i);
+                    if cell.peer && cell.peer_policy() == Some(p) {
+                        follow.push(Job::Peer(i));
+                    }
+                    st.runs[p] = Some(run);
+                }
+                Job::Peer(_) => {
+                    let prep = prep.expect("the peer runs after its cell's training pass");
+                    let p = cell.peer_policy().expect("a peer is matched with a run");
+                    let plan = {
+                        let st = lock(i);
+                        let run = st.runs[p].as_ref().expect("the matched run is done");
+                        peer_plan_of(&cell.setup, prep.training.ops, run)
+                    };
+                    ctx.progress.begin(format!("{}: fjall peer", cell.label));
+                    let out = run_fjall_peer(&cell.setup, cell.workload, &plan, ctx)?;
+                    lock(i).peer = Some(out);
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            lock(i).error = Some(e);
+        }
+    };
+    pool::run_jobs(
+        pool::workers(),
+        (0..cells.len()).map(Job::Prepare).collect(),
+        &work,
+    );
+    states
+        .into_iter()
+        .zip(cells)
+        .map(|(st, cell)| {
+            let st = st.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(e) = st.error {
+                return Err(e);
+            }
+            let prep = st
+                .prep
+                .ok_or_else(|| anyhow::anyhow!("{}: the training pass did not run", cell.label))?;
+            let runs = st
+                .runs
+                .into_iter()
+                .zip(&cell.policies)
+                .map(|(r, p)| r.ok_or_else(|| anyhow::anyhow!("{}: {p} did not run", cell.label)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let trained = match st.trained {
+                Some(t) => Some(
+                    Arc::try_unwrap(t)
+                        .map_err(|_| anyhow::anyhow!("{}: the model is still in use", cell.label))?,
+                ),
+                None => None,
+            };
+            Ok(CellOutput {
+                runs: WorkloadRuns {
+                    workload: cell.workload,
+                    interval_s: prep.interval_s,
+                    training: prep.training.clone(),
+                    trained,
+                    runs,
+                },
+                peer: st.peer,
+            })
+        })
+        .collect()
+}
+
+/// Runs one workload: the training pass, then every policy (see [`run_cells`]). `cache_ratio`
+/// overrides the setup's; `spec_for` may change the workload's spec (zipf, range share).
+#[allow(clippy::too_many_arguments)]
+pub fn run_workload(
+    setup: &KvSetup,
+    settings: &LeaperSettings,
+    workload: Workload,
+    policies: &[WarmUpKind],
+    cache_ratio: f64,
+    spec_for: &dyn Fn(KvWorkload) -> anyhow::Result<KvWorkload>,
+    ctx: &RunContext,
+    label: &str,
+) -> anyhow::Result<WorkloadRuns> {
+    let cell = Cell::new(
+        setup,
+        settings,
+        workload,
+        policies,
+        cache_ratio,
+        spec_for,
+        label,
+        false,
+    )?;
+    run_cells(std::slice::from_ref(&cell), ctx)
+        .pop()
+        .expect("one cell, one output")
+        .map(|o| o.runs)
 }
 
 /// The `engine` dimension of lsmlab's own rows (the fjall peer's rows say `fjall`).
@@ -349,12 +617,17 @@ pub fn peer_plan(setup: &KvSetup, w: &WorkloadRuns) -> anyhow::Result<crate::pee
         .find(|r| r.policy == WarmUpKind::Lru)
         .or_else(|| w.runs.first())
         .ok_or_else(|| anyhow::anyhow!("the fjall peer needs an lsmlab run to match"))?;
-    Ok(crate::peer::rows::PeerPlan::new(
-        w.training.ops,
+    Ok(peer_plan_of(setup, w.training.ops, matched))
+}
+
+/// The fjall peer's op counts matched with `matched`'s run after a warm-up of `warmup_ops`.
+pub fn peer_plan_of(setup: &KvSetup, warmup_ops: u64, matched: &PolicyRun) -> crate::peer::rows::PeerPlan {
+    crate::peer::rows::PeerPlan::new(
+        warmup_ops,
         matched.policy.name(),
         matched.timeline.all.ops,
         setup.intervals,
-    ))
+    )
 }
 
 /// The fjall peer of one workload: fjall on the same workload spec, seed, cache/data and
@@ -364,12 +637,11 @@ pub fn peer_plan(setup: &KvSetup, w: &WorkloadRuns) -> anyhow::Result<crate::pee
 #[cfg(feature = "fjall")]
 pub fn run_fjall_peer(
     setup: &KvSetup,
-    w: &WorkloadRuns,
+    workload: Workload,
+    plan: &crate::peer::rows::PeerPlan,
     ctx: &RunContext,
 ) -> anyhow::Result<(Vec<Row>, String)> {
-    ctx.progress.begin(format!("{}: fjall peer", w.workload));
-    let spec = setup.workload_spec(w.workload, day_ops(setup))?;
-    let plan = peer_plan(setup, w)?;
+    let spec = setup.workload_spec(workload, day_ops(setup))?;
     let run = crate::peer::FjallRun::with_fractions(
         spec,
         ctx.seed,
@@ -380,8 +652,8 @@ pub fn run_fjall_peer(
         plan.interval_ops,
     )?;
     let timeline = crate::peer::fjall::run_fjall(&run)?;
-    let rows = crate::peer::rows::rows(w.workload.as_str(), &timeline);
-    let note = crate::peer::rows::note(w.workload.as_str(), &plan, &timeline);
+    let rows = crate::peer::rows::rows(workload.as_str(), &timeline);
+    let note = crate::peer::rows::note(workload.as_str(), plan, &timeline);
     Ok((rows, note))
 }
 
@@ -389,7 +661,8 @@ pub fn run_fjall_peer(
 #[cfg(not(feature = "fjall"))]
 pub fn run_fjall_peer(
     _setup: &KvSetup,
-    _w: &WorkloadRuns,
+    _workload: Workload,
+    _plan: &crate::peer::rows::PeerPlan,
     _ctx: &RunContext,
 ) -> anyhow::Result<(Vec<Row>, String)> {
     anyhow::bail!("parameter `fjall_peer` = `true`: this lsmlab was built without the `fjall` cargo feature")
@@ -429,21 +702,27 @@ impl TypedExperiment for LeaperOnline {
             ..RunOutput::default()
         };
         out.notes.extend(learned::notes(&cfg.leaper));
-        for &workload in &cfg.workloads {
-            let w = run_workload(
-                &cfg.setup,
-                &cfg.leaper,
-                workload,
-                &cfg.policies,
-                cfg.setup.cache_ratio,
-                &|spec| Ok(spec),
-                ctx,
-                workload.as_str(),
-            )?;
+        let cells = cfg
+            .workloads
+            .iter()
+            .map(|&workload| {
+                Cell::new(
+                    &cfg.setup,
+                    &cfg.leaper,
+                    workload,
+                    &cfg.policies,
+                    cfg.setup.cache_ratio,
+                    &|spec| Ok(spec),
+                    workload.as_str(),
+                    cfg.fjall_peer,
+                )
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for out_cell in run_cells(&cells, ctx) {
+            let CellOutput { runs: w, peer } = out_cell?;
             out.rows.extend(workload_rows(&w, cfg.setup.spike_factor));
             out.notes.push(workload_note(&w, &cfg.setup));
-            if cfg.fjall_peer {
-                let (rows, note) = run_fjall_peer(&cfg.setup, &w, ctx)?;
+            if let Some((rows, note)) = peer {
                 out.rows.extend(rows);
                 out.notes.push(note);
             }
@@ -457,7 +736,9 @@ impl TypedExperiment for LeaperOnline {
              compaction window) / {BASELINE}'s, in percent (positive = slower; the paper's Table 5 'Overall'). \
              prefetched_blocks = output blocks a policy had the cache admit (no device read); prefetch_hits = first \
              hits on them. Identical op streams per policy: each policy runs as far into the stream as its virtual \
-             time allows."
+             time allows. The training passes, the models' training and the policies' runs go on up to two worker \
+             threads; each builds its own store, stream and clock, so counted and virtual figures do not depend on \
+             them (wall times do)."
         ));
         if cfg.fjall_peer {
             out.notes.push(

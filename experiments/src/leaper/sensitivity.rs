@@ -9,7 +9,7 @@ use lsmlab_engine::kvstore::WarmUpKind;
 use serde::{Deserialize, Serialize};
 
 use super::learned::LeaperSettings;
-use super::online::{run_workload, spike_threshold_us, summary_row, WorkloadRuns};
+use super::online::{run_cells, spike_threshold_us, summary_row, Cell, WorkloadRuns};
 use super::report::{self as lr, BASELINE, LEAPER};
 use super::{check_fractions, KvSetup, Workload, PAPER};
 use crate::config::{check_items, Config, KeyHelp};
@@ -18,6 +18,9 @@ use crate::plot::spec::render_specs;
 use crate::result::ResultFile;
 
 pub struct LeaperSensitivity;
+
+/// At `--scale small` each cell holds leaper-online's records and warm-up divided by this.
+pub const SMALL_CELL_SHRINK: u64 = 4;
 
 /// `leaper-sensitivity`'s parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -171,9 +174,12 @@ impl TypedExperiment for LeaperSensitivity {
     fn defaults(&self, scale: Scale) -> SensitivityConfig {
         let mut setup = KvSetup::defaults(scale);
         if scale == Scale::Small {
-            // 21 cells of two policies each: half of leaper-online's data keeps `make` in minutes.
-            setup.records /= 2;
-            setup.warmup_ops /= 2;
+            // 21 cells of two policies each: a quarter of leaper-online's data (and warm-up) per
+            // cell keeps `make leaper` within its budget; every ratio (cache / data, memtable /
+            // data, background operations per run, intervals per run) is kept, only the record
+            // count shrinks.
+            setup.records /= SMALL_CELL_SHRINK;
+            setup.warmup_ops /= SMALL_CELL_SHRINK;
         }
         // The paper's grids; tiny keeps the ends and the values the claims name.
         let tiny = scale == Scale::Tiny;
@@ -198,7 +204,8 @@ impl TypedExperiment for LeaperSensitivity {
             // key and slot, which the smaller scales cannot afford to train.
             range_sizes: match scale {
                 Scale::Tiny => vec![10, 1000],
-                Scale::Small => vec![100, 1000, 10000],
+                // 1,000, 100 and 10 ranges over the cell's 50,000 records.
+                Scale::Small => vec![50, 500, 5000],
                 Scale::Paper => vec![1, 10, 100, 1000, 10000, 100000],
             },
             setup,
@@ -219,33 +226,40 @@ impl TypedExperiment for LeaperSensitivity {
         };
         out.notes.extend(super::learned::notes(&cfg.leaper));
         let mut gains: Vec<Row> = Vec::new();
-        for &knob in &knobs {
-            let mut settings = cfg.leaper.clone();
-            let mut cache_ratio = cfg.setup.cache_ratio;
-            match knob {
-                Knob::RangeSize(s) => settings.range_size = s,
-                Knob::CacheRatio(c) => cache_ratio = c,
-                _ => {}
-            }
-            let spec_for = move |spec: lsmlab_workloads::kv::KvWorkload| -> anyhow::Result<_> {
-                Ok(match knob {
-                    Knob::Zipf(z) => spec.with_zipf(z)?,
-                    Knob::RangeShare(s) => spec.with_range_fraction_of_reads(s)?,
-                    _ => spec,
-                })
-            };
-            let label = format!("{}={}", knob.sweep(), knob.value());
-            let w = match run_workload(
-                &cfg.setup,
-                &settings,
-                cfg.workload,
-                &policies,
-                cache_ratio,
-                &spec_for,
-                ctx,
-                &label,
-            ) {
-                Ok(w) => w,
+        let cells = knobs
+            .iter()
+            .map(|&knob| {
+                let mut settings = cfg.leaper.clone();
+                let mut cache_ratio = cfg.setup.cache_ratio;
+                match knob {
+                    Knob::RangeSize(s) => settings.range_size = s,
+                    Knob::CacheRatio(c) => cache_ratio = c,
+                    _ => {}
+                }
+                let spec_for = move |spec: lsmlab_workloads::kv::KvWorkload| -> anyhow::Result<_> {
+                    Ok(match knob {
+                        Knob::Zipf(z) => spec.with_zipf(z)?,
+                        Knob::RangeShare(s) => spec.with_range_fraction_of_reads(s)?,
+                        _ => spec,
+                    })
+                };
+                let label = format!("{}={}", knob.sweep(), knob.value());
+                Cell::new(
+                    &cfg.setup,
+                    &settings,
+                    cfg.workload,
+                    &policies,
+                    cache_ratio,
+                    &spec_for,
+                    &label,
+                    false,
+                )
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for ((&knob, cell), output) in knobs.iter().zip(&cells).zip(run_cells(&cells, ctx)) {
+            let label = &cell.label;
+            let w = match output {
+                Ok(o) => o.runs,
                 // A cell whose warm-up cannot train a classifier (e.g. one key range, accessed in
                 // every slot) is reported, not fatal: the other cells still answer.
                 Err(e) if format!("{e:#}").contains("cannot train") => {
@@ -302,8 +316,12 @@ impl TypedExperiment for LeaperSensitivity {
              (qps_speedup = leaper's QPS in compaction windows / {BASELINE}'s, hit_ratio_gain = difference of whole-run \
              hit ratios, miss_reduction_in_windows = 1 - leaper's misses in windows / {BASELINE}'s) and best (the swept \
              value with the largest speedup and the largest hit-ratio gain). A range_size cell fixes the key-range size \
-             instead of Algorithm 1's choice. Range-query shares keep the workload's read/write ratio.",
-            cfg.workload
+             instead of Algorithm 1's choice. Range-query shares keep the workload's read/write ratio. Each cell holds \
+             {} records and warms up for {} operations (the default at small is leaper-online's / {SMALL_CELL_SHRINK}, \
+             to keep the sweep's run time in its budget): only the size shrinks, the ratios in the first note (cache / \
+             data, memtable / data, background operations and intervals per run) are leaper-online's. Cells run on up \
+             to two worker threads; counted and virtual figures do not depend on it.",
+            cfg.workload, cfg.setup.records, cfg.setup.warmup_ops
         ));
         Ok(out)
     }
