@@ -219,9 +219,11 @@ impl BufferCache {
         }
     }
 
-    /// Reads a page from the device straight into a fresh shared page (one allocation, no copy).
+    /// Reads a page from the device straight into a fresh shared page. The zeroed buffer comes from
+    /// `vec!` (a calloc, then one copy into the shared allocation) rather than an iterator filling
+    /// it byte by byte.
     fn read_device(&self, id: PageId) -> Result<PageRef> {
-        let mut page: PageRef = std::iter::repeat_n(0u8, self.device.page_size()).collect();
+        let mut page: PageRef = PageRef::from(vec![0u8; self.device.page_size()]);
         let buf = Arc::get_mut(&mut page).expect("a page just allocated is not shared");
         self.device.read_page(id, buf)?;
         Ok(page)
