@@ -233,3 +233,22 @@ fn a_sorted_batch_reads_each_page_once() {
         assert_eq!(pages.len() as u64, space.data_pages);
     }
 }
+
+#[test]
+fn a_batch_insert_places_records_as_single_inserts_do() {
+    for layout in Layout::ALL {
+        let records: Vec<Vec<u8>> = (0..300u32)
+            .map(|i| vec![i as u8; 50 + (i as usize * 37) % 900])
+            .collect();
+        let mut one = open(layout, 4096, 8);
+        let a: Vec<Rid> = records.iter().map(|r| one.insert(r).unwrap()).collect();
+        let mut batch = open(layout, 4096, 8);
+        let b = batch.insert_batch(&records).unwrap();
+        assert_eq!(a, b, "{layout}");
+        assert_eq!(one.space(), batch.space());
+        batch.cache().clear().unwrap();
+        for (rid, r) in b.iter().zip(&records) {
+            assert_eq!(batch.fetch(*rid).unwrap().found().as_ref(), Some(r));
+        }
+    }
+}

@@ -201,6 +201,9 @@ pub trait RecordCluster: Send {
     fn layout(&self) -> Layout;
     /// Stores a record and returns its id.
     fn insert(&mut self, record: &[u8]) -> Result<Rid>;
+    /// Stores many records as one operation (a bulk load: each page is written to the cache once)
+    /// and returns their ids in order; the same placement as inserting them one by one.
+    fn insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>>;
     /// Reads one record by id.
     fn fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>>;
     /// Reads many records, each page once: ids sorted by page (single-page) or by map page then
@@ -381,6 +384,8 @@ impl Files {
         };
         sp.set_version(buf, slot, ver);
         sp.put(buf, slot, bytes);
+        let room = sp.max_entry(buf, true);
+        self.fsm.set(idx, room);
         Ok((slot, ver))
     }
 

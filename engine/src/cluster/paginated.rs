@@ -239,6 +239,18 @@ impl Paginated {
             (page, slot) = unpoint(next);
         }
     }
+
+    fn insert_one(&mut self, record: &[u8]) -> Result<Rid> {
+        let stream = Self::stream_of(record);
+        let ((page, slot), _) = self.write_stream(&stream, &[])?;
+        let position = self.map_add(page, slot)?;
+        self.live += 1;
+        Ok(Rid {
+            cluster: self.options.cluster_id,
+            position,
+            delversion: 0,
+        })
+    }
 }
 
 fn decode_stream(stream: &[u8]) -> Option<Vec<u8>> {
@@ -252,16 +264,18 @@ impl RecordCluster for Paginated {
     }
 
     fn insert(&mut self, record: &[u8]) -> Result<Rid> {
-        let stream = Self::stream_of(record);
-        let ((page, slot), _) = self.write_stream(&stream, &[])?;
-        let position = self.map_add(page, slot)?;
+        let rid = self.insert_one(record)?;
         self.files.commit()?;
-        self.live += 1;
-        Ok(Rid {
-            cluster: self.options.cluster_id,
-            position,
-            delversion: 0,
-        })
+        Ok(rid)
+    }
+
+    fn insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
+        let rids = records
+            .iter()
+            .map(|r| self.insert_one(r))
+            .collect::<Result<Vec<_>>>()?;
+        self.files.commit()?;
+        Ok(rids)
     }
 
     fn fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {

@@ -264,14 +264,8 @@ impl SinglePage {
         sp.put(buf, home.1, &head);
         Ok(())
     }
-}
 
-impl RecordCluster for SinglePage {
-    fn layout(&self) -> Layout {
-        Layout::SinglePage
-    }
-
-    fn insert(&mut self, record: &[u8]) -> Result<Rid> {
+    fn insert_one(&mut self, record: &[u8]) -> Result<Rid> {
         let entry = internal_entry(record);
         let max = self.max_empty();
         let (page, slot, ver) = if entry.len() <= max {
@@ -286,7 +280,6 @@ impl RecordCluster for SinglePage {
             let (s, v) = self.files.put_entry(home, &head, true)?;
             (home, s, v)
         };
-        self.files.commit()?;
         self.live += 1;
         Ok(Rid::in_page(
             self.options.cluster_id,
@@ -294,6 +287,27 @@ impl RecordCluster for SinglePage {
             slot as u16,
             ver,
         ))
+    }
+}
+
+impl RecordCluster for SinglePage {
+    fn layout(&self) -> Layout {
+        Layout::SinglePage
+    }
+
+    fn insert(&mut self, record: &[u8]) -> Result<Rid> {
+        let rid = self.insert_one(record)?;
+        self.files.commit()?;
+        Ok(rid)
+    }
+
+    fn insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
+        let rids = records
+            .iter()
+            .map(|r| self.insert_one(r))
+            .collect::<Result<Vec<_>>>()?;
+        self.files.commit()?;
+        Ok(rids)
     }
 
     fn fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {
