@@ -21,6 +21,10 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::leaper::sensitivity::LeaperSensitivity,
         // DIOL (src/diol/):
         // OrientDB OEP 7 (src/oep7/):
+        &crate::oep7::fetch::Oep7Fetch,
+        &crate::oep7::ycsb::Oep7Ycsb,
+        &crate::oep7::space::Oep7Space,
+        &crate::oep7::graph::Oep7Graph,
         // ------------------------------------------------------------------------------------------
     ]
 }
