@@ -252,3 +252,21 @@ fn a_batch_insert_places_records_as_single_inserts_do() {
         }
     }
 }
+
+#[test]
+fn an_update_in_place_reads_the_map_but_writes_only_the_data_page() {
+    for layout in Layout::ALL {
+        let mut c = open(layout, 4096, 64);
+        let rid = c.insert(&[1u8; 300]).unwrap();
+        let before = c.stats();
+        assert!(c.update(rid, &[2u8; 300]).unwrap().is_found());
+        let d = c.stats().since(&before);
+        assert_eq!(d.page_writes, 1, "{layout}");
+        assert_eq!(
+            d.page_reads,
+            if layout == Layout::Paginated { 2 } else { 1 },
+            "{layout}"
+        );
+        assert_eq!(d.map_page_reads, u64::from(layout == Layout::Paginated));
+    }
+}

@@ -265,7 +265,8 @@ pub(crate) struct Files {
     /// Live entries per data page.
     pub live: Vec<u32>,
     pub stats: ClusterStats,
-    session: BTreeMap<(File, usize), Vec<u8>>,
+    /// Page images of the current operation, with whether the operation changed them.
+    session: BTreeMap<(File, usize), (Vec<u8>, bool)>,
     slotted: page::Slotted,
 }
 
@@ -303,18 +304,26 @@ impl Files {
         self.cache.read(self.id(file, idx))
     }
 
-    /// The image of a page this operation modifies (read once, counted, the first time).
-    pub fn get_mut(&mut self, file: File, idx: usize) -> Result<&mut Vec<u8>> {
+    fn load(&mut self, file: File, idx: usize) -> Result<&mut (Vec<u8>, bool)> {
         if !self.session.contains_key(&(file, idx)) {
             let page = self.read(file, idx)?;
-            self.session.insert((file, idx), page.to_vec());
+            self.session.insert((file, idx), (page.to_vec(), false));
         }
         Ok(self.session.get_mut(&(file, idx)).expect("just inserted"))
     }
 
-    /// A page image for reading within an operation that may modify it.
+    /// The image of a page this operation modifies (read once, counted, the first time; written
+    /// back when the operation commits).
+    pub fn get_mut(&mut self, file: File, idx: usize) -> Result<&mut Vec<u8>> {
+        let (buf, dirty) = self.load(file, idx)?;
+        *dirty = true;
+        Ok(buf)
+    }
+
+    /// A page image for reading within an operation that may modify it (written back only if the
+    /// operation also asks for it with [`Files::get_mut`]).
     pub fn get(&mut self, file: File, idx: usize) -> Result<&[u8]> {
-        Ok(self.get_mut(file, idx)?.as_slice())
+        Ok(self.load(file, idx)?.0.as_slice())
     }
 
     /// Allocates a page at the end of a file; data pages come formatted as empty slotted pages.
@@ -334,7 +343,7 @@ impl Files {
                 self.map.len() - 1
             }
         };
-        self.session.insert((file, idx), buf);
+        self.session.insert((file, idx), (buf, true));
         idx
     }
 
@@ -342,7 +351,10 @@ impl Files {
     /// map and live counts of data pages.
     pub fn commit(&mut self) -> Result<()> {
         let session = std::mem::take(&mut self.session);
-        for ((file, idx), buf) in session {
+        for ((file, idx), (buf, dirty)) in session {
+            if !dirty {
+                continue;
+            }
             if file == File::Data {
                 self.fsm.set(idx, self.slotted.max_entry(&buf, true));
                 self.live[idx] = self.slotted.live(&buf) as u32;
@@ -396,7 +408,7 @@ impl Files {
             Some(p) if !self.session.contains_key(&(File::Data, p)) => p,
             Some(p) => {
                 let sp = self.slotted;
-                let buf = &self.session[&(File::Data, p)];
+                let buf = &self.session[&(File::Data, p)].0;
                 if sp.max_entry(buf, true) >= need {
                     p
                 } else {

@@ -69,6 +69,26 @@ fn internal_entry(content: &[u8]) -> Vec<u8> {
     }
 }
 
+/// Checks a record id against its home slot in `buf`.
+fn check_home(sp: &Slotted, rid: Rid, buf: &[u8]) -> Home {
+    let slot = u32::from(rid.slot());
+    if slot >= sp.slot_count(buf) {
+        return Home::Miss(Lookup::Missing);
+    }
+    let ver = sp.version(buf, slot);
+    if rid.delversion < ver {
+        return Home::Miss(Lookup::Stale);
+    }
+    if rid.delversion > ver {
+        return Home::Miss(Lookup::Missing);
+    }
+    match sp.entry(buf, slot) {
+        None => Home::Miss(Lookup::Deleted),
+        Some(e) if matches!(e[0], INTERNAL | EXTERNAL | HEAD) => Home::Entry(e.to_vec()),
+        Some(_) => Home::Miss(Lookup::Missing),
+    }
+}
+
 /// OEP 7's single-page cluster (see the module documentation).
 pub struct SinglePage {
     files: Files,
@@ -108,23 +128,21 @@ impl SinglePage {
 
     /// Checks a record id against its home slot in `buf`.
     fn check(&mut self, rid: Rid, buf: &[u8]) -> Home {
-        let slot = u32::from(rid.slot());
-        if slot >= self.sp.slot_count(buf) {
-            return Home::Miss(Lookup::Missing);
-        }
-        let ver = self.sp.version(buf, slot);
-        if rid.delversion < ver {
+        let home = check_home(&self.sp, rid, buf);
+        if matches!(home, Home::Miss(Lookup::Stale)) {
             self.files.stats.stale += 1;
-            return Home::Miss(Lookup::Stale);
         }
-        if rid.delversion > ver {
-            return Home::Miss(Lookup::Missing);
+        home
+    }
+
+    /// [`SinglePage::check`] on the page image this operation modifies (no copy of the page).
+    fn check_in_session(&mut self, rid: Rid, page: usize) -> Result<Home> {
+        let sp = self.sp;
+        let home = check_home(&sp, rid, self.files.get(File::Data, page)?);
+        if matches!(home, Home::Miss(Lookup::Stale)) {
+            self.files.stats.stale += 1;
         }
-        match self.sp.entry(buf, slot) {
-            None => Home::Miss(Lookup::Deleted),
-            Some(e) if matches!(e[0], INTERNAL | EXTERNAL | HEAD) => Home::Entry(e.to_vec()),
-            Some(_) => Home::Miss(Lookup::Missing),
-        }
+        Ok(home)
     }
 
     fn home_page(&self, rid: Rid) -> Option<usize> {
@@ -375,8 +393,7 @@ impl RecordCluster for SinglePage {
         let Some(page) = self.home_page(rid) else {
             return Ok(Lookup::Missing);
         };
-        let buf = self.files.get(File::Data, page)?.to_vec();
-        let old = match self.check(rid, &buf) {
+        let old = match self.check_in_session(rid, page)? {
             Home::Miss(l) => {
                 self.files.abandon();
                 return Ok(l);
@@ -396,8 +413,7 @@ impl RecordCluster for SinglePage {
         let Some(page) = self.home_page(rid) else {
             return Ok(Lookup::Missing);
         };
-        let buf = self.files.get(File::Data, page)?.to_vec();
-        let old = match self.check(rid, &buf) {
+        let old = match self.check_in_session(rid, page)? {
             Home::Miss(l) => {
                 self.files.abandon();
                 return Ok(l);

@@ -357,6 +357,7 @@ impl TypedExperiment for Oep7Graph {
                 + bed.edges.map_page_ids().len();
             let vs = bed.vertices.space();
             let es = bed.edges.space();
+            let vertex_moves = bed.vertices.stats().moves;
             notes_pages.push(format!(
                 "{layout}: {} vertex pages ({:.1} vertices/page, {} external links), {} edge pages ({:.1} edges/page), {} map pages",
                 vs.data_pages,
@@ -416,7 +417,8 @@ impl TypedExperiment for Oep7Graph {
                         "edges_per_data_page",
                         es.live_records as f64 / es.data_pages as f64,
                     )
-                    .int("external_links", vs.external_links + es.external_links);
+                    .int("external_links", vs.external_links + es.external_links)
+                    .int("vertices_moved_on_load", vertex_moves);
                 row = cost.modelled_fields(row, "modelled_ms", profile, ps);
                 rows.push(row.build());
             }
@@ -445,7 +447,10 @@ impl TypedExperiment for Oep7Graph {
                 "grow_vertices = {}: {}. {} BFS queries (each stops after {} vertices) and {} shortest-path queries \
                  (BFS until the target is reached; hop counts checked against an in-memory BFS) from the same random \
                  vertices for both layouts; every vertex and edge is fetched by record id, one by one. page_reads = \
-                 device reads (cache misses).",
+                 device reads (cache misses). vertices_moved_on_load counts vertex updates that no longer fit where the \
+                 record was: paginated splits such a record (head chunk in another page, tail left behind, so a fetch \
+                 reads the map page and two data pages), single-page moves it whole behind an external link (two \
+                 pages).",
                 cfg.grow_vertices,
                 if cfg.grow_vertices {
                     "vertices were created, then the edges, then each vertex was updated with its edge ids, so vertex \

@@ -8,40 +8,43 @@ use crate::plot::{self, Labels};
 use crate::report::rows_table;
 use crate::result::ResultFile;
 
-const FETCH_CATEGORY: &str = "{cache} f={cache_fraction} {order} {mode}";
+const FETCH_CATEGORY: &str = "{cache} {cache_fraction} {order}";
 
 const FETCH_FIGURES: &[FigureSpec] = &[
     FigureSpec {
+        facets: &["mode"],
         x: FETCH_CATEGORY,
-        x_label: "cache, cached fraction, order, mode",
+        x_label: "cache, cached fraction, order",
         series: "{cluster}",
         y_label: "modelled time (ms)",
         log_y: true,
         ..FigureSpec::new(
-            "oep7-fetch-modelled",
-            "Fetch every record: modelled time ({scale})",
+            "oep7-fetch-modelled-{mode}",
+            "Fetch every record ({mode}): modelled time ({scale})",
             Mark::Bars { y: "modelled_ms" },
         )
     },
     FigureSpec {
+        facets: &["mode"],
         x: FETCH_CATEGORY,
-        x_label: "cache, cached fraction, order, mode",
+        x_label: "cache, cached fraction, order",
         series: "{cluster}",
         y_label: "wall time (ms)",
         ..FigureSpec::new(
-            "oep7-fetch-wall",
-            "Fetch every record: wall time on the memory device ({scale})",
+            "oep7-fetch-wall-{mode}",
+            "Fetch every record ({mode}): wall time on the memory device ({scale})",
             Mark::Bars { y: "ms" },
         )
     },
     FigureSpec {
+        facets: &["mode"],
         x: FETCH_CATEGORY,
-        x_label: "cache, cached fraction, order, mode",
+        x_label: "cache, cached fraction, order",
         series: "{cluster}",
         y_label: "device reads",
         ..FigureSpec::new(
-            "oep7-fetch-device-reads",
-            "Fetch every record: device reads ({scale})",
+            "oep7-fetch-device-reads-{mode}",
+            "Fetch every record ({mode}): device reads ({scale})",
             Mark::Bars { y: "device_reads" },
         )
     },
@@ -49,7 +52,13 @@ const FETCH_FIGURES: &[FigureSpec] = &[
 
 /// Every `oep7-fetch` figure: pages per fetch beside the physical minimum, then the specs.
 pub fn fetch_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let rows = &result.rows;
+    let rows: Vec<Row> = result
+        .rows
+        .iter()
+        .filter(|r| text_of(r, "mode").as_deref() == Some("one-by-one"))
+        .cloned()
+        .collect();
+    let rows = &rows;
     let cats: Vec<String> = {
         let mut seen = Vec::new();
         for r in rows {
@@ -60,7 +69,7 @@ pub fn fetch_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<
         }
         seen
     };
-    let mut series: Vec<(String, Vec<f64>)> = distinct_of(rows, "cluster")
+    let mut series: Vec<(String, Vec<f64>)> = distinct_of(rows.iter(), "cluster")
         .into_iter()
         .map(|cl| {
             let vals = cats
@@ -79,12 +88,12 @@ pub fn fetch_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<
         })
         .collect();
     series.push(("physical minimum (1 page)".into(), vec![1.0; cats.len()]));
-    let title = format!("Pages read per fetch ({} scale)", result.scale);
+    let title = format!("Pages read per fetch, one by one ({} scale)", result.scale);
     let mut paths = plot::grouped_bars(
         &out_dir.join("oep7-fetch-pages"),
         &Labels {
             title: &title,
-            x: "cache, cached fraction, order, mode",
+            x: "cache, cached fraction, order",
             y: "pages per fetch",
             note: Some("page accesses through the cache; the physical minimum is one page per fetch"),
         },
