@@ -255,6 +255,21 @@ pub(crate) enum File {
     Map,
 }
 
+/// A page an operation holds.
+pub(crate) enum Held {
+    Clean(PageRef),
+    Dirty(Vec<u8>),
+}
+
+impl Held {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Held::Clean(p) => p,
+            Held::Dirty(b) => b,
+        }
+    }
+}
+
 /// The pages of one cluster, the cache it reads them through, and the page images an operation is
 /// modifying (each page is read once per operation and written once when it commits).
 pub(crate) struct Files {
@@ -265,8 +280,9 @@ pub(crate) struct Files {
     /// Live entries per data page.
     pub live: Vec<u32>,
     pub stats: ClusterStats,
-    /// Page images of the current operation, with whether the operation changed them.
-    session: BTreeMap<(File, usize), (Vec<u8>, bool)>,
+    /// Pages of the current operation: read-only ones as the cache's shared copy, modified ones
+    /// as a private image (copied on the first write).
+    session: BTreeMap<(File, usize), Held>,
     slotted: page::Slotted,
 }
 
@@ -304,26 +320,31 @@ impl Files {
         self.cache.read(self.id(file, idx))
     }
 
-    fn load(&mut self, file: File, idx: usize) -> Result<&mut (Vec<u8>, bool)> {
+    fn load(&mut self, file: File, idx: usize) -> Result<&mut Held> {
         if !self.session.contains_key(&(file, idx)) {
             let page = self.read(file, idx)?;
-            self.session.insert((file, idx), (page.to_vec(), false));
+            self.session.insert((file, idx), Held::Clean(page));
         }
         Ok(self.session.get_mut(&(file, idx)).expect("just inserted"))
     }
 
-    /// The image of a page this operation modifies (read once, counted, the first time; written
-    /// back when the operation commits).
+    /// The image of a page this operation modifies (read once, counted, the first time; copied on
+    /// the first write; written back when the operation commits).
     pub fn get_mut(&mut self, file: File, idx: usize) -> Result<&mut Vec<u8>> {
-        let (buf, dirty) = self.load(file, idx)?;
-        *dirty = true;
-        Ok(buf)
+        let held = self.load(file, idx)?;
+        if let Held::Clean(page) = held {
+            *held = Held::Dirty(page.to_vec());
+        }
+        match held {
+            Held::Dirty(buf) => Ok(buf),
+            Held::Clean(_) => unreachable!("made dirty above"),
+        }
     }
 
-    /// A page image for reading within an operation that may modify it (written back only if the
-    /// operation also asks for it with [`Files::get_mut`]).
+    /// A page for reading within an operation that may modify it (not copied, and written back
+    /// only if the operation also asks for it with [`Files::get_mut`]).
     pub fn get(&mut self, file: File, idx: usize) -> Result<&[u8]> {
-        Ok(self.load(file, idx)?.0.as_slice())
+        Ok(self.load(file, idx)?.bytes())
     }
 
     /// Allocates a page at the end of a file; data pages come formatted as empty slotted pages.
@@ -343,7 +364,7 @@ impl Files {
                 self.map.len() - 1
             }
         };
-        self.session.insert((file, idx), (buf, true));
+        self.session.insert((file, idx), Held::Dirty(buf));
         idx
     }
 
@@ -351,10 +372,8 @@ impl Files {
     /// map and live counts of data pages.
     pub fn commit(&mut self) -> Result<()> {
         let session = std::mem::take(&mut self.session);
-        for ((file, idx), (buf, dirty)) in session {
-            if !dirty {
-                continue;
-            }
+        for ((file, idx), held) in session {
+            let Held::Dirty(buf) = held else { continue };
             if file == File::Data {
                 self.fsm.set(idx, self.slotted.max_entry(&buf, true));
                 self.live[idx] = self.slotted.live(&buf) as u32;
@@ -408,7 +427,7 @@ impl Files {
             Some(p) if !self.session.contains_key(&(File::Data, p)) => p,
             Some(p) => {
                 let sp = self.slotted;
-                let buf = &self.session[&(File::Data, p)].0;
+                let buf = self.session[&(File::Data, p)].bytes();
                 if sp.max_entry(buf, true) >= need {
                     p
                 } else {
