@@ -327,3 +327,15 @@ pub fn graph_report(result: &ResultFile) -> String {
         |_| true,
     )
 }
+
+/// The figure specs of an OEP 7 experiment (`oep7-fetch` also draws its pages-per-fetch figure,
+/// with the physical minimum, from code).
+pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
+    match experiment {
+        "oep7-fetch" => FETCH_FIGURES,
+        "oep7-ycsb" => YCSB_FIGURES,
+        "oep7-space" => SPACE_FIGURES,
+        "oep7-graph" => GRAPH_FIGURES,
+        _ => &[],
+    }
+}
