@@ -2,6 +2,7 @@
 #
 #   make                    every experiment at SCALE=small, then figures and REPORT.md
 #   make test               unit/integration tests, then a SCALE=tiny smoke run of every experiment
+#   make soak               the differential soak at a long budget (SOAK_OPS=30000 per configuration)
 #   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment,
 #                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity)
 #   make plot report        figures and report of $(SCALE) from its existing results
@@ -31,7 +32,7 @@ REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCAL
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
 PAPERS = rum leaper diol oep7
 
-.PHONY: all build test bench plot report clean-results $(PAPERS)
+.PHONY: all build test bench soak plot report clean-results $(PAPERS)
 
 all: build
 	@set -e; names="$$($(LSMLAB) list --names)"; \
@@ -57,8 +58,19 @@ test:
 		$(LSMLAB) report --results $(SMOKE)/results --plots $(SMOKE)/plots --scale tiny --out $(SMOKE)/REPORT.md; \
 	else echo "no experiments registered: smoke run skipped"; fi
 
-bench:
+# Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), then
+# the ratios in results/bench/peers.json.
+bench: build
 	$(CARGO) bench --workspace
+	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json
+
+# The differential soak at a long budget: SOAK_OPS operations per configuration (every strategy
+# and variant, engine parameters drawn from the seed, both devices) against a brute-force oracle,
+# printing operations checked, flushes, merges and mismatches; a failure prints a shrunk stream.
+SOAK_OPS  ?= 30000
+SOAK_SEED ?= 0
+soak:
+	SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) $(CARGO) test --release -p lsmlab-engine --test soak -- --nocapture
 
 plot: build
 	$(PLOT)

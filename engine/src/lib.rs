@@ -19,6 +19,8 @@
 //!
 //! The engine knows nothing about experiments; it counts what it does and lets callers time it.
 
+#![forbid(unsafe_code)]
+
 pub mod btree;
 pub mod cache;
 pub mod cluster;

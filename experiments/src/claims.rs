@@ -35,9 +35,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize, Serializer};
@@ -695,27 +693,11 @@ fn fmt_ratio(v: f64) -> String {
 }
 
 impl Evaluation {
-    /// Writes the evaluation atomically (temp file in the same directory, fsync, rename).
+    /// Writes the evaluation atomically ([`crate::atomic`]).
     pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
         let mut json = serde_json::to_string_pretty(self)?;
         json.push('\n');
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-        let written = (|| -> std::io::Result<()> {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(json.as_bytes())?;
-            file.sync_all()?;
-            fs::rename(&tmp, path)
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("writing {}", path.display()));
-        }
-        Ok(())
+        crate::atomic::write(path, json.as_bytes())
     }
 
     /// REPORT.md's claims: one table per paper in `papers` (claim, source, the paper's number, the

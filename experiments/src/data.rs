@@ -198,7 +198,8 @@ fn options(spec: &DataSpec, limit: Option<usize>) -> anyhow::Result<LoadOptions>
         Some(f) => f.parse::<Format>()?,
         None => guess(&spec.path).with_context(|| {
             format!(
-                "cannot tell the format of {} from its name and first line; pass --format {}",
+                "cannot tell the format of {} from its name and first line; pass --format {} (or --format \
+                 {DELAYS_FORMAT} for a file of delays, one integer per line)",
                 spec.path.display(),
                 Format::NAMES.join(", ")
             )
@@ -224,6 +225,9 @@ fn options(spec: &DataSpec, limit: Option<usize>) -> anyhow::Result<LoadOptions>
     })
 }
 
+/// `--format` of a file of delays, one integer per line (the DIOL experiments' `file` model).
+pub const DELAYS_FORMAT: &str = "delays";
+
 /// Checks every `--data` path before anything runs: it exists, its format is known, its options
 /// parse, its columns are found (or guessed) and the start of its first file reads, and no two
 /// paths are the same. Reads at most the first lines of each.
@@ -235,6 +239,12 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
         }
         if !path.is_file() && !path.is_dir() {
             bail!("data file {} is neither a file nor a directory", path.display());
+        }
+        if spec.format.as_deref() == Some(DELAYS_FORMAT) {
+            // One integer per line (the DIOL experiments); read whole, so a bad line fails here.
+            lsmlab_workloads::ts::load_delays(path)
+                .with_context(|| format!("checking --data {}", path.display()))?;
+            continue;
         }
         let checked = options(spec, None).and_then(|opts| Ok(probe(path, &opts, CsvDialect::default())?));
         checked.with_context(|| format!("checking --data {}", path.display()))?;

@@ -42,6 +42,14 @@ pub struct RunContext<'a> {
     pub progress: &'a Progress,
 }
 
+/// The memory a run is expected to need at its peak, and how that figure was worked out (said in
+/// the refusal when the machine has less available; see [`crate::runner::check_memory`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryEstimate {
+    pub bytes: u64,
+    pub basis: String,
+}
+
 /// An experiment reproducing (part of) a paper's evaluation, with its typed config.
 pub trait TypedExperiment: Sync {
     /// The experiment's parameters.
@@ -61,6 +69,10 @@ pub trait TypedExperiment: Sync {
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>;
     /// A Markdown section for REPORT.md: what was run, the key table, and the paper's claims beside what was measured.
     fn report(&self, result: &ResultFile) -> String;
+    /// The run's peak memory for `config`, when the experiment can tell; `None` skips the check.
+    fn memory_estimate(&self, _config: &Self::Config, _data: &[DataSpec]) -> Option<MemoryEstimate> {
+        None
+    }
 }
 
 /// An experiment as the runner, registry and report see it: its config travels as JSON.
@@ -77,6 +89,12 @@ pub trait Experiment: Sync {
     fn run(&self, config: &ConfigMap, ctx: &RunContext) -> anyhow::Result<RunOutput>;
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>;
     fn report(&self, result: &ResultFile) -> String;
+    /// The run's peak memory for a config [`Experiment::resolve`] returned, when the experiment can tell.
+    fn memory_estimate(
+        &self,
+        config: &ConfigMap,
+        data: &[DataSpec],
+    ) -> anyhow::Result<Option<MemoryEstimate>>;
 }
 
 impl<T: TypedExperiment> Experiment for T {
@@ -111,6 +129,15 @@ impl<T: TypedExperiment> Experiment for T {
 
     fn report(&self, result: &ResultFile) -> String {
         TypedExperiment::report(self, result)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &ConfigMap,
+        data: &[DataSpec],
+    ) -> anyhow::Result<Option<MemoryEstimate>> {
+        let config: T::Config = config::from_map(config)?;
+        Ok(TypedExperiment::memory_estimate(self, &config, data))
     }
 }
 

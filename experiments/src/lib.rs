@@ -8,6 +8,10 @@
 //! [`result`] files, [`plot`] draws figures, [`claims`] judges the papers' claims and [`report`]
 //! writes REPORT.md. The binary (`src/main.rs`) is a thin clap front end over these.
 
+#![forbid(unsafe_code)]
+
+pub mod atomic;
+pub mod bench;
 pub mod claims;
 pub mod config;
 pub mod experiment;

@@ -1,5 +1,7 @@
 //! `lsmlab`: list, run, plot and report storage-engine paper experiments.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -65,6 +67,16 @@ enum Command {
         /// DIR/<scale>/REPORT.md beside that scale's results).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Summarise the criterion benches that run lsmlab beside peer crates (`make bench` runs them)
+    /// into one JSON file: each operation's throughputs and the ratio lsmlab / peer.
+    BenchSummary {
+        /// Criterion's output directory.
+        #[arg(long, default_value = "target/criterion")]
+        criterion: PathBuf,
+        /// The summary file to write.
+        #[arg(long, default_value = "results/bench/peers.json")]
+        out: PathBuf,
     },
 }
 
@@ -151,10 +163,27 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Run(args) => run(&experiments, args),
         Command::Plot { results, out, scale } => {
             let scales: Vec<Scale> = scale.into_iter().collect();
+            lsmlab::atomic::remove_stale(&out);
             let paths = runner::plot(&experiments, &results, &out, &scales)?;
             for path in paths {
                 println!("{}", path.display());
             }
+            Ok(())
+        }
+        Command::BenchSummary { criterion, out } => {
+            let summary = lsmlab::bench::write_summary(&criterion, &out)?;
+            for r in &summary.rows {
+                println!(
+                    "{:32} {:14} vs {:20} {:>6.2}x",
+                    r.operation, r.lsmlab, r.peer, r.ratio
+                );
+            }
+            eprintln!(
+                "{} rows, {} below the peer; written to {}",
+                summary.rows.len(),
+                summary.below_peer.len(),
+                out.display()
+            );
             Ok(())
         }
         Command::Report {
@@ -165,6 +194,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             let out = out.unwrap_or_else(|| report::default_report_path(&results, scale));
             let scales: Vec<Scale> = scale.into_iter().collect();
+            lsmlab::atomic::remove_stale(&results);
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                lsmlab::atomic::remove_stale(dir);
+            }
             let n = report::write_report(&experiments, &results, &plots, &scales, &out)?;
             println!("{}", out.display());
             eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
@@ -254,6 +287,7 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let progress = Progress::new(args.quiet);
+    lsmlab::atomic::remove_stale(&request.out_dir);
     let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress)
         .with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
     println!("{}", path.display());

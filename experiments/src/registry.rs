@@ -20,6 +20,9 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::leaper::model::LeaperModelExperiment,
         &crate::leaper::sensitivity::LeaperSensitivity,
         // DIOL (src/diol/):
+        &crate::diol::layouts::DiolLayouts,
+        &crate::diol::compaction::DiolCompaction,
+        &crate::diol::sizing::DiolSizing,
         // OrientDB OEP 7 (src/oep7/):
         &crate::oep7::fetch::Oep7Fetch,
         &crate::oep7::ycsb::Oep7Ycsb,

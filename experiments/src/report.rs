@@ -126,10 +126,27 @@ pub fn write_report(
             results_dir.display()
         );
     }
-    let mut results = files
-        .iter()
-        .map(|f| ResultFile::read(f))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    // A result file that cannot be read is skipped with a warning; the report covers the rest and
+    // the call fails after writing it, naming every skipped file.
+    let mut results = Vec::with_capacity(files.len());
+    let mut unreadable = Vec::new();
+    for file in &files {
+        match ResultFile::read(file) {
+            Ok(result) => results.push(result),
+            Err(e) => {
+                eprintln!("warning: skipping {}: {e:#}", file.display());
+                unreadable.push(format!("{e:#}"));
+            }
+        }
+    }
+    if results.is_empty() {
+        bail!(
+            "none of the {} result files under {} could be read, so no report was written:\n  {}",
+            files.len(),
+            results_dir.display(),
+            unreadable.join("\n  ")
+        );
+    }
     // Scale, then the registry's (paper) order, so each paper's sections read as its evaluation does;
     // experiments this build does not know go last, by name.
     let rank = |name: &str| {
@@ -213,7 +230,16 @@ pub fn write_report(
         md += "\n";
         md += &section(experiments, result, plots_dir, &report_dir)?;
     }
-    fs::write(out_file, md).with_context(|| format!("writing {}", out_file.display()))?;
+    crate::atomic::write(out_file, md.as_bytes())?;
+    if !unreadable.is_empty() {
+        bail!(
+            "wrote {} covering {} result files, but skipped {} it could not read:\n  {}",
+            out_file.display(),
+            results.len(),
+            unreadable.len(),
+            unreadable.join("\n  ")
+        );
+    }
     Ok(results.len())
 }
 
@@ -399,6 +425,31 @@ mod tests {
         let md = fs::read_to_string(&nested).unwrap();
         assert!(md.contains("no experiment of this name"), "{md}");
         assert!(md.contains("(../plots/tiny/fake-time.png)"), "{md}");
+    }
+
+    #[test]
+    fn a_corrupt_result_is_skipped_the_rest_reported_and_the_call_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let good = crate::result::tests::sample();
+        good.write_atomic(&ResultFile::path_in(&results, Scale::Tiny, &good.experiment))
+            .unwrap();
+        let bad = ResultFile::path_in(&results, Scale::Tiny, "broken");
+        fs::write(&bad, "{ \"schema\": ").unwrap();
+        let out = dir.path().join("REPORT.md");
+        let experiments = crate::registry::all();
+        let err = write_report(&experiments, &results, &dir.path().join("plots"), &[], &out).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("broken.json") && msg.contains("skipped 1"), "{msg}");
+        let md = fs::read_to_string(&out).unwrap();
+        assert!(md.contains(&good.experiment) && !md.contains("broken"), "{md}");
+
+        // With nothing readable, no report is written.
+        fs::remove_file(&out).unwrap();
+        fs::remove_file(ResultFile::path_in(&results, Scale::Tiny, &good.experiment)).unwrap();
+        let err = write_report(&experiments, &results, &dir.path().join("plots"), &[], &out).unwrap_err();
+        assert!(format!("{err:#}").contains("no report was written"), "{err:#}");
+        assert!(!out.exists());
     }
 
     #[test]

@@ -6,7 +6,6 @@
 //! reads back as something else.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -211,41 +210,15 @@ impl ResultFile {
         Ok(())
     }
 
-    /// Writes the file atomically: a temp file in the same directory, fsync, rename (then fsync the
-    /// directory). Creates the directory if needed. Refuses to write an invalid result.
+    /// Writes the file atomically ([`crate::atomic`]), creating the directory if needed. Refuses to
+    /// write an invalid result.
     pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
         self.validate()
             .with_context(|| format!("refusing to write result file {}", path.display()))?;
         let mut json = serde_json::to_string_pretty(self)
             .with_context(|| format!("serialising result for {}", path.display()))?;
         json.push('\n');
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&dir).with_context(|| format!("creating directory {}", dir.display()))?;
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-        let written = (|| -> std::io::Result<()> {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(json.as_bytes())?;
-            file.sync_all()?;
-            drop(file);
-            fs::rename(&tmp, path)?;
-            // Make the rename itself durable; not every platform can open a directory, so best effort.
-            if let Ok(d) = fs::File::open(&dir) {
-                let _ = d.sync_all();
-            }
-            Ok(())
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("writing result file {}", path.display()));
-        }
-        Ok(())
+        crate::atomic::write(path, json.as_bytes()).context("writing result file")
     }
 
     /// Reads and checks a result file; errors name the file.

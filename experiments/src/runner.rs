@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigFile, ConfigMap, Overlay, DATA_KEY, DERIVED_KEY};
-use crate::experiment::{DataSpec, Experiment, RunContext, Scale};
+use crate::experiment::{DataSpec, Experiment, MemoryEstimate, RunContext, Scale};
 use crate::progress::Progress;
 use crate::registry::find_in;
 use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, ResultFile, SCHEMA};
@@ -97,6 +97,10 @@ pub fn run_with(
     let resolved = resolve_config(experiment, request.scale, &request.overlay(config_file))?;
     let data = request.data_files(config_file)?;
     crate::data::preflight(&data)?;
+    if std::env::var_os(NO_MEMORY_CHECK).is_none() {
+        let estimate = experiment.memory_estimate(&resolved, &data)?;
+        check_memory(experiment.name(), estimate.as_ref(), available_memory())?;
+    }
     let path = ResultFile::path_in(&request.out_dir, request.scale, experiment.name());
     let dir = path.parent().unwrap_or(Path::new("."));
     let created = check_writable(dir)?;
@@ -108,6 +112,43 @@ pub fn run_with(
         }
     }
     written
+}
+
+/// The environment variable that turns [`check_memory`] off (any value).
+pub const NO_MEMORY_CHECK: &str = "LSMLAB_NO_MEMORY_CHECK";
+
+/// The memory the operating system says is available, in bytes (`None` when it cannot tell).
+pub fn available_memory() -> Option<u64> {
+    let mut system = sysinfo::System::new().ok()?;
+    system.refresh_memory();
+    Some(system.available_memory()).filter(|&b| b > 0)
+}
+
+/// Refuses a run whose estimated peak memory exceeds what is available, before it starts, rather
+/// than letting the kernel kill it halfway; the error gives the estimate, its basis and the way
+/// out. Runs without an estimate, or on a machine that cannot tell its memory, pass.
+pub fn check_memory(
+    name: &str,
+    estimate: Option<&MemoryEstimate>,
+    available: Option<u64>,
+) -> anyhow::Result<()> {
+    let (Some(estimate), Some(available)) = (estimate, available) else {
+        return Ok(());
+    };
+    if estimate.bytes > available {
+        bail!(
+            "`{name}` would need about {} of memory at its peak ({}), but only {} is available; \
+             lower the sizes (for example --set records=...) or set {NO_MEMORY_CHECK}=1 to run anyway",
+            gib(estimate.bytes),
+            estimate.basis,
+            gib(available)
+        );
+    }
+    Ok(())
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
 /// Makes sure a result can be written into `dir` before a run starts: creates it (and its missing
@@ -320,8 +361,10 @@ fn plot_one(experiments: &[&dyn Experiment], file: &Path, out_dir: &Path) -> any
         figures: names,
     };
     let manifest_path = FigureManifest::path(&dir, &result.experiment);
-    fs::write(&manifest_path, serde_json::to_string_pretty(&manifest)? + "\n")
-        .with_context(|| format!("writing {}", manifest_path.display()))?;
+    crate::atomic::write(
+        &manifest_path,
+        (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
+    )?;
     Ok(paths)
 }
 
@@ -351,6 +394,47 @@ mod tests {
             out_dir: out.to_path_buf(),
             data: vec![],
         }
+    }
+
+    #[test]
+    fn a_run_bigger_than_the_available_memory_is_refused_with_its_estimate() {
+        let estimate = MemoryEstimate {
+            bytes: 3 << 30,
+            basis: "10 records x 1 B".into(),
+        };
+        let err = check_memory("rum-update", Some(&estimate), Some(2 << 30)).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("3.0 GiB") && msg.contains("2.0 GiB") && msg.contains("10 records x 1 B"),
+            "{msg}"
+        );
+        assert!(msg.contains(NO_MEMORY_CHECK), "{msg}");
+        check_memory("rum-update", Some(&estimate), Some(4 << 30)).unwrap();
+        check_memory("rum-update", None, Some(1)).unwrap();
+        check_memory("rum-update", Some(&estimate), None).unwrap();
+    }
+
+    #[test]
+    fn rum_estimates_grow_with_the_records_of_every_dataset() {
+        let rum = crate::registry::find("rum-update").unwrap();
+        let mut small = rum.resolve(Scale::Small, &Overlay::default()).unwrap();
+        let at_small = rum.memory_estimate(&small, &[]).unwrap().unwrap();
+        small.insert("records".into(), serde_json::json!(0));
+        let at_paper = rum.memory_estimate(&small, &[]).unwrap().unwrap();
+        // Paper scale holds 77.8 million records against small's few million.
+        assert!(at_paper.bytes > 10 * at_small.bytes, "{at_small:?} {at_paper:?}");
+        assert!(
+            at_paper.basis.contains("77,814,113 records"),
+            "{}",
+            at_paper.basis
+        );
+        let file = DataSpec {
+            path: "x.csv".into(),
+            format: None,
+            columns: None,
+            skip_malformed: false,
+        };
+        assert_eq!(rum.memory_estimate(&small, &[file]).unwrap(), None);
     }
 
     #[test]

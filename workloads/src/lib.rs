@@ -18,6 +18,8 @@
 //! Nothing here needs the real data files in `shared/data`; only tests read them, and skip when
 //! they are absent.
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod gen;
 pub mod graph;

@@ -141,7 +141,7 @@ impl<V: FixedValue> LsmKv<V> {
         let want = KeyRange::new(lo, hi);
         let mut streams: Vec<EntryStream<'_, u64, Slot<V>>> = Vec::new();
         for t in self.memory.newest_first() {
-            streams.push(Box::new(t.map().range(lo..=hi).map(|(&k, &v)| Ok((k, v)))));
+            streams.push(Box::new(t.range(lo, hi).into_iter().map(Ok)));
         }
         for (meta, run) in self.store.runs() {
             if meta.overlaps(&want) {

@@ -1,6 +1,9 @@
 //! The memory level: the memtables that absorb writes before a flush turns them into runs.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
 
 /// A memtable as the lifecycle sees it: how many pages it would fill on disk (the flush budget is
 /// counted in these), and its entries in key order for the flush.
@@ -18,18 +21,20 @@ pub trait Memtable {
     fn sorted_entries(&self) -> Vec<(Self::Key, Self::Value)>;
 }
 
-/// A sorted map memtable whose page count is its entry count over a fixed number of entries per
-/// page (a packed B+-tree leaf's capacity).
+/// A memtable whose page count is its entry count over a fixed number of entries per page (a
+/// packed B+-tree leaf's capacity). Entries live in a hash map, so a point lookup (the validation
+/// of every query candidate) costs one probe instead of a tree descent; key order is produced only
+/// when asked for, by the flush ([`Memtable::sorted_entries`]) and by range reads ([`Self::range`]).
 #[derive(Clone, Debug)]
 pub struct SortedMemtable<K, V> {
-    map: BTreeMap<K, V>,
+    map: FxHashMap<K, V>,
     entries_per_page: usize,
 }
 
-impl<K: Ord + Copy, V: Clone> SortedMemtable<K, V> {
+impl<K: Ord + Copy + Hash, V: Clone> SortedMemtable<K, V> {
     pub fn new(entries_per_page: usize) -> Self {
         SortedMemtable {
-            map: BTreeMap::new(),
+            map: FxHashMap::default(),
             entries_per_page: entries_per_page.max(1),
         }
     }
@@ -42,8 +47,16 @@ impl<K: Ord + Copy, V: Clone> SortedMemtable<K, V> {
         self.map.get(key)
     }
 
-    pub fn map(&self) -> &BTreeMap<K, V> {
-        &self.map
+    /// The entries with keys in `lo..=hi`, in key order.
+    pub fn range(&self, lo: K, hi: K) -> Vec<(K, V)> {
+        let mut out: Vec<(K, V)> = self
+            .map
+            .iter()
+            .filter(|(k, _)| lo <= **k && **k <= hi)
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        out.sort_unstable_by_key(|e| e.0);
+        out
     }
 
     /// An empty table with the same page geometry.
@@ -52,7 +65,7 @@ impl<K: Ord + Copy, V: Clone> SortedMemtable<K, V> {
     }
 }
 
-impl<K: Ord + Copy, V: Clone> Memtable for SortedMemtable<K, V> {
+impl<K: Ord + Copy + Hash, V: Clone> Memtable for SortedMemtable<K, V> {
     type Key = K;
     type Value = V;
     fn pages(&self) -> u64 {
@@ -62,7 +75,9 @@ impl<K: Ord + Copy, V: Clone> Memtable for SortedMemtable<K, V> {
         self.map.len()
     }
     fn sorted_entries(&self) -> Vec<(K, V)> {
-        self.map.iter().map(|(k, v)| (*k, v.clone())).collect()
+        let mut out: Vec<(K, V)> = self.map.iter().map(|(k, v)| (*k, v.clone())).collect();
+        out.sort_unstable_by_key(|e| e.0);
+        out
     }
 }
 

@@ -122,7 +122,7 @@ pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("plotters: {e}")
 }
 
-/// Writes `figure` to `<stem>.svg` and `<stem>.png`, creating the directory.
+/// Writes `figure` to `<stem>.svg` and `<stem>.png` (each atomically), creating the directory.
 pub(crate) fn render(out_stem: &Path, figure: &impl Draw) -> anyhow::Result<Vec<PathBuf>> {
     ensure_fonts();
     if let Some(dir) = out_stem.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -130,27 +130,19 @@ pub(crate) fn render(out_stem: &Path, figure: &impl Draw) -> anyhow::Result<Vec<
     }
     let size = figure.size();
     let svg = with_suffix(out_stem, "svg");
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
+    crate::atomic::write_with(&svg, |tmp| {
+        let root = SVGBackend::new(tmp, size).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        figure
-            .draw(&root)
-            .with_context(|| format!("drawing {}", svg.display()))?;
-        root.present()
-            .map_err(plot_err)
-            .with_context(|| format!("writing {}", svg.display()))?;
-    }
+        figure.draw(&root).context("drawing")?;
+        root.present().map_err(plot_err)
+    })?;
     let png = with_suffix(out_stem, "png");
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
+    crate::atomic::write_with(&png, |tmp| {
+        let root = BitMapBackend::new(tmp, size).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        figure
-            .draw(&root)
-            .with_context(|| format!("drawing {}", png.display()))?;
-        root.present()
-            .map_err(plot_err)
-            .with_context(|| format!("writing {}", png.display()))?;
-    }
+        figure.draw(&root).context("drawing")?;
+        root.present().map_err(plot_err)
+    })?;
     Ok(vec![svg, png])
 }
 

@@ -6,7 +6,9 @@ use super::{
     apply, check_strategies, ms, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP,
 };
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
-use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::experiment::{
+    DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
+};
 use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -146,6 +148,11 @@ fn us(d: Duration) -> f64 {
 
 impl TypedExperiment for RumMixed {
     type Config = MixedConfig;
+
+    /// Peak RSS grew by about 240 B per record in this experiment (measured, rounded up).
+    fn memory_estimate(&self, config: &MixedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
+        config.index.memory_estimate(240, data)
+    }
 
     fn name(&self) -> &'static str {
         "rum-mixed"

@@ -14,7 +14,7 @@ pub mod update;
 
 use crate::config::{check, DeviceKind, KeyHelp, Storage, StorageConfig};
 use crate::experiment::RowBuilder;
-use crate::experiment::{RunContext, Scale};
+use crate::experiment::{DataSpec, MemoryEstimate, RunContext, Scale};
 use crate::progress::thousands;
 use anyhow::Context;
 use lsmlab_engine::lsm::LifecycleStats;
@@ -115,6 +115,42 @@ pub struct IndexConfig {
     pub cleaning_counters: CleaningCounters,
     pub bloom_fp: f64,
 }
+
+impl IndexConfig {
+    /// The run's peak memory: every dataset's stream is held at once, with the index of the one
+    /// being run, so the peak grows with the records of all datasets; `bytes_per_record` is the
+    /// experiment's measured slope (peak RSS between 250,000 and 1,000,000 BerlinMOD records at
+    /// small, all strategies). `None` for `--data` files without a `records` cap (their size is
+    /// known only once loaded).
+    pub fn memory_estimate(&self, bytes_per_record: u64, data: &[DataSpec]) -> Option<MemoryEstimate> {
+        if !data.is_empty() && self.records == 0 {
+            return None;
+        }
+        let records: u64 = if data.is_empty() {
+            self.datasets
+                .iter()
+                .map(|d| match self.records {
+                    0 => d.paper_records() as u64,
+                    n => n as u64,
+                })
+                .sum()
+        } else {
+            self.records as u64 * data.len() as u64
+        };
+        Some(MemoryEstimate {
+            bytes: records * bytes_per_record + RUN_BASE_BYTES,
+            basis: format!(
+                "{} records x {bytes_per_record} B, measured per record, + {} MiB",
+                thousands(records),
+                RUN_BASE_BYTES >> 20
+            ),
+        })
+    }
+}
+
+/// Memory a RUM run needs besides its records (the binary, the cache and memory component of the
+/// default settings), rounded up from the peak RSS of tiny runs.
+const RUN_BASE_BYTES: u64 = 64 << 20;
 
 /// The help of `strategies` where the experiment takes any strategy.
 pub const STRATEGIES_HELP: KeyHelp = (

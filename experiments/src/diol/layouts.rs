@@ -1,0 +1,131 @@
+//! `diol-layouts`: the paper's evaluation (workloads A, B, C at O3 ratios 10/20/30%) and the recent-data
+//! read workload, for every delay model and memory level, one row per run.
+
+use std::path::{Path, PathBuf};
+
+use lsmlab_workloads::ts::TsWorkload;
+use serde::{Deserialize, Serialize};
+
+use super::report;
+use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
+use crate::config::{check_items, Config, KeyHelp};
+use crate::experiment::{RunContext, RunOutput, Scale, TypedExperiment};
+use crate::result::ResultFile;
+
+pub struct DiolLayouts;
+
+/// `diol`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayoutsConfig {
+    /// Workloads: A, B, C, recent.
+    pub workloads: Vec<String>,
+    #[serde(flatten)]
+    pub setup: Setup,
+}
+
+impl Config for LayoutsConfig {
+    fn help() -> Vec<KeyHelp> {
+        let mut h = vec![(
+            "workloads",
+            "workloads: A (100% insert), B (98/2), C (95/5) with reads aimed about N/2 back, recent (98/2, reads of recent data)",
+        )];
+        h.extend(Setup::help());
+        h
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        check_items(
+            "workloads",
+            &self.workloads,
+            |w| TsWorkload::parse(w).is_some(),
+            "A, B, C or recent",
+        )?;
+        self.setup.validate()
+    }
+}
+
+/// Parses the workload names (validated).
+pub fn workloads(names: &[String]) -> Vec<TsWorkload> {
+    names.iter().filter_map(|w| TsWorkload::parse(w)).collect()
+}
+
+impl TypedExperiment for DiolLayouts {
+    type Config = LayoutsConfig;
+
+    fn name(&self) -> &'static str {
+        "diol-layouts"
+    }
+
+    fn paper(&self) -> &'static str {
+        PAPER
+    }
+
+    fn about(&self) -> &'static str {
+        "DIOL vs the authors' IoTDB-like baseline and real IoTDB's rule: insert time and counted disk reads per workload, O3 ratio and delay model"
+    }
+
+    fn defaults(&self, scale: Scale) -> LayoutsConfig {
+        LayoutsConfig {
+            workloads: ["A", "B", "C", "recent"].iter().map(|s| s.to_string()).collect(),
+            setup: Setup::defaults(scale),
+        }
+    }
+
+    fn run(&self, cfg: &LayoutsConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        let setup = &cfg.setup;
+        let mut out = RunOutput {
+            notes: setup.ratio_notes(),
+            extra_config: setup.derived(),
+            ..RunOutput::default()
+        };
+        let models = setup.delay_models(ctx, &mut out.notes)?;
+        let wls = workloads(&cfg.workloads);
+        let variants = setup.variants();
+        ctx.progress
+            .set_total(setup.o3_ratios.len() * models.len() * wls.len() * variants.len());
+        let mut streams = Streams::new();
+        for &o3 in &setup.o3_ratios {
+            for (name, model) in &models {
+                let (stream, o3_points) = streams.get(setup, o3, name, model, ctx.seed)?;
+                out.notes.push(format!(
+                    "o3 {o3}, {name}: {} of {} points arrive after a later point ({:.1}%); DIOL's delay memory holds {:.1}% \
+                     of them.",
+                    o3_points,
+                    setup.points,
+                    100.0 * *o3_points as f64 / setup.points as f64,
+                    100.0 * delay_memory_points(setup) as f64 / (*o3_points).max(1) as f64
+                ));
+                for &w in &wls {
+                    let ops = setup.ops(stream, w, ctx.seed)?;
+                    for v in &variants {
+                        ctx.progress
+                            .begin(format!("{} o3={o3} {name} {}", w.name(), v.label));
+                        let m = run_cell(v.config.clone(), setup.page_size, stream, &ops)?;
+                        out.rows.push(
+                            base_row(w.name(), o3, name, &v.label, setup.points, &m, *o3_points).build(),
+                        );
+                    }
+                }
+            }
+        }
+        out.notes.extend(method_notes());
+        out.notes.extend(report::layout_findings(&out.rows));
+        Ok(out)
+    }
+
+    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        crate::plot::spec::render_specs(report::LAYOUT_FIGURES, result, out_dir)
+    }
+
+    fn report(&self, result: &ResultFile) -> String {
+        report::layouts_report(result)
+    }
+}
+
+/// Points DIOL's delay memtables hold when full.
+pub fn delay_memory_points(setup: &Setup) -> u64 {
+    let c = setup.series_config(lsmlab_engine::series::Layout::Diol);
+    let (_, d) = super::capacities(&c);
+    d * (1 + c.diol.delay_m1 + c.diol.delay_m2) as u64
+}
