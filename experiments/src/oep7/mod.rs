@@ -153,16 +153,8 @@ impl Bed {
 /// CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`): the "measured CPU time" of modelled
 /// time, which other processes on a shared machine do not inflate the way they inflate wall time.
 pub fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through the valid, exclusive pointer it is given.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
 /// Counters at one moment.
