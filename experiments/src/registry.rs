@@ -24,6 +24,10 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::diol::compaction::DiolCompaction,
         &crate::diol::sizing::DiolSizing,
         // OrientDB OEP 7 (src/oep7/):
+        &crate::oep7::fetch::Oep7Fetch,
+        &crate::oep7::ycsb::Oep7Ycsb,
+        &crate::oep7::space::Oep7Space,
+        &crate::oep7::graph::Oep7Graph,
         // ------------------------------------------------------------------------------------------
     ]
 }

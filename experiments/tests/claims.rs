@@ -109,6 +109,8 @@ fn every_figure_spec_reads_fields_its_rows_have() {
             lsmlab::leaper::report::figure_specs(&result.experiment)
         } else if result.experiment.starts_with("diol") {
             lsmlab::diol::report::figure_specs(&result.experiment)
+        } else if result.experiment.starts_with("oep7-") {
+            lsmlab::oep7::report::figure_specs(&result.experiment)
         } else {
             lsmlab::rum::report::figure_specs(&result.experiment)
         };

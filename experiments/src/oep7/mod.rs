@@ -1,1 +1,301 @@
-//! The OrientDB OEP 7 experiments (PAPERS.md section 4).
+//! The OrientDB OEP 7 experiments (PAPERS.md section 4): OrientDB's paginated cluster against
+//! OEP 7's single-page cluster ([`lsmlab_engine::cluster`]) under record fetches, YCSB, delete/insert
+//! churn and graph traversals.
+//!
+//! This module holds what they share: the cluster setup ([`Setup`]: layouts, page size, record
+//! count, the device profile modelled time is quoted for), a test bed on a counted memory device
+//! and the shared buffer cache ([`Bed`]), and the notes that state the ratios driving the gap
+//! between the layouts in every result: records per data page, position-map entries per map page
+//! and the cached fraction of the data.
+
+pub mod fetch;
+pub mod graph;
+pub mod report;
+pub mod space;
+pub mod ycsb;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lsmlab_engine::cache::{BufferCache, CacheStats};
+use lsmlab_engine::cluster::{
+    self, paginated, ClusterOptions, Layout, RecordCluster, DEFAULT_CLUSTER_PAGE_SIZE,
+};
+use lsmlab_engine::storage::{Device, DeviceProfile, IoStats, MemDevice};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{self, check, KeyHelp};
+use crate::experiment::{RowBuilder, Scale};
+
+pub const PAPER: &str = "OrientDB OEP 7";
+
+/// The POC's numbers (PAPERS.md section 4): fetch every record one by one.
+pub const POC_WARM_MS: (f64, f64) = (2513.0, 1845.0);
+pub const POC_COLD_MS: (f64, f64) = (79950.0, 26327.0);
+
+/// Settings every OEP 7 experiment shares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setup {
+    /// The layouts to compare.
+    #[serde(with = "config::text_list")]
+    pub clusters: Vec<Layout>,
+    /// Bytes per page (OrientDB's 64 KiB default).
+    pub page_size: usize,
+    /// Records loaded before measuring.
+    pub records: u64,
+    /// The device profile `modelled_*` fields are quoted for (every profile also gets its own
+    /// `modelled_*_<profile>` field).
+    pub profile: String,
+}
+
+impl Setup {
+    pub fn defaults(scale: Scale, records: [u64; 3]) -> Setup {
+        Setup {
+            clusters: Layout::ALL.to_vec(),
+            page_size: DEFAULT_CLUSTER_PAGE_SIZE,
+            records: match scale {
+                Scale::Tiny => records[0],
+                Scale::Small => records[1],
+                Scale::Paper => records[2],
+            },
+            profile: DeviceProfile::SataSsd.name().into(),
+        }
+    }
+
+    pub fn help() -> Vec<KeyHelp> {
+        vec![
+            ("clusters", "record cluster layouts: paginated (OrientDB's position map + data pages), single-page (OEP 7's in-page map)"),
+            ("page_size", "bytes per page, both layouts (OrientDB's default 65536; single-page addresses at most 65536)"),
+            ("records", "records loaded before measuring"),
+            ("profile", "device profile the modelled_* fields are quoted for: nvme, sata-ssd, hdd (every profile also gets modelled_*_<profile>)"),
+        ]
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check(
+            "clusters",
+            "(empty)",
+            !self.clusters.is_empty(),
+            "at least one layout",
+        )?;
+        check(
+            "page_size",
+            self.page_size,
+            (4096..=65536).contains(&self.page_size) && self.page_size.is_power_of_two(),
+            "a power of two in 4096..=65536 (the single-page layout's in-page pointers are 2 bytes)",
+        )?;
+        check("records", self.records, self.records >= 100, "at least 100")?;
+        self.profile().map(|_| ())
+    }
+
+    pub fn profile(&self) -> anyhow::Result<DeviceProfile> {
+        self.profile
+            .parse::<DeviceProfile>()
+            .map_err(|e| anyhow::anyhow!("parameter `profile`: {e}"))
+    }
+}
+
+/// A cluster on its own counted memory device and cache.
+pub struct Bed {
+    pub device: Arc<MemDevice>,
+    pub cluster: Box<dyn RecordCluster>,
+}
+
+impl Bed {
+    /// An empty cluster with a cache large enough to load without evicting.
+    pub fn new(layout: Layout, page_size: usize) -> anyhow::Result<Bed> {
+        let device = Arc::new(MemDevice::new(page_size));
+        let dev: Arc<dyn Device> = device.clone();
+        let cache = Arc::new(BufferCache::new(dev, 1 << 20));
+        let cluster = cluster::open(layout, cache, ClusterOptions::default())?;
+        Ok(Bed { device, cluster })
+    }
+
+    /// Swaps in an empty cache of `pages` pages (the old one's dirty pages written first).
+    pub fn set_cache(&mut self, pages: usize) -> anyhow::Result<()> {
+        let dev: Arc<dyn Device> = self.device.clone();
+        self.cluster
+            .set_cache(Arc::new(BufferCache::new(dev, pages.max(1))))?;
+        Ok(())
+    }
+
+    /// Reads every page of the cluster into the cache (a warm cache), map pages first.
+    pub fn warm(&self) -> anyhow::Result<()> {
+        let cache = self.cluster.cache();
+        for &id in self
+            .cluster
+            .map_page_ids()
+            .iter()
+            .chain(self.cluster.data_page_ids())
+        {
+            cache.read(id)?;
+        }
+        Ok(())
+    }
+
+    /// A snapshot of the counters a measured phase subtracts.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            cpu: thread_cpu(),
+            io: self.device.stats(),
+            cache: self.cluster.cache().stats(),
+            cluster: self.cluster.stats(),
+        }
+    }
+
+    /// Cache pages for `fraction` of this cluster's data pages.
+    pub fn cache_pages_for(&self, fraction: f64) -> usize {
+        ((self.cluster.space().data_pages as f64 * fraction).ceil() as usize).max(1)
+    }
+}
+
+/// CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`): the "measured CPU time" of modelled
+/// time, which other processes on a shared machine do not inflate the way they inflate wall time.
+pub fn thread_cpu() -> Duration {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
+}
+
+/// Counters at one moment.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot {
+    pub cpu: Duration,
+    pub io: IoStats,
+    pub cache: CacheStats,
+    pub cluster: lsmlab_engine::cluster::ClusterStats,
+}
+
+/// What a measured phase cost.
+#[derive(Clone, Copy, Debug)]
+pub struct Cost {
+    pub wall: Duration,
+    /// Thread CPU time of the phase.
+    pub cpu: Duration,
+    pub io: IoStats,
+    pub cache: CacheStats,
+    pub cluster: lsmlab_engine::cluster::ClusterStats,
+}
+
+impl Cost {
+    pub fn between(before: &Snapshot, after: &Snapshot, wall: Duration) -> Cost {
+        Cost {
+            wall,
+            cpu: after.cpu.saturating_sub(before.cpu),
+            io: after.io.since(&before.io),
+            cache: after.cache.since(&before.cache),
+            cluster: after.cluster.since(&before.cluster),
+        }
+    }
+
+    pub fn wall_ms(&self) -> f64 {
+        self.wall.as_secs_f64() * 1e3
+    }
+
+    /// Measured CPU time plus the device time `profile` charges for the counted I/O (DESIGN.md §4).
+    pub fn modelled_ms(&self, profile: DeviceProfile, page_size: usize) -> f64 {
+        self.cpu.as_secs_f64() * 1e3 + profile.modelled_io_ms(self.io, page_size)
+    }
+
+    pub fn hit_ratio(&self) -> f64 {
+        let n = self.cache.hits + self.cache.misses;
+        if n == 0 {
+            0.0
+        } else {
+            self.cache.hits as f64 / n as f64
+        }
+    }
+
+    /// `modelled_ms` (for `profile`) and `modelled_ms_<p>` for every profile.
+    pub fn modelled_fields(
+        &self,
+        row: RowBuilder,
+        name: &str,
+        profile: DeviceProfile,
+        page_size: usize,
+    ) -> RowBuilder {
+        let mut row = row.num(name, self.modelled_ms(profile, page_size));
+        for p in DeviceProfile::ALL {
+            row = row.num(
+                &format!("{name}_{}", p.name().replace('-', "_")),
+                self.modelled_ms(p, page_size),
+            );
+        }
+        row
+    }
+}
+
+/// Position-map entries per map page at this page size (OrientDB: 5,038 per 64 KiB page).
+pub fn map_entries_per_page(page_size: usize) -> usize {
+    paginated::entries_per_map_page(page_size)
+}
+
+/// The ratio fields every row carries.
+pub fn ratio_fields(row: RowBuilder, bed: &Bed, page_size: usize) -> RowBuilder {
+    let s = bed.cluster.space();
+    let per_page = if s.data_pages == 0 {
+        0.0
+    } else {
+        s.live_records as f64 / s.data_pages as f64
+    };
+    row.num("records_per_data_page", per_page)
+        .int("map_entries_per_page", map_entries_per_page(page_size) as u64)
+        .int("data_pages", s.data_pages)
+        .int("map_pages", s.map_pages)
+}
+
+/// The note stating the driving ratios.
+pub fn ratios_note(page_size: usize, record_bytes: &str, per_page: &[(Layout, f64)], cache: &str) -> String {
+    let pages: Vec<String> = per_page.iter().map(|(l, n)| format!("{l} {n:.1}")).collect();
+    format!(
+        "Ratios that drive the gap (kept at every scale): {page_size}-byte pages; records of {record_bytes}; \
+         records per data page after the load: {}; position-map entries per map page: {} (OrientDB's 13-byte \
+         entries; the single-page layout has no map); {cache}. Every row carries records_per_data_page, \
+         map_entries_per_page, data_pages and map_pages.",
+        pages.join(", "),
+        map_entries_per_page(page_size)
+    )
+}
+
+/// The note on what is and is not counted.
+pub fn counting_note(profile: DeviceProfile, page_size: usize) -> String {
+    format!(
+        "Pages per fetch/op count page accesses through the buffer cache (hits and misses; each page once \
+         per operation); page_reads/device_reads count device reads (cache misses). Both layouts use the \
+         same in-memory free-space map (OrientDB keeps one in its own file), not counted. Modelled time = \
+         the thread's CPU time on the counted memory device (not wall time, which other processes on a shared \
+         machine inflate) + counted device I/O priced by the profile \
+         ({}; {}; {}); modelled_* is quoted for {} and modelled_*_<profile> for each. Page size {page_size}.",
+        DeviceProfile::Hdd.describe(),
+        DeviceProfile::SataSsd.describe(),
+        DeviceProfile::Nvme.describe(),
+        profile.name()
+    )
+}
+
+/// The note on the layouts as implemented.
+pub const LAYOUT_NOTE: &str = "paginated = OrientDB's OPaginatedClusterV2 + OClusterPositionMapV2: a fetch reads the \
+     position-map page and the data page; an update that no longer fits is rewritten tail first into its old page and \
+     the rest (the head) goes to another page, the map repointed (so a grown record reads map + 2 data pages); deleted \
+     positions are never reused. single-page = OEP 7: 10-byte in-page map entries (2-byte pointer + 8-byte \
+     delversion), external links for records that grew out of their page (moved again, never chained, and moved back \
+     home when they fit again: lsmlab's choice where the OEP is silent), tombstones, slot reuse with delversion + 1; \
+     records larger than a page are chained in both layouts.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ratios_hold_at_64k() {
+        assert_eq!(map_entries_per_page(65536), 5038);
+        let s = Setup::defaults(Scale::Tiny, [100, 200, 300]);
+        s.validate().unwrap();
+        let mut bad = s.clone();
+        bad.page_size = 131072;
+        assert!(bad.validate().unwrap_err().to_string().contains("page_size"));
+        bad = s.clone();
+        bad.profile = "tape".into();
+        assert!(bad.validate().unwrap_err().to_string().contains("tape"));
+    }
+}
