@@ -60,9 +60,10 @@ test:
 	else echo "no experiments registered: smoke run skipped"; fi
 
 # Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), then
-# the ratios in results/bench/peers.json.
+# the ratios in results/bench/peers.json. --noplot: criterion's own charts need system fonts, which
+# a fresh machine may not have (lsmlab's figures embed theirs).
 bench: build
-	$(CARGO) bench --workspace
+	$(CARGO) bench --workspace --bench '*' -- --noplot
 	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json
 
 # The differential soak at a long budget: SOAK_OPS operations per configuration (every strategy
