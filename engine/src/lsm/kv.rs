@@ -5,7 +5,7 @@ use super::btree::{drop_tombstones, BTreeRuns, Slot};
 use super::config::CompactionConfig;
 use super::events::LifecycleObserver;
 use super::executor::{RunFormat, RunStore};
-use super::memory::{MemoryLevel, SortedMemtable};
+use super::memory::{HashMemtable, MemoryLevel};
 use super::merge::{EntryStream, KWayMerge};
 use super::version::{KeyRange, Version};
 use super::LifecycleStats;
@@ -15,8 +15,8 @@ use crate::{Error, Result};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-/// An LSM key-value store: a sorted memtable over bulk-loaded B+-tree runs with Bloom filters, read
-/// through the buffer cache. Lookups consult the memtables, then the runs whose key range holds the
+/// An LSM key-value store: a hashed memtable (sorted at flush) over bulk-loaded B+-tree runs with
+/// Bloom filters, read through the buffer cache. Lookups consult the memtables, then the runs whose key range holds the
 /// key, newest first (every level-0 run, at most one run per deeper level).
 ///
 /// Writes go to the memtable first; when it outgrows its budget the write also flushes and
@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// it is simply tried again at the next flush.
 pub struct LsmKv<V: FixedValue> {
     cache: Arc<BufferCache>,
-    memory: MemoryLevel<SortedMemtable<u64, Slot<V>>>,
+    memory: MemoryLevel<HashMemtable<u64, Slot<V>>>,
     store: RunStore<BTreeRuns<Slot<V>>>,
     probe: RunProbe,
 }
@@ -64,7 +64,7 @@ impl<V: FixedValue> LsmKv<V> {
         }
         let device = cache.device().clone();
         Ok(LsmKv {
-            memory: MemoryLevel::new(SortedMemtable::new(leaf_capacity), memory_budget_pages),
+            memory: MemoryLevel::new(HashMemtable::new(leaf_capacity), memory_budget_pages),
             store: RunStore::new(
                 BTreeRuns::new(cache.clone(), bloom_fp),
                 compaction.build()?,

@@ -26,14 +26,14 @@ pub trait Memtable {
 /// of every query candidate) costs one probe instead of a tree descent; key order is produced only
 /// when asked for, by the flush ([`Memtable::sorted_entries`]) and by range reads ([`Self::range`]).
 #[derive(Clone, Debug)]
-pub struct SortedMemtable<K, V> {
+pub struct HashMemtable<K, V> {
     map: FxHashMap<K, V>,
     entries_per_page: usize,
 }
 
-impl<K: Ord + Copy + Hash, V: Clone> SortedMemtable<K, V> {
+impl<K: Ord + Copy + Hash, V: Clone> HashMemtable<K, V> {
     pub fn new(entries_per_page: usize) -> Self {
-        SortedMemtable {
+        HashMemtable {
             map: FxHashMap::default(),
             entries_per_page: entries_per_page.max(1),
         }
@@ -65,7 +65,7 @@ impl<K: Ord + Copy + Hash, V: Clone> SortedMemtable<K, V> {
     }
 }
 
-impl<K: Ord + Copy + Hash, V: Clone> Memtable for SortedMemtable<K, V> {
+impl<K: Ord + Copy + Hash, V: Clone> Memtable for HashMemtable<K, V> {
     type Key = K;
     type Value = V;
     fn pages(&self) -> u64 {
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn freezes_flushes_oldest_first_and_reads_newest_first() {
-        let mut m = MemoryLevel::new(SortedMemtable::<u64, u64>::new(2), 1);
+        let mut m = MemoryLevel::new(HashMemtable::<u64, u64>::new(2), 1);
         m.active_mut().insert(1, 10);
         m.active_mut().insert(2, 20);
         assert!(!m.over_budget());
@@ -225,7 +225,7 @@ mod tests {
             vec![(1, 10), (2, 20), (3, 30)]
         );
         assert_eq!(m.pages(), 3);
-        m.set_flush_picker(Box::new(|t: &[&SortedMemtable<u64, u64>]| t.len() - 1));
+        m.set_flush_picker(Box::new(|t: &[&HashMemtable<u64, u64>]| t.len() - 1));
         assert_eq!(m.next_to_flush(), Some(1));
         m.remove_flushed(1);
         m.remove_flushed(0);

@@ -34,7 +34,7 @@ pub use events::{CompactionKind, EventLog, Extent, LifecycleEvent, LifecycleObse
 pub use executor::{KWay, KeepAll, MergeFilter, MergePlan, Merger, RunFormat, RunInfo, RunStore};
 pub use kv::{LsmKv, RunProbe};
 pub use leveled::{LeveledParams, LeveledStrategy};
-pub use memory::{MemoryLevel, Memtable, SortedMemtable};
+pub use memory::{HashMemtable, MemoryLevel, Memtable};
 pub use policy::MergePolicyConfig;
 pub use prefix::PrefixStrategy;
 pub use strategy::{Choice, CompactionStrategy, NoCompaction};
