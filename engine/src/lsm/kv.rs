@@ -16,8 +16,8 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 /// An LSM key-value store: a hashed memtable (sorted at flush) over bulk-loaded B+-tree runs with
-/// Bloom filters, read through the buffer cache. Lookups consult the memtables, then the runs whose key range holds the
-/// key, newest first (every level-0 run, at most one run per deeper level).
+/// Bloom filters, read through the buffer cache. Lookups consult the memtables, then the runs whose
+/// key range holds the key, newest first (every level-0 run, at most one run per deeper level).
 ///
 /// Writes go to the memtable first; when it outgrows its budget the write also flushes and
 /// compacts. An `Err` from [`Self::put`] or [`Self::delete`] reports that this maintenance failed:
