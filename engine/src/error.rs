@@ -8,10 +8,12 @@ pub enum Error {
     /// An operating-system I/O call failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
-    /// A page read back from a device does not match the checksum written with it.
-    #[error("checksum mismatch on page {page}: stored {stored:#010x}, computed {computed:#010x}")]
+    /// A page read back from a device does not match the checksum written with it (`device` is
+    /// the device's name, a file's path for a file).
+    #[error("checksum mismatch on page {page} of {device}: stored {stored:#010x}, computed {computed:#010x}")]
     Checksum {
         page: PageId,
+        device: String,
         stored: u32,
         computed: u32,
     },
