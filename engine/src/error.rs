@@ -23,6 +23,10 @@ pub enum Error {
     /// A page's contents do not decode as the structure that owns it.
     #[error("corrupt page {page}: {reason}")]
     Corrupt { page: PageId, reason: String },
+    /// An engine that stops at its first failed update (fail-stop) refuses every later call; `cause`
+    /// is the first failure's message.
+    #[error("{engine} has stopped after a failed operation ({cause}) and refuses every call")]
+    Stopped { engine: &'static str, cause: String },
     /// A configuration value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]
     Config(String),
