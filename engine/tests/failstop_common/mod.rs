@@ -44,7 +44,8 @@ pub fn cases(default: usize) -> usize {
 /// Every injection kind (each fault kind once and from then on; a full disk from then on) at
 /// `cases` positions spread over accesses `1..=span`, the positions shifted per kind so that
 /// the kinds do not all hit the same accesses (a full disk's positions, counted over writes into
-/// new space, a tenth as far). Returns (case number, injection).
+/// new space, and a sync error's, counted over syncs, a tenth as far). Returns (case number,
+/// injection).
 pub fn plan(cases: usize, span: u64) -> Vec<(usize, Injection)> {
     let mut out = Vec::new();
     let kinds = Injection::all_at(1);
@@ -52,8 +53,12 @@ pub fn plan(cases: usize, span: u64) -> Vec<(usize, Injection)> {
         for (j, inj) in kinds.iter().enumerate() {
             let slot = span / cases as u64;
             let k = 1 + c as u64 * slot + (j as u64 * 7 + c as u64 * 3) % slot.max(1);
-            // Writes into new space are a small share of all writes.
-            let k = if inj.kind == FaultKind::DiskFull { 1 + (k - 1) / 10 } else { k };
+            // Writes into new space are a small share of all writes, and syncs (one per flush or
+            // merge) of all accesses.
+            let k = match inj.kind {
+                FaultKind::DiskFull | FaultKind::SyncError => 1 + (k - 1) / 10,
+                _ => k,
+            };
             let at = match inj.at {
                 Fault::Nth(_) => Fault::Nth(k),
                 _ => Fault::From(k),
