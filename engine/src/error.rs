@@ -10,7 +10,9 @@ pub enum Error {
     Io(#[from] std::io::Error),
     /// A page read back from a device does not match the checksum written with it (`device` is
     /// the device's name, a file's path for a file).
-    #[error("checksum mismatch on page {page} of {device}: stored {stored:#010x}, computed {computed:#010x}")]
+    #[error(
+        "checksum mismatch on page {page} of {device}: stored {stored:#010x}, computed {computed:#010x}"
+    )]
     Checksum {
         page: PageId,
         device: String,

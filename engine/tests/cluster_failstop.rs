@@ -254,7 +254,10 @@ fn a_failed_update_stops_the_cluster_instead_of_leaving_half_an_update() {
                     Err(e) => assert!(failstop_common::is_injected(&e), "{what}: {e}"),
                 }
                 failed += 1;
-                assert!(matches!(c.insert(&[5u8; 200]), Err(Error::Stopped { .. })), "{what}");
+                assert!(
+                    matches!(c.insert(&[5u8; 200]), Err(Error::Stopped { .. })),
+                    "{what}"
+                );
                 for r in [c.fetch(small), c.fetch(big)] {
                     assert!(matches!(r, Err(Error::Stopped { .. })), "{what}: {r:?}");
                 }

@@ -311,7 +311,10 @@ fn every_fault_kind_on_a_file_device_names_page_and_file() {
                     assert!(e.to_string().contains(&name), "{e}");
                 }
                 (Error::Checksum { device, .. }, None) => {
-                    assert!(inj.kind.damages_pages() || inj.kind == FaultKind::BitFlip, "{inj}: {e}");
+                    assert!(
+                        inj.kind.damages_pages() || inj.kind == FaultKind::BitFlip,
+                        "{inj}: {e}"
+                    );
                     assert_eq!(device, &name);
                     assert!(e.to_string().contains(&name), "{e}");
                 }

@@ -15,13 +15,13 @@
 
 mod failstop_common;
 
+use failstop_common::{cases, plan, stack, Sweep};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind, WarmUpPolicy};
 use lsmlab_engine::leaper::{
     train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
 };
 use lsmlab_engine::lsm::LeveledParams;
-use failstop_common::{cases, plan, stack, Sweep};
 use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -489,7 +489,11 @@ fn stream_kind(
     }
     run.typed.checked = run.step as u64;
     drop(run.kv);
-    assert_eq!(s.dev.allocated_pages(), 0, "{healed}: dropping the store frees every page");
+    assert_eq!(
+        s.dev.allocated_pages(),
+        0,
+        "{healed}: dropping the store frees every page"
+    );
     run.typed
 }
 
@@ -506,11 +510,15 @@ fn sweep_kinds(name: &str, policy: &dyn Fn() -> Box<dyn WarmUpPolicy>) {
 
 #[test]
 fn every_fault_kind_under_lru() {
-    sweep_kinds("kv store (lru)", &|| WarmUpKind::Lru.baseline().expect("a baseline policy"));
+    sweep_kinds("kv store (lru)", &|| {
+        WarmUpKind::Lru.baseline().expect("a baseline policy")
+    });
 }
 
 #[test]
 fn every_fault_kind_under_prepopulate_all() {
     let kind = WarmUpKind::PrepopulateAll;
-    sweep_kinds("kv store (prepopulate-all)", &|| kind.baseline().expect("a baseline policy"));
+    sweep_kinds("kv store (prepopulate-all)", &|| {
+        kind.baseline().expect("a baseline policy")
+    });
 }

@@ -8,9 +8,9 @@
 
 mod failstop_common;
 
+use failstop_common::{cases, plan, stack, Sweep, Tally};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::lsm::{CompactionConfig, LeveledParams, LsmBTree, LsmKv, MergePolicyConfig};
-use failstop_common::{cases, plan, stack, Sweep, Tally};
 use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use lsmlab_engine::Result;
 use rand::{Rng, SeedableRng};
@@ -251,7 +251,7 @@ fn stream_kind(build: fn(Arc<dyn Device>) -> Box<dyn Index>, seed: u64, inj: Inj
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut t = Tally::default();
     let what = format!("seed {seed}, {inj}");
-    let audit = |index: &Box<dyn Index>, what: &str| {
+    let audit = |index: &dyn Index, what: &str| {
         let pages = index.run_pages();
         if pages != u64::MAX {
             assert_eq!(s.dev.allocated_pages(), pages, "{what}: pages leaked");
@@ -300,7 +300,7 @@ fn stream_kind(build: fn(Arc<dyn Device>) -> Box<dyn Index>, seed: u64, inj: Inj
                 None => {}
             },
         }
-        audit(&index, &what);
+        audit(index.as_ref(), &what);
     }
     let damaged = inj.kind.damages_pages();
     let before = t.failed_calls;
@@ -308,7 +308,7 @@ fn stream_kind(build: fn(Arc<dyn Device>) -> Box<dyn Index>, seed: u64, inj: Inj
         assert!(damaged, "{what}, healed: flush failed: {e}");
         t.failed(&e, &what);
     }
-    audit(&index, &what);
+    audit(index.as_ref(), &what);
     for k in 0..KEYS {
         match index.read(k) {
             Ok(v) => assert_eq!(v, oracle.get(&k).copied(), "{what}, healed: get {k}"),
@@ -316,10 +316,17 @@ fn stream_kind(build: fn(Arc<dyn Device>) -> Box<dyn Index>, seed: u64, inj: Inj
         }
     }
     if !damaged {
-        assert_eq!(t.failed_calls, before, "{what}: a call failed on the healed device");
+        assert_eq!(
+            t.failed_calls, before,
+            "{what}: a call failed on the healed device"
+        );
     }
     drop(index);
-    assert_eq!(s.dev.allocated_pages(), 0, "{what}: dropping the index frees every run");
+    assert_eq!(
+        s.dev.allocated_pages(),
+        0,
+        "{what}: dropping the index frees every run"
+    );
     t
 }
 

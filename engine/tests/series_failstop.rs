@@ -75,8 +75,11 @@ impl Run {
         let b = a + self.rng.random_range(0..60);
         match self.store.range(sr, a, b) {
             Ok(got) => {
-                let want: Vec<(u64, i64)> =
-                    self.oracle.range((sr, a)..=(sr, b)).map(|(k, v)| (k.1, *v)).collect();
+                let want: Vec<(u64, i64)> = self
+                    .oracle
+                    .range((sr, a)..=(sr, b))
+                    .map(|(k, v)| (k.1, *v))
+                    .collect();
                 assert_eq!(got, want, "{what}: range {sr} [{a}, {b}]");
                 self.tally.checked += 1;
             }
@@ -131,7 +134,10 @@ impl Run {
             self.range(what);
         }
         if strict {
-            assert_eq!(self.tally.failed_calls, before, "{what}: a read failed on a healed device");
+            assert_eq!(
+                self.tally.failed_calls, before,
+                "{what}: a read failed on a healed device"
+            );
         }
     }
 }
@@ -250,9 +256,16 @@ fn a_failed_flush_keeps_its_points_readable_frees_its_pages_and_is_retried() {
         }
         s.faulty.inject(Injection::new(kind, Fault::From(1)));
         store.flush_all().unwrap_err();
-        assert_eq!(s.dev.allocated_pages(), 0, "{kind}: the failed run's pages are freed");
+        assert_eq!(
+            s.dev.allocated_pages(),
+            0,
+            "{kind}: the failed run's pages are freed"
+        );
         assert_eq!(store.get(0, 7).unwrap(), Some(7), "{kind}");
-        assert_eq!(store.range(0, 18, 25).unwrap(), vec![(18, 18), (19, 19), (20, 20)]);
+        assert_eq!(
+            store.range(0, 18, 25).unwrap(),
+            vec![(18, 18), (19, 19), (20, 20)]
+        );
         // A newer version in memory wins over the pending one. (The insert retries the failed
         // flush, which fails again; the point is kept all the same.)
         assert!(store.insert(0, 7, -7).is_err());
@@ -279,7 +292,8 @@ fn a_failed_compaction_loses_no_point() {
     }
     store.flush_all().unwrap();
     assert!(store.files().1 > 0, "delay files to compact");
-    s.faulty.inject(Injection::new(FaultKind::WriteError, Fault::From(2)));
+    s.faulty
+        .inject(Injection::new(FaultKind::WriteError, Fault::From(2)));
     store.compact().unwrap_err();
     s.faulty.disarm();
     for (&(sr, t), &v) in &oracle {

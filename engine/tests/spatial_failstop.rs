@@ -13,11 +13,11 @@
 
 mod failstop_common;
 
+use failstop_common::{cases, plan, stack, Sweep};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy};
-use failstop_common::{cases, plan, stack, Sweep};
 use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -468,14 +468,25 @@ fn stream_kind(variant: Variant, name: &str, seed: u64, inj: Injection) -> fails
         Err(e) => run.typed.failed(&e, &healed),
     }
     if !inj.kind.damages_pages() {
-        assert_eq!(run.typed.failed_calls, before, "{healed}: a call failed on a healthy device");
+        assert_eq!(
+            run.typed.failed_calls, before,
+            "{healed}: a call failed on a healthy device"
+        );
         assert_eq!(index.audit_update_memo().unwrap(), Ok(()), "{healed}: UM audit");
     }
     if index.stats().key_index.is_none() {
-        assert_eq!(s.dev.allocated_pages(), index.disk_pages(), "{healed}: pages leaked");
+        assert_eq!(
+            s.dev.allocated_pages(),
+            index.disk_pages(),
+            "{healed}: pages leaked"
+        );
     }
     drop(index);
-    assert_eq!(s.dev.allocated_pages(), 0, "{what}: dropping the index frees every page");
+    assert_eq!(
+        s.dev.allocated_pages(),
+        0,
+        "{what}: dropping the index frees every page"
+    );
     run.typed.checked = (WARM_UP + ARMED / 2 + WARM_UP / 2) as u64;
     run.typed
 }

@@ -509,7 +509,9 @@ mod tests {
     }
 
     fn page(fill: u8) -> Vec<u8> {
-        (0..64).map(|i| fill.wrapping_mul(31).wrapping_add(i as u8)).collect()
+        (0..64)
+            .map(|i| fill.wrapping_mul(31).wrapping_add(i as u8))
+            .collect()
     }
 
     #[test]
@@ -575,7 +577,10 @@ mod tests {
         assert!(dev.write_page(fresh + 2, &page(2)).is_err());
         dev.free(fresh, 3);
         let again = dev.allocate(1);
-        assert!(dev.write_page(again, &page(2)).is_err(), "freed space is new space again");
+        assert!(
+            dev.write_page(again, &page(2)).is_err(),
+            "freed space is new space again"
+        );
         assert_eq!(dev.failures(), 3);
     }
 

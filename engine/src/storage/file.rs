@@ -392,7 +392,6 @@ fn probe_alignment(file: &File) -> std::result::Result<usize, String> {
     }
 }
 
-
 impl Device for FileDevice {
     fn page_size(&self) -> usize {
         self.page_size

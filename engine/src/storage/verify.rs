@@ -174,7 +174,10 @@ mod tests {
         let mut buf = page(0);
         dev.read_page(p, &mut buf).unwrap();
         assert_eq!(buf, page(1));
-        assert!(matches!(dev.read_page(p + 1, &mut buf), Err(Error::UnknownPage { .. })));
+        assert!(matches!(
+            dev.read_page(p + 1, &mut buf),
+            Err(Error::UnknownPage { .. })
+        ));
         assert_eq!((dev.stats().page_reads, dev.stats().page_writes), (1, 1));
         dev.free(p, 2);
         assert_eq!(dev.allocated_pages(), 0);
@@ -202,7 +205,10 @@ mod tests {
         // A silent one: caught on read too, and a later good write heals the page.
         faulty.inject(Injection::new(FaultKind::SilentShortWrite, Fault::Nth(1)));
         dev.write_page(p + 2, &page(2)).unwrap();
-        assert!(matches!(dev.read_page(p + 2, &mut buf), Err(Error::Checksum { .. })));
+        assert!(matches!(
+            dev.read_page(p + 2, &mut buf),
+            Err(Error::Checksum { .. })
+        ));
         dev.write_page(p + 2, &page(3)).unwrap();
         dev.read_page(p + 2, &mut buf).unwrap();
         assert_eq!(buf, page(3));

@@ -177,7 +177,12 @@ impl Sweep {
                 t.checked,
             );
             if self.inapplicable.contains(&kind) {
-                assert_eq!(t.injected_errors + t.injected_silent, 0, "{}: {kind} fired", self.name);
+                assert_eq!(
+                    t.injected_errors + t.injected_silent,
+                    0,
+                    "{}: {kind} fired",
+                    self.name
+                );
                 continue;
             }
             assert!(
