@@ -8,10 +8,14 @@ pub enum Error {
     /// An operating-system I/O call failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
-    /// A page read back from a device does not match the checksum written with it.
-    #[error("checksum mismatch on page {page}: stored {stored:#010x}, computed {computed:#010x}")]
+    /// A page read back from a device does not match the checksum written with it (`device` is
+    /// the device's name, a file's path for a file).
+    #[error(
+        "checksum mismatch on page {page} of {device}: stored {stored:#010x}, computed {computed:#010x}"
+    )]
     Checksum {
         page: PageId,
+        device: String,
         stored: u32,
         computed: u32,
     },
@@ -21,6 +25,10 @@ pub enum Error {
     /// A page's contents do not decode as the structure that owns it.
     #[error("corrupt page {page}: {reason}")]
     Corrupt { page: PageId, reason: String },
+    /// An engine that stops at its first failed update (fail-stop) refuses every later call; `cause`
+    /// is the first failure's message.
+    #[error("{engine} has stopped after a failed operation ({cause}) and refuses every call")]
+    Stopped { engine: &'static str, cause: String },
     /// A configuration value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]
     Config(String),

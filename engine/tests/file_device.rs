@@ -265,3 +265,63 @@ fn a_failed_sync_fails_its_flush_or_merge_and_loses_nothing() {
     }
     assert!(failed_steps > 100, "only {failed_steps} steps saw a failed sync");
 }
+
+/// Every fault kind injected in front of a file device: the injected errors and the checksum
+/// errors of the verifying layer above name the page and the page file, a full disk is a
+/// no-space error, and after a failed write the page reads back whole (old or new) or not at all
+/// (a checksum error, or an unknown page if it was never written).
+#[test]
+fn every_fault_kind_on_a_file_device_names_page_and_file() {
+    use lsmlab_engine::storage::{FaultKind, InjectedFault, Injection, VerifyingDevice};
+    use lsmlab_engine::Error;
+    let dir = tempfile::tempdir().unwrap();
+    for inj in Injection::all_at(2) {
+        let file = FileDevice::temporary_with(dir.path(), 512, BUFFERED).unwrap();
+        let name = file.name();
+        assert!(name.contains(&dir.path().display().to_string()), "{name}");
+        let faulty = Arc::new(FaultyDevice::new(Arc::new(file)));
+        let dev = VerifyingDevice::new(faulty.clone());
+        let first = dev.allocate(4);
+        let old = vec![1u8; 512];
+        dev.write_page(first, &old).unwrap();
+        faulty.inject(inj);
+        let mut errors = Vec::new();
+        let new: Vec<u8> = (0..512).map(|i| i as u8).collect();
+        for p in first..first + 4 {
+            errors.extend(dev.write_page(p, &new).err());
+            errors.extend(dev.sync().err());
+        }
+        let mut buf = vec![0u8; 512];
+        for p in first..first + 4 {
+            match dev.read_page(p, &mut buf) {
+                Ok(()) => assert!(buf == new || (p == first && buf == old), "{inj}: page {p}"),
+                Err(e) => errors.push(e),
+            }
+        }
+        assert!(faulty.failures() > 0, "{inj}: never fired");
+        assert!(!errors.is_empty(), "{inj}: no call failed");
+        for e in &errors {
+            match (e, InjectedFault::of(e)) {
+                (_, Some(f)) => {
+                    assert_eq!((f.kind, f.device.as_str()), (inj.kind, name.as_str()), "{e}");
+                    if f.kind == FaultKind::DiskFull {
+                        let Error::Io(io) = e else { unreachable!() };
+                        assert_eq!(io.kind(), std::io::ErrorKind::StorageFull);
+                    }
+                    assert!(e.to_string().contains(&name), "{e}");
+                }
+                (Error::Checksum { device, .. }, None) => {
+                    assert!(
+                        inj.kind.damages_pages() || inj.kind == FaultKind::BitFlip,
+                        "{inj}: {e}"
+                    );
+                    assert_eq!(device, &name);
+                    assert!(e.to_string().contains(&name), "{e}");
+                }
+                // A page whose only write failed was never written.
+                (Error::UnknownPage { page }, None) => assert_ne!(*page, first, "{inj}"),
+                (other, None) => panic!("{inj}: untyped error {other}"),
+            }
+        }
+    }
+}

@@ -6,14 +6,23 @@
 //! a flush match the oracle, nothing fails any more and nothing has leaked. The sweeps count the
 //! failed flushes, compactions, gets and scans per policy, so they cannot pass without reaching the
 //! fault paths.
+//!
+//! `every_fault_kind_*` sweeps add short writes (reported and silent), flipped bits and a full disk
+//! on a checksum-verified device and check that every failed call returns a typed error; after
+//! healing, a store with a page torn by a short write may keep failing reads and compactions of
+//! that page with checksum errors, never with a wrong answer. Budget: `FAULT_CASES` positions per
+//! fault kind (default 2, seconds).
 
+mod failstop_common;
+
+use failstop_common::{cases, plan, stack, Sweep};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind, WarmUpPolicy};
 use lsmlab_engine::leaper::{
     train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
 };
 use lsmlab_engine::lsm::LeveledParams;
-use lsmlab_engine::storage::{Device, Fault, FaultyDevice, MemDevice};
+use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
@@ -105,6 +114,8 @@ struct Run {
     step: usize,
     tally: Tally,
     what: String,
+    /// The typed errors failed calls returned.
+    typed: failstop_common::Tally,
 }
 
 impl Run {
@@ -135,7 +146,10 @@ impl Run {
                 let k = key(&mut self.rng);
                 match self.kv.get(k) {
                     Ok(v) => assert_eq!(v.as_ref(), self.oracle.get(&k), "{what}: get {k}"),
-                    Err(_) => self.tally.failed_gets += 1,
+                    Err(e) => {
+                        self.typed.failed(&e, &what);
+                        self.tally.failed_gets += 1
+                    }
                 }
                 None
             }
@@ -148,14 +162,18 @@ impl Run {
                             self.oracle.range(lo..=hi).map(|(&k, v)| (k, v.clone())).collect();
                         assert!(got == want, "{what}: scan {lo}..={hi}");
                     }
-                    Err(_) => self.tally.failed_scans += 1,
+                    Err(e) => {
+                        self.typed.failed(&e, &what);
+                        self.tally.failed_scans += 1
+                    }
                 }
                 None
             }
         };
         let failed = self.kv.stats().failed - failed_before;
         match write {
-            Some(Err(_)) => {
+            Some(Err(e)) => {
+                self.typed.failed(&e, &what);
                 // One flush or compaction failed, and the store stopped there.
                 assert_eq!(failed, 1, "{what}: failed background operations");
                 if self.kv.memtable_len() > 0 {
@@ -229,6 +247,7 @@ fn stream(
         step: 0,
         tally: Tally::default(),
         what: format!("{name}, cache {capacity}, seed {seed}, faults {reads:?}/{writes:?}/{syncs:?}"),
+        typed: failstop_common::Tally::default(),
     };
     for _ in 0..WARM_UP {
         run.step();
@@ -411,4 +430,95 @@ fn leaper_loses_nothing_when_the_device_fails() {
         Box::new(LeaperPolicy::from_dir(dir.path(), params).expect("the saved model"))
     });
     assert!(t[1].admitted > 0 && t[1].policy_evictions > 0, "{:?}", t[1]);
+}
+
+/// A stream like [`stream`]'s on the verified faulty stack with one injection of any kind: every
+/// failed call returns a typed error (checked in `Run::step`), every answer given is the oracle's
+/// and the pages are audited after every step. Once healed, the store matches the oracle and
+/// flushes, unless a torn write left a damaged page in a run, whose reads and compactions keep
+/// failing with checksum errors (answers given are still checked).
+fn stream_kind(
+    name: &str,
+    policy: &dyn Fn() -> Box<dyn WarmUpPolicy>,
+    capacity: usize,
+    seed: u64,
+    inj: Injection,
+) -> failstop_common::Tally {
+    let s = stack(PAGE);
+    let cache = Arc::new(BufferCache::new(s.dev.clone(), capacity));
+    let mut run = Run {
+        kv: KvStore::new(cache, config(), policy()).unwrap(),
+        dev: s.dev.clone(),
+        oracle: BTreeMap::new(),
+        rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        step: 0,
+        tally: Tally::default(),
+        what: format!("{name}, cache {capacity}, seed {seed}, {inj}"),
+        typed: failstop_common::Tally::default(),
+    };
+    for _ in 0..WARM_UP {
+        run.step();
+    }
+    assert_eq!(run.tally.failures(), 0, "{}: failed while healthy", run.what);
+    s.faulty.inject(inj);
+    for _ in 0..ARMED {
+        run.step();
+    }
+    run.typed.injected_from(&s.faulty);
+    s.faulty.disarm();
+    for _ in 0..HEALED {
+        run.step();
+    }
+    let healed = format!("{}, healed", run.what);
+    if inj.kind.damages_pages() {
+        if let Err(e) = run.kv.flush() {
+            run.typed.failed(&e, &healed);
+        }
+        run.kv.take_background();
+        run.check_pages(&healed);
+        for k in (0..KEYS).step_by(7) {
+            match run.kv.get(k) {
+                Ok(v) => assert_eq!(v.as_ref(), run.oracle.get(&k), "{healed}: get {k}"),
+                Err(e) => run.typed.failed(&e, &healed),
+            }
+        }
+    } else {
+        run.kv.flush().unwrap();
+        run.check_pages(&healed);
+        run.check_all(&healed);
+    }
+    run.typed.checked = run.step as u64;
+    drop(run.kv);
+    assert_eq!(
+        s.dev.allocated_pages(),
+        0,
+        "{healed}: dropping the store frees every page"
+    );
+    run.typed
+}
+
+/// Every fault kind at `FAULT_CASES` positions (default 2) over the armed part of the stream, with
+/// no cache and a small one.
+fn sweep_kinds(name: &str, policy: &dyn Fn() -> Box<dyn WarmUpPolicy>) {
+    let mut sweep = Sweep::new(name);
+    for (c, inj) in plan(cases(2), 120) {
+        let capacity = CAPACITIES[c % 2];
+        sweep.record(inj, stream_kind(name, policy, capacity, 9000 + c as u64, inj));
+    }
+    sweep.check();
+}
+
+#[test]
+fn every_fault_kind_under_lru() {
+    sweep_kinds("kv store (lru)", &|| {
+        WarmUpKind::Lru.baseline().expect("a baseline policy")
+    });
+}
+
+#[test]
+fn every_fault_kind_under_prepopulate_all() {
+    let kind = WarmUpKind::PrepopulateAll;
+    sweep_kinds("kv store (prepopulate-all)", &|| {
+        kind.baseline().expect("a baseline policy")
+    });
 }

@@ -248,6 +248,70 @@ pub fn open(
     })
 }
 
+/// Implements [`RecordCluster`] for a layout over its `do_*` operations, fail-stop: an update
+/// (insert, update, delete) that fails part way may have changed some pages and not others (a
+/// failed cache write-back, a read that failed after a page image was modified), so the first
+/// failed update drops the operation's page images and stops the cluster, which then refuses
+/// every call with [`crate::Error::Stopped`] rather than answer from half-applied state. A failed
+/// fetch changes nothing and stops nothing. The cluster's pages stay allocated to it.
+macro_rules! fail_stop {
+    ($ty:ident, $layout:expr) => {
+        impl RecordCluster for $ty {
+            fn layout(&self) -> Layout {
+                $layout
+            }
+            fn insert(&mut self, record: &[u8]) -> Result<Rid> {
+                self.files.guard()?;
+                let r = self.do_insert(record);
+                self.files.settle(r)
+            }
+            fn insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
+                self.files.guard()?;
+                let r = self.do_insert_batch(records);
+                self.files.settle(r)
+            }
+            fn fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {
+                self.files.guard()?;
+                self.do_fetch(rid)
+            }
+            fn fetch_batch(&mut self, rids: &[Rid]) -> Result<Vec<Lookup<Vec<u8>>>> {
+                self.files.guard()?;
+                self.do_fetch_batch(rids)
+            }
+            fn update(&mut self, rid: Rid, record: &[u8]) -> Result<Lookup<()>> {
+                self.files.guard()?;
+                let r = self.do_update(rid, record);
+                self.files.settle(r)
+            }
+            fn delete(&mut self, rid: Rid) -> Result<Lookup<()>> {
+                self.files.guard()?;
+                let r = self.do_delete(rid);
+                self.files.settle(r)
+            }
+            fn stats(&self) -> ClusterStats {
+                self.files.stats
+            }
+            fn space(&self) -> Space {
+                self.do_space()
+            }
+            fn set_cache(&mut self, cache: Arc<BufferCache>) -> Result<()> {
+                self.files.guard()?;
+                self.do_set_cache(cache)
+            }
+            fn cache(&self) -> &Arc<BufferCache> {
+                &self.files.cache
+            }
+            fn data_page_ids(&self) -> &[PageId] {
+                &self.files.data
+            }
+            fn map_page_ids(&self) -> &[PageId] {
+                &self.files.map
+            }
+        }
+    };
+}
+pub(crate) use fail_stop;
+
 /// Which file of a cluster a page belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum File {
@@ -284,6 +348,8 @@ pub(crate) struct Files {
     /// as a private image (copied on the first write).
     session: BTreeMap<(File, usize), Held>,
     slotted: page::Slotted,
+    /// The first failed update's message, once one failed (see [`fail_stop`]).
+    stopped: Option<String>,
 }
 
 impl Files {
@@ -297,6 +363,7 @@ impl Files {
             stats: ClusterStats::default(),
             session: BTreeMap::new(),
             slotted,
+            stopped: None,
         }
     }
 
@@ -382,6 +449,26 @@ impl Files {
             self.stats.page_writes += 1;
         }
         Ok(())
+    }
+
+    /// Refuses the call if an earlier update failed.
+    pub fn guard(&self) -> Result<()> {
+        match &self.stopped {
+            Some(cause) => Err(crate::Error::Stopped {
+                engine: "record cluster",
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Passes an update's result on; a failure drops the operation's images and stops the cluster.
+    pub fn settle<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.session.clear();
+            self.stopped.get_or_insert_with(|| e.to_string());
+        }
+        r
     }
 
     /// Drops an operation's images without writing them (a lookup that found nothing to change).

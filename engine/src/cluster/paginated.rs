@@ -258,18 +258,15 @@ fn decode_stream(stream: &[u8]) -> Option<Vec<u8>> {
     stream.get(5..5 + len).map(|c| c.to_vec())
 }
 
-impl RecordCluster for Paginated {
-    fn layout(&self) -> Layout {
-        Layout::Paginated
-    }
-
-    fn insert(&mut self, record: &[u8]) -> Result<Rid> {
+/// The operations, run by [`RecordCluster`]'s fail-stop wrapper (see [`super::fail_stop`]).
+impl Paginated {
+    fn do_insert(&mut self, record: &[u8]) -> Result<Rid> {
         let rid = self.insert_one(record)?;
         self.files.commit()?;
         Ok(rid)
     }
 
-    fn insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
+    fn do_insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
         let rids = records
             .iter()
             .map(|r| self.insert_one(r))
@@ -278,7 +275,7 @@ impl RecordCluster for Paginated {
         Ok(rids)
     }
 
-    fn fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {
+    fn do_fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {
         self.files.stats.fetches += 1;
         if rid.cluster != self.options.cluster_id {
             return Ok(Lookup::Missing);
@@ -291,7 +288,7 @@ impl RecordCluster for Paginated {
         }
     }
 
-    fn fetch_batch(&mut self, rids: &[Rid]) -> Result<Vec<Lookup<Vec<u8>>>> {
+    fn do_fetch_batch(&mut self, rids: &[Rid]) -> Result<Vec<Lookup<Vec<u8>>>> {
         let mut out: Vec<Lookup<Vec<u8>>> = vec![Lookup::Missing; rids.len()];
         // Map pages in order, each once.
         let mut order: Vec<usize> = (0..rids.len()).collect();
@@ -336,7 +333,7 @@ impl RecordCluster for Paginated {
         Ok(out)
     }
 
-    fn update(&mut self, rid: Rid, record: &[u8]) -> Result<Lookup<()>> {
+    fn do_update(&mut self, rid: Rid, record: &[u8]) -> Result<Lookup<()>> {
         if rid.cluster != self.options.cluster_id {
             return Ok(Lookup::Missing);
         }
@@ -365,7 +362,7 @@ impl RecordCluster for Paginated {
         Ok(Lookup::Found(()))
     }
 
-    fn delete(&mut self, rid: Rid) -> Result<Lookup<()>> {
+    fn do_delete(&mut self, rid: Rid) -> Result<Lookup<()>> {
         if rid.cluster != self.options.cluster_id {
             return Ok(Lookup::Missing);
         }
@@ -388,33 +385,19 @@ impl RecordCluster for Paginated {
         Ok(Lookup::Found(()))
     }
 
-    fn stats(&self) -> ClusterStats {
-        self.files.stats
+    fn do_set_cache(&mut self, cache: Arc<BufferCache>) -> Result<()> {
+        self.files.set_cache(cache)
     }
 
-    fn space(&self) -> Space {
+    fn do_space(&self) -> Space {
         Space {
             live_records: self.live,
             ..self.files.space()
         }
     }
-
-    fn set_cache(&mut self, cache: Arc<BufferCache>) -> Result<()> {
-        self.files.set_cache(cache)
-    }
-
-    fn cache(&self) -> &Arc<BufferCache> {
-        &self.files.cache
-    }
-
-    fn data_page_ids(&self) -> &[PageId] {
-        &self.files.data
-    }
-
-    fn map_page_ids(&self) -> &[PageId] {
-        &self.files.map
-    }
 }
+
+super::fail_stop!(Paginated, Layout::Paginated);
 
 #[cfg(test)]
 mod tests {

@@ -308,18 +308,15 @@ impl SinglePage {
     }
 }
 
-impl RecordCluster for SinglePage {
-    fn layout(&self) -> Layout {
-        Layout::SinglePage
-    }
-
-    fn insert(&mut self, record: &[u8]) -> Result<Rid> {
+/// The operations, run by [`RecordCluster`]'s fail-stop wrapper (see [`super::fail_stop`]).
+impl SinglePage {
+    fn do_insert(&mut self, record: &[u8]) -> Result<Rid> {
         let rid = self.insert_one(record)?;
         self.files.commit()?;
         Ok(rid)
     }
 
-    fn insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
+    fn do_insert_batch(&mut self, records: &[Vec<u8>]) -> Result<Vec<Rid>> {
         let rids = records
             .iter()
             .map(|r| self.insert_one(r))
@@ -328,7 +325,7 @@ impl RecordCluster for SinglePage {
         Ok(rids)
     }
 
-    fn fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {
+    fn do_fetch(&mut self, rid: Rid) -> Result<Lookup<Vec<u8>>> {
         self.files.stats.fetches += 1;
         let Some(page) = self.home_page(rid) else {
             return Ok(Lookup::Missing);
@@ -348,7 +345,7 @@ impl RecordCluster for SinglePage {
         }
     }
 
-    fn fetch_batch(&mut self, rids: &[Rid]) -> Result<Vec<Lookup<Vec<u8>>>> {
+    fn do_fetch_batch(&mut self, rids: &[Rid]) -> Result<Vec<Lookup<Vec<u8>>>> {
         let mut out: Vec<Lookup<Vec<u8>>> = vec![Lookup::Missing; rids.len()];
         let mut order: Vec<usize> = (0..rids.len()).collect();
         order.sort_by_key(|&i| rids[i].position);
@@ -389,7 +386,7 @@ impl RecordCluster for SinglePage {
         Ok(out)
     }
 
-    fn update(&mut self, rid: Rid, record: &[u8]) -> Result<Lookup<()>> {
+    fn do_update(&mut self, rid: Rid, record: &[u8]) -> Result<Lookup<()>> {
         let Some(page) = self.home_page(rid) else {
             return Ok(Lookup::Missing);
         };
@@ -409,7 +406,7 @@ impl RecordCluster for SinglePage {
         Ok(Lookup::Found(()))
     }
 
-    fn delete(&mut self, rid: Rid) -> Result<Lookup<()>> {
+    fn do_delete(&mut self, rid: Rid) -> Result<Lookup<()>> {
         let Some(page) = self.home_page(rid) else {
             return Ok(Lookup::Missing);
         };
@@ -428,31 +425,17 @@ impl RecordCluster for SinglePage {
         Ok(Lookup::Found(()))
     }
 
-    fn stats(&self) -> ClusterStats {
-        self.files.stats
+    fn do_set_cache(&mut self, cache: Arc<BufferCache>) -> Result<()> {
+        self.files.set_cache(cache)
     }
 
-    fn space(&self) -> Space {
+    fn do_space(&self) -> Space {
         Space {
             live_records: self.live,
             external_links: self.external,
             ..self.files.space()
         }
     }
-
-    fn set_cache(&mut self, cache: Arc<BufferCache>) -> Result<()> {
-        self.files.set_cache(cache)
-    }
-
-    fn cache(&self) -> &Arc<BufferCache> {
-        &self.files.cache
-    }
-
-    fn data_page_ids(&self) -> &[PageId] {
-        &self.files.data
-    }
-
-    fn map_page_ids(&self) -> &[PageId] {
-        &[]
-    }
 }
+
+super::fail_stop!(SinglePage, Layout::SinglePage);

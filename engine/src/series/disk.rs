@@ -83,7 +83,8 @@ impl Disk {
         &self.device
     }
 
-    /// Writes `points` (strictly ascending keys) as a new run; returns the pages written.
+    /// Writes `points` (strictly ascending keys) as a new run; returns the pages written. A failed
+    /// page write or sync frees the run's pages and installs nothing.
     pub fn write_run(&mut self, kind: RunKind, points: &[Stored]) -> Result<u64> {
         if points.is_empty() {
             return Ok(0);
@@ -91,7 +92,31 @@ impl Disk {
         debug_assert!(points.windows(2).all(|w| w[0].0 < w[1].0));
         let count = points.len().div_ceil(self.per_page) as u64;
         let first = self.device.allocate(count);
-        let mut pages = Vec::with_capacity(count as usize);
+        let pages = match self.write_pages(first, points) {
+            Ok(pages) => pages,
+            Err(e) => {
+                // The run is not installed: its extent goes back to the device.
+                self.device.free(first, count);
+                return Err(e);
+            }
+        };
+        self.runs.push(Run {
+            id: self.next_id,
+            kind,
+            first_page: first,
+            pages,
+            min: points[0].0,
+            max: points[points.len() - 1].0,
+            points: points.len() as u64,
+            max_seq: points.iter().map(|p| p.2).max().unwrap_or(0),
+        });
+        self.next_id += 1;
+        Ok(count)
+    }
+
+    /// Writes `points` as pages from `first` on and syncs; returns each page's key range.
+    fn write_pages(&mut self, first: PageId, points: &[Stored]) -> Result<Vec<(Key, Key)>> {
+        let mut pages = Vec::with_capacity(points.len().div_ceil(self.per_page));
         let mut page = vec![0u8; self.device.page_size()];
         for (i, chunk) in points.chunks(self.per_page).enumerate() {
             page.fill(0);
@@ -107,18 +132,7 @@ impl Disk {
             pages.push((chunk[0].0, chunk[chunk.len() - 1].0));
         }
         self.device.sync()?;
-        self.runs.push(Run {
-            id: self.next_id,
-            kind,
-            first_page: first,
-            pages,
-            min: points[0].0,
-            max: points[points.len() - 1].0,
-            points: points.len() as u64,
-            max_seq: points.iter().map(|p| p.2).max().unwrap_or(0),
-        });
-        self.next_id += 1;
-        Ok(count)
+        Ok(pages)
     }
 
     /// Reads page `index` of `run` and appends its points to `out`.

@@ -14,6 +14,9 @@ pub struct SeriesStore {
     config: SeriesConfig,
     level: Level,
     disk: Disk,
+    /// Sealed memtables' points whose flush failed, oldest first, kept readable and retried by the
+    /// next flush (a failed flush loses nothing).
+    pending: Vec<(RunKind, Vec<Stored>)>,
     seq: u64,
     stats: SeriesStats,
 }
@@ -26,6 +29,7 @@ impl SeriesStore {
         Ok(SeriesStore {
             level: Level::new(&config),
             disk: Disk::new(device)?,
+            pending: Vec::new(),
             config,
             seq: 0,
             stats: SeriesStats::default(),
@@ -41,7 +45,9 @@ impl SeriesStore {
         self.level.capacities()
     }
 
-    /// Inserts one point; the newest insert of a `(series, ts)` wins.
+    /// Inserts one point; the newest insert of a `(series, ts)` wins. The point is stored even
+    /// when the call fails: an error is a flush (a sealed memtable's, or an earlier failed one
+    /// retried) or a disk compaction that failed, and the memtable stays in memory for the next.
     pub fn insert(&mut self, series: SeriesId, ts: Timestamp, value: Value) -> Result<()> {
         self.seq += 1;
         let r = self.level.insert((series, ts), value, self.seq);
@@ -53,20 +59,34 @@ impl SeriesStore {
         self.drain_flushes()
     }
 
+    /// Writes the memtables waiting for a flush (a failed flush first), oldest first. On a failure
+    /// the memtable that failed and those after it stay pending, readable, for the next flush.
     fn drain_flushes(&mut self) -> Result<()> {
-        if self.level.to_flush.is_empty() {
+        if self.level.to_flush.is_empty() && self.pending.is_empty() {
             return Ok(());
         }
-        let mems = std::mem::take(&mut self.level.to_flush);
-        for m in mems {
-            let kind = m.kind;
-            let points = m.into_sorted();
+        let mut queue = std::mem::take(&mut self.pending);
+        queue.extend(
+            std::mem::take(&mut self.level.to_flush)
+                .into_iter()
+                .map(|m| (m.kind, m.into_sorted())),
+        );
+        let mut queue = queue.into_iter();
+        while let Some((kind, points)) = queue.next() {
             let n = points.len() as u64;
-            let pages = self.disk.write_run(kind, &points)?;
-            if pages > 0 {
-                self.stats.flushes += 1;
-                self.stats.flushed_points += n;
-                self.stats.flush_pages_written += pages;
+            match self.disk.write_run(kind, &points) {
+                Ok(pages) => {
+                    if pages > 0 {
+                        self.stats.flushes += 1;
+                        self.stats.flushed_points += n;
+                        self.stats.flush_pages_written += pages;
+                    }
+                }
+                Err(e) => {
+                    self.pending.push((kind, points));
+                    self.pending.extend(queue);
+                    return Err(e);
+                }
             }
         }
         if let Some(c) = &self.config.compaction {
@@ -84,9 +104,18 @@ impl SeriesStore {
         if let Some((v, _)) = self.level.get((series, ts)) {
             return Ok(Some(v));
         }
-        let found = self.disk.get((series, ts))?;
+        let key = (series, ts);
+        let waiting = self
+            .pending
+            .iter()
+            .filter_map(|(_, points)| points.binary_search_by(|p| p.0.cmp(&key)).ok().map(|i| points[i]))
+            .max_by_key(|p| p.2);
+        let found = self.disk.get(key)?;
         self.note_disk(found.pages, found.versions);
-        Ok(found.newest.map(|b| b.0))
+        Ok(match (found.newest, waiting) {
+            (Some(d), Some(w)) => Some(if w.2 > d.1 { w.1 } else { d.0 }),
+            (d, w) => d.map(|d| d.0).or(w.map(|w| w.1)),
+        })
     }
 
     fn note_disk(&mut self, pages: u64, points: u64) {
@@ -112,8 +141,22 @@ impl SeriesStore {
         }
         let mut found: Vec<Stored> = Vec::new();
         self.level.range(series, from, to, &mut found);
+        let (lo, hi) = ((series, from), (series, to));
+        for (_, points) in &self.pending {
+            let start = points.partition_point(|p| p.0 < lo);
+            found.extend(points[start..].iter().take_while(|p| p.0 <= hi));
+        }
         let span = (to as u128) - (from as u128) + 1;
-        if (found.len() as u128) < span {
+        // Memory holds one version of a point; with pending flushes a point may also be there.
+        let distinct = if self.pending.is_empty() {
+            found.len()
+        } else {
+            let mut keys: Vec<Key> = found.iter().map(|p| p.0).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            keys.len()
+        };
+        if (distinct as u128) < span {
             let before = found.len();
             let reads = self.disk.range(series, from, to, &mut found)?;
             self.note_disk(reads, (found.len() - before) as u64);
@@ -194,12 +237,18 @@ impl SeriesStore {
                     let i = self.position(id);
                     let mut old = Vec::new();
                     self.stats.compaction_pages_read += self.disk.read_run(i, &mut old)?;
-                    self.disk.remove_run(i);
                     merge_newest(old, group)
                 }
             };
             self.stats.compaction_points_rewritten += merged.len() as u64;
             self.stats.compaction_pages_written += self.disk.write_run(RunKind::Normal, &merged)?;
+            // Only once the merged file is written does the file it replaces go: a compaction
+            // that fails part way leaves every point readable (a later one merges again, the
+            // newest version still winning).
+            if let Some(id) = id {
+                let i = self.position(id);
+                self.disk.remove_run(i);
+            }
         }
         for id in delay_ids {
             let i = self.position(id);
@@ -238,9 +287,14 @@ impl SeriesStore {
         self.disk.runs.iter().map(|r| r.points).sum()
     }
 
-    /// Points currently held by memtables.
+    /// Points currently held by memtables, with those whose flush failed and waits for a retry.
     pub fn memory_points(&self) -> u64 {
-        self.level.mem_points
+        self.level.mem_points + self.pending.iter().map(|(_, p)| p.len() as u64).sum::<u64>()
+    }
+
+    /// Pages of the store's files (every page it holds on its device).
+    pub fn disk_pages(&self) -> u64 {
+        self.disk.runs.iter().map(|r| r.pages.len() as u64).sum()
     }
 
     /// Memtables currently held, the active ones included.

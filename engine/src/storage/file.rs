@@ -37,6 +37,7 @@
 //! open handle keeps the pages, and an interrupted run (a crash, a kill) leaves no file behind,
 //! since the space is returned when the process's handle closes.
 
+use super::verify::page_checksum;
 use super::{Device, IoCounters, IoStats, PageId};
 use crate::{Error, Result};
 use std::fmt;
@@ -391,17 +392,13 @@ fn probe_alignment(file: &File) -> std::result::Result<usize, String> {
     }
 }
 
-/// CRC-32 of a page's data bound to the page id it belongs at.
-fn page_checksum(data: &[u8], id: PageId) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(data);
-    h.update(&id.to_le_bytes());
-    h.finalize()
-}
-
 impl Device for FileDevice {
     fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    fn name(&self) -> String {
+        self.label.clone()
     }
 
     fn allocate(&self, count: u64) -> PageId {
@@ -482,6 +479,7 @@ impl Device for FileDevice {
         if stored != computed {
             return Err(Error::Checksum {
                 page: id,
+                device: self.label.clone(),
                 stored,
                 computed,
             });
@@ -588,10 +586,12 @@ mod tests {
         match d.read_page(a + 1, &mut buf) {
             Err(Error::Checksum {
                 page,
+                device,
                 stored,
                 computed,
             }) => {
                 assert_eq!(page, a + 1);
+                assert!(device.contains(&path.display().to_string()), "{device}");
                 assert_ne!(stored, computed);
             }
             other => panic!("expected a checksum error, got {other:?}"),

@@ -37,6 +37,10 @@ impl Device for MemDevice {
         self.page_size
     }
 
+    fn name(&self) -> String {
+        "memory device".to_string()
+    }
+
     fn allocate(&self, count: u64) -> PageId {
         let mut st = self.state.lock().unwrap();
         st.allocated += count;

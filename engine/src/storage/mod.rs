@@ -3,18 +3,22 @@
 //! Every index reads and writes whole pages through a [`Device`]. Two devices exist:
 //! [`MemDevice`] keeps pages in memory and counts every read and write (deterministic, the
 //! default for experiments), [`FileDevice`] keeps them in a real file (direct I/O where the file
-//! system allows it) with a checksum per page that is verified on every read. [`DeviceProfile`]
-//! turns counted I/O into modelled time.
+//! system allows it) with a checksum per page that is verified on every read. [`VerifyingDevice`]
+//! adds the same per-page checksum over any device, and [`FaultyDevice`] injects faults (errors,
+//! torn writes, flipped bits, a full disk) for fail-stop tests. [`DeviceProfile`] turns counted I/O
+//! into modelled time.
 
 mod cost;
 mod faulty;
 mod file;
 mod mem;
+mod verify;
 
 pub use cost::DeviceProfile;
-pub use faulty::{Fault, FaultyDevice};
+pub use faulty::{Fault, FaultKind, FaultyDevice, Injected, InjectedFault, Injection};
 pub use file::{DirectIo, FileDevice, FileDeviceOptions};
 pub use mem::MemDevice;
+pub use verify::VerifyingDevice;
 
 use crate::Result;
 use serde::{Deserialize, Serialize};
@@ -32,6 +36,11 @@ pub const DEFAULT_PAGE_SIZE: usize = 2048;
 pub trait Device: Send + Sync {
     /// Size of every page in bytes.
     fn page_size(&self) -> usize;
+    /// The device's name in error messages: a file's path, "memory device". Wrapping devices
+    /// report their inner device's.
+    fn name(&self) -> String {
+        "device".to_string()
+    }
     /// Reserves `count` consecutive pages and returns the first one's id.
     fn allocate(&self, count: u64) -> PageId;
     /// Returns an extent obtained from [`Device::allocate`]; its pages may be reused.
