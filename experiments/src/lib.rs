@@ -12,7 +12,9 @@
 
 pub mod atomic;
 pub mod bench;
+pub mod cells;
 pub mod claims;
+pub mod compare;
 pub mod config;
 pub mod experiment;
 pub mod measure;

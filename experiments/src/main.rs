@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use lsmlab::config::{self, ConfigFile};
 use lsmlab::experiment::{DataSpec, Experiment, Scale};
 use lsmlab::progress::Progress;
+use lsmlab::result::ResultFile;
 use lsmlab::{registry, report, runner};
 
 /// Reproduce storage-engine papers (LSM RUM-tree, Leaper, DIOL, OrientDB OEP 7): run experiments,
@@ -67,6 +68,18 @@ enum Command {
         /// DIR/<scale>/REPORT.md beside that scale's results).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Print the counted and timed differences of two results of the same experiment, row by row
+    /// (rows matched by their string and boolean fields). Exits non-zero when the files are results
+    /// of different experiments, and with --check when a counted field differs.
+    Compare {
+        /// The first result file (A).
+        a: PathBuf,
+        /// The second result file (B).
+        b: PathBuf,
+        /// Exit with status 1 when a counted field or the set of rows differs.
+        #[arg(long)]
+        check: bool,
     },
     /// Summarise the criterion benches that run lsmlab beside peer crates (`make bench` runs them)
     /// into one JSON file: each operation's throughputs and the ratio lsmlab / peer.
@@ -167,6 +180,29 @@ fn execute(command: Command) -> anyhow::Result<()> {
             let paths = runner::plot(&experiments, &results, &out, &scales)?;
             for path in paths {
                 println!("{}", path.display());
+            }
+            Ok(())
+        }
+        Command::Compare { a, b, check } => {
+            let ra = ResultFile::read(&a)?;
+            let rb = ResultFile::read(&b)?;
+            let comparison = lsmlab::compare::compare(&ra, &rb)
+                .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
+            print!(
+                "{}",
+                lsmlab::compare::render(
+                    &comparison,
+                    &a.display().to_string(),
+                    &b.display().to_string(),
+                    &ra.experiment
+                )
+            );
+            if check && comparison.counted_differ() {
+                anyhow::bail!(
+                    "counted fields differ between {} and {}",
+                    a.display(),
+                    b.display()
+                );
             }
             Ok(())
         }

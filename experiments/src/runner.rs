@@ -12,7 +12,7 @@ use crate::config::{ConfigFile, ConfigMap, Overlay, DATA_KEY, DERIVED_KEY};
 use crate::experiment::{DataSpec, Experiment, MemoryEstimate, RunContext, Scale};
 use crate::progress::Progress;
 use crate::registry::find_in;
-use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, ResultFile, SCHEMA};
+use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, Provenance, ResultFile, SCHEMA};
 
 /// The effective config of `experiment` at `scale` under `overlay` (`--config`, then `--set`),
 /// checked for type and range: what `--print-config` prints and a result's `config` records.
@@ -252,6 +252,8 @@ fn run_checked(
         duration_s,
         rows: output.rows,
         notes: output.notes,
+        provenance: Some(Provenance::current()),
+        cells: None,
     };
     result.write_atomic(path)?;
     Ok(path.to_path_buf())
