@@ -68,6 +68,19 @@ impl Progress {
         self.lock().total = total;
     }
 
+    /// Starts cell `position` of `total` of a run's grid ([`crate::cells`]) and prints
+    /// `[t] cell 3/12: datasets=chicago strategies=UM+F`; the experiment's own steps count afresh
+    /// inside it. Nothing is printed for a run of one cell.
+    pub fn cell(&self, position: usize, total: usize, label: &str) {
+        let mut state = self.lock();
+        state.step = 0;
+        state.total = 0;
+        state.label = String::new();
+        if total > 1 {
+            self.print(&mut state, &format!("cell {position}/{total}: {label}"));
+        }
+    }
+
     /// Starts the next step and prints `[i/n t] label`.
     pub fn begin(&self, label: impl Display) {
         let mut state = self.lock();

@@ -140,3 +140,173 @@ fn results_record_their_provenance_and_compare_tells_counted_from_timed() {
         "{err}"
     );
 }
+
+#[test]
+fn an_interrupted_run_resumes_to_the_uninterrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, cut) = (dir.path().join("whole"), dir.path().join("cut"));
+    ok(&run_update(&whole, &[], &[]));
+    let reference = read(&result_path(&whole));
+    assert_eq!(reference["cells"]["total"], 6);
+    assert_eq!(reference["cells"]["done"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        reference["cells"]["done"][1]["label"],
+        "datasets=chicago strategies=UM+F"
+    );
+
+    // Stopped after 2 cells: no result, a partial file with those 2 cells.
+    let stopped = run_update(&cut, &[], &[("LSMLAB_ABORT_AFTER_CELLS", "2")]);
+    assert!(!stopped.status.success());
+    let err = String::from_utf8_lossy(&stopped.stderr);
+    assert!(err.contains("--resume"), "{err}");
+    assert!(!result_path(&cut).exists(), "an interrupted run leaves no result");
+    let partial = cut.join("tiny/rum-update.json.partial");
+    assert_eq!(read(&partial)["cells"]["done"].as_array().unwrap().len(), 2);
+
+    // Resumed and stopped again after 3 more cells, then finished.
+    assert!(
+        !run_update(&cut, &["--resume"], &[("LSMLAB_ABORT_AFTER_CELLS", "3")])
+            .status
+            .success()
+    );
+    assert_eq!(read(&partial)["cells"]["done"].as_array().unwrap().len(), 5);
+    ok(&run_update(&cut, &["--resume"], &[]));
+    assert!(
+        !partial.exists(),
+        "the partial file goes once the result is written"
+    );
+    let resumed = read(&result_path(&cut));
+    assert_eq!(counted(&resumed), counted(&reference));
+    assert_eq!(resumed["notes"], reference["notes"]);
+    let labels = |r: &Value| -> Vec<Value> {
+        r["cells"]["done"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["label"].clone())
+            .collect()
+    };
+    assert_eq!(labels(&resumed), labels(&reference));
+
+    // A partial result of another run is not resumed.
+    assert!(!run_update(&cut, &[], &[("LSMLAB_ABORT_AFTER_CELLS", "1")])
+        .status
+        .success());
+    let other = run_update(&cut, &["--resume", "--set", "memory_pages=32"], &[]);
+    assert!(!other.status.success());
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        err.contains("cannot --resume") && err.contains("config differs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_shards_merge_into_the_unsharded_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, shards) = (dir.path().join("whole"), dir.path().join("shards"));
+    ok(&run_update(&whole, &[], &[]));
+    ok(&run_update(&shards, &["--shard", "1/2"], &[]));
+    ok(&run_update(&shards, &["--shard", "2/2"], &[]));
+    let one = shards.join("tiny/rum-update.shard-1-of-2.json");
+    let two = shards.join("tiny/rum-update.shard-2-of-2.json");
+    assert_eq!(read(&one)["rows"].as_array().unwrap().len(), 3);
+    assert_eq!(read(&one)["cells"]["shard"]["index"], 1);
+
+    let merged = dir.path().join("merged.json");
+    // Given in any order.
+    ok(&lsmlab(&[
+        "merge",
+        two.to_str().unwrap(),
+        one.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    let (m, reference) = (read(&merged), read(&result_path(&whole)));
+    assert_eq!(counted(&m), counted(&reference));
+    assert_eq!(m["cells"]["total"], 6);
+    assert!(m["cells"].get("shard").is_none());
+    let compared = ok(&lsmlab(&[
+        "compare",
+        merged.to_str().unwrap(),
+        result_path(&whole).to_str().unwrap(),
+        "--check",
+    ]));
+    assert!(compared.contains("identical in every matched row"), "{compared}");
+
+    // A missing shard, a shard given twice and a shard of another run are refused, writing nothing.
+    let bad = dir.path().join("bad.json");
+    for (files, needle) in [
+        (vec![&one], "in none of the files"),
+        (vec![&one, &one], "merge each shard once"),
+    ] {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        args.extend(["--out", bad.to_str().unwrap()]);
+        let out = lsmlab(&args);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{err}");
+    }
+    let other = dir.path().join("other");
+    ok(&run_update(
+        &other,
+        &["--shard", "2/2", "--set", "memory_pages=32"],
+        &[],
+    ));
+    let out = lsmlab(&[
+        "merge",
+        one.to_str().unwrap(),
+        other.join("tiny/rum-update.shard-2-of-2.json").to_str().unwrap(),
+        "--out",
+        bad.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("not shards of one run")
+            && err.contains("configs differ in `memory_pages`"),
+        "{err}"
+    );
+    assert!(!bad.exists());
+
+    // Too many shards for the grid is an error before anything runs.
+    let out = run_update(&dir.path().join("many"), &["--shard", "7/7"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("has no cells"), "{err}");
+}
+
+#[test]
+fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, repeated) = (dir.path().join("plain"), dir.path().join("repeated"));
+    ok(&run_update(&plain, &[], &[]));
+    ok(&run_update(
+        &repeated,
+        &["--repeat", "3", "--set", "datasets=chicago"],
+        &[],
+    ));
+    let r = read(&result_path(&repeated));
+    assert_eq!(r["cells"]["repeat"], 3);
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row["repeats"], 3);
+        assert!(row.get("update_ms_ci95").is_some(), "{row}");
+        assert_eq!(
+            row["records"], 3000,
+            "what every repetition shares stays as it is"
+        );
+    }
+    // Repetitions draw other data (seeds derived from --seed), so some counted field varies.
+    assert!(
+        rows.iter().any(|row| row
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.ends_with("_ci95") && !is_timed(k))),
+        "{rows:?}"
+    );
+    let bad = run_update(&repeated, &["--repeat", "0"], &[]);
+    assert!(!bad.status.success());
+}
