@@ -368,8 +368,10 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     }
     let progress = Progress::new(args.quiet);
     lsmlab::atomic::remove_stale(&request.out_dir);
-    let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress)
-        .with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
+    let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress);
+    progress.finish();
+    let path =
+        path.with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
     println!("{}", path.display());
     Ok(())
 }

@@ -252,7 +252,12 @@ fn run_checked(
 ) -> anyhow::Result<PathBuf> {
     let name = experiment.name();
     let sweep = &request.sweep;
-    let cells = experiment.cells(&resolved, data)?;
+    // An empty grid (an empty list) runs as one whole cell, so the experiment itself says what is
+    // missing, or produces no rows.
+    let cells = match experiment.cells(&resolved, data)? {
+        cells if cells.is_empty() => vec![crate::cells::Cell::whole()],
+        cells => cells,
+    };
     let mut config = resolved.clone();
     if !data.is_empty() {
         config.insert(DATA_KEY.to_string(), serde_json::to_value(data)?);
@@ -260,7 +265,7 @@ fn run_checked(
     let selected: Vec<usize> = (0..cells.len())
         .filter(|&i| sweep.shard.is_none_or(|s| s.runs(i)))
         .collect();
-    if selected.is_empty() && !cells.is_empty() {
+    if selected.is_empty() {
         bail!(
             "shard {} of `{name}` has no cells: the grid has {} cell{}; use at most {} shards",
             sweep.shard.map(|s| s.to_string()).unwrap_or_default(),
@@ -359,6 +364,7 @@ fn run_checked(
             .with_context(|| format!("averaging the repetitions of cell {label}"))?;
         let duration_s = clock.elapsed().as_secs_f64();
         add_cell(&mut state, i, label, duration_s, output);
+        progress.cell_done();
         if cells.len() > 1 || sweep.resume || sweep.shard.is_some() {
             state
                 .write_atomic(&partial)
