@@ -14,6 +14,7 @@ use crate::config::{self, Config, ConfigMap, KeyInfo, Overlay};
 use crate::progress::Progress;
 use crate::result::ResultFile;
 
+pub use crate::cells::Cell;
 pub use crate::rows::{Row, RowBuilder, RunOutput};
 pub use crate::scale::Scale;
 
@@ -73,6 +74,13 @@ pub trait TypedExperiment: Sync {
     fn memory_estimate(&self, _config: &Self::Config, _data: &[DataSpec]) -> Option<MemoryEstimate> {
         None
     }
+    /// The grid of the run ([`crate::cells`]): the runner runs the experiment once per cell, on the
+    /// config with the cell's list-valued keys narrowed to one element, and writes the result after
+    /// every cell (`--resume`, `--shard`, `--repeat` work per cell). Only keys whose values the run
+    /// treats independently may be split. The default, one cell narrowing nothing, is one whole run.
+    fn cells(&self, _config: &Self::Config, _data: &[DataSpec]) -> Vec<Cell> {
+        vec![Cell::whole()]
+    }
 }
 
 /// An experiment as the runner, registry and report see it: its config travels as JSON.
@@ -95,6 +103,8 @@ pub trait Experiment: Sync {
         config: &ConfigMap,
         data: &[DataSpec],
     ) -> anyhow::Result<Option<MemoryEstimate>>;
+    /// The cells of a config [`Experiment::resolve`] returned ([`TypedExperiment::cells`]).
+    fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>>;
 }
 
 impl<T: TypedExperiment> Experiment for T {
@@ -138,6 +148,11 @@ impl<T: TypedExperiment> Experiment for T {
     ) -> anyhow::Result<Option<MemoryEstimate>> {
         let config: T::Config = config::from_map(config)?;
         Ok(TypedExperiment::memory_estimate(self, &config, data))
+    }
+
+    fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>> {
+        let config: T::Config = config::from_map(config)?;
+        Ok(TypedExperiment::cells(self, &config, data))
     }
 }
 

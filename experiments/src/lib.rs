@@ -12,13 +12,17 @@
 
 pub mod atomic;
 pub mod bench;
+pub mod cells;
 pub mod claims;
+pub mod compare;
 pub mod config;
 pub mod experiment;
 pub mod measure;
+pub mod merge;
 pub mod plot;
 pub mod progress;
 pub mod registry;
+pub mod repeat;
 pub mod report;
 pub mod result;
 pub mod rows;

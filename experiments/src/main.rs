@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use lsmlab::config::{self, ConfigFile};
 use lsmlab::experiment::{DataSpec, Experiment, Scale};
 use lsmlab::progress::Progress;
+use lsmlab::result::ResultFile;
 use lsmlab::{registry, report, runner};
 
 /// Reproduce storage-engine papers (LSM RUM-tree, Leaper, DIOL, OrientDB OEP 7): run experiments,
@@ -67,6 +68,28 @@ enum Command {
         /// DIR/<scale>/REPORT.md beside that scale's results).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Print the counted and timed differences of two results of the same experiment, row by row
+    /// (rows matched by their string and boolean fields). Exits non-zero when the files are results
+    /// of different experiments, and with --check when a counted field differs.
+    Compare {
+        /// The first result file (A).
+        a: PathBuf,
+        /// The second result file (B).
+        b: PathBuf,
+        /// Exit with status 1 when a counted field or the set of rows differs.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Join the result files of `run --shard K/N` (every shard of one run) into the one result the
+    /// unsharded run writes, and write it to FILE.
+    Merge {
+        /// The shard result files.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// The merged result file, e.g. results/small/rum-update.json.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
     },
     /// Summarise the criterion benches that run lsmlab beside peer crates (`make bench` runs them)
     /// into one JSON file: each operation's throughputs and the ratio lsmlab / peer.
@@ -142,6 +165,19 @@ struct RunArgs {
     /// Print no progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Continue an interrupted run: skip the cells its partial result (`<result>.partial`, written
+    /// after every cell) already holds. The run must be the same (experiment, scale, seed,
+    /// parameters, shard, repeat, commit).
+    #[arg(long)]
+    resume: bool,
+    /// Run only every N-th cell of the grid, starting with the K-th (1 <= K <= N), into
+    /// DIR/<scale>/<EXPERIMENT>.shard-K-of-N.json; `lsmlab merge` joins the shards.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<lsmlab::cells::Shard>,
+    /// Run each cell R times, repetition r with a seed derived from --seed (r = 0: the seed itself),
+    /// and write the mean of each numeric field with a 95% interval (`<field>_ci95`).
+    #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
 }
 
 fn main() -> ExitCode {
@@ -168,6 +204,45 @@ fn execute(command: Command) -> anyhow::Result<()> {
             for path in paths {
                 println!("{}", path.display());
             }
+            Ok(())
+        }
+        Command::Compare { a, b, check } => {
+            let ra = ResultFile::read(&a)?;
+            let rb = ResultFile::read(&b)?;
+            let comparison = lsmlab::compare::compare(&ra, &rb)
+                .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
+            print!(
+                "{}",
+                lsmlab::compare::render(
+                    &comparison,
+                    &a.display().to_string(),
+                    &b.display().to_string(),
+                    &ra.experiment
+                )
+            );
+            if check && comparison.counted_differ() {
+                anyhow::bail!(
+                    "counted fields differ between {} and {}",
+                    a.display(),
+                    b.display()
+                );
+            }
+            Ok(())
+        }
+        Command::Merge { shards, out } => {
+            let mut read = Vec::with_capacity(shards.len());
+            for path in &shards {
+                read.push((path.as_path(), ResultFile::read(path)?));
+            }
+            let merged = lsmlab::merge::merge(&read).context("lsmlab merge failed; nothing written")?;
+            merged.write_atomic(&out)?;
+            println!("{}", out.display());
+            eprintln!(
+                "merged {} shard files: {} cells, {} rows",
+                shards.len(),
+                merged.cells.as_ref().map_or(0, |c| c.done.len()),
+                merged.rows.len()
+            );
             Ok(())
         }
         Command::BenchSummary { criterion, out } => {
@@ -279,6 +354,11 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         sets: args.sets,
         out_dir: args.out,
         data,
+        sweep: runner::Sweep {
+            resume: args.resume,
+            shard: args.shard,
+            repeat: args.repeat,
+        },
     };
     if args.print_config {
         let config =
@@ -288,8 +368,10 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     }
     let progress = Progress::new(args.quiet);
     lsmlab::atomic::remove_stale(&request.out_dir);
-    let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress)
-        .with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
+    let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress);
+    progress.finish();
+    let path =
+        path.with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
     println!("{}", path.display());
     Ok(())
 }

@@ -4,6 +4,10 @@
 //! with [`Progress::set_total`]) and may report from long loops with [`Progress::tick`], which
 //! prints at most twice a second. `quiet` prints nothing. Progress is shared by reference and is
 //! `Sync`, so worker threads can tick too.
+//!
+//! On a terminal, [`Progress::new`] draws one `indicatif` bar per run instead: cells done of the
+//! grid, cells per second, an ETA, and the current cell with the experiment's latest line. When
+//! stderr is not a terminal (CI logs, tests, `2> file`) it keeps the plain lines.
 
 use std::fmt::Display;
 use std::io::Write;
@@ -19,6 +23,8 @@ struct State {
     label: String,
     last_line: Option<Instant>,
     sink: Box<dyn Write + Send>,
+    /// The current cell's label, shown on the bar.
+    cell: String,
 }
 
 /// Reports how far a run has got.
@@ -26,12 +32,33 @@ pub struct Progress {
     quiet: bool,
     start: Instant,
     state: Mutex<State>,
+    /// The bar, when stderr is a terminal.
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
-    /// Progress on stderr; `quiet` prints nothing.
+    /// Progress on stderr; `quiet` prints nothing. A bar on a terminal, plain lines otherwise.
     pub fn new(quiet: bool) -> Self {
-        Progress::with_sink(quiet, Box::new(std::io::stderr()))
+        use std::io::IsTerminal;
+        let mut progress = Progress::with_sink(quiet, Box::new(std::io::stderr()));
+        if !quiet && std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(1);
+            let style = indicatif::ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:24} {pos}/{len} cells, {per_sec}, ETA {eta}  {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(500));
+            progress.bar = Some(bar);
+        }
+        progress
+    }
+
+    /// Removes the bar (if any) at the end of a run.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
     }
 
     /// Progress that prints nothing (for tests and library callers).
@@ -50,7 +77,9 @@ impl Progress {
                 label: String::new(),
                 last_line: None,
                 sink,
+                cell: String::new(),
             }),
+            bar: None,
         }
     }
 
@@ -66,6 +95,37 @@ impl Progress {
     /// Sets how many steps (cells) the run has, shown as the `/21` of `[3/21 ...]`.
     pub fn set_total(&self, total: usize) {
         self.lock().total = total;
+    }
+
+    /// Starts cell `position` of `total` of a run's grid ([`crate::cells`]) and prints
+    /// `[t] cell 3/12: datasets=chicago strategies=UM+F`; the experiment's own steps count afresh
+    /// inside it. Nothing is printed for a run of one cell.
+    pub fn cell(&self, position: usize, total: usize, label: &str) {
+        let mut state = self.lock();
+        state.step = 0;
+        state.total = 0;
+        state.label = String::new();
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+            bar.set_position(position.saturating_sub(1) as u64);
+            bar.set_message(label.to_string());
+            state.cell = if total > 1 {
+                label.to_string()
+            } else {
+                String::new()
+            };
+            return;
+        }
+        if total > 1 {
+            self.print(&mut state, &format!("cell {position}/{total}: {label}"));
+        }
+    }
+
+    /// Counts the current cell as done (moves the bar; the plain lines need nothing).
+    pub fn cell_done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
     }
 
     /// Starts the next step and prints `[i/n t] label`.
@@ -114,6 +174,16 @@ impl Progress {
 
     fn print(&self, state: &mut State, text: &str) {
         if self.quiet {
+            return;
+        }
+        if let Some(bar) = &self.bar {
+            // On the bar: the cell, then the experiment's latest line.
+            bar.set_message(if state.cell.is_empty() {
+                text.to_string()
+            } else {
+                format!("{} | {text}", state.cell)
+            });
+            state.last_line = Some(Instant::now());
             return;
         }
         let prefix = match (state.step, state.total) {

@@ -386,6 +386,7 @@ mod tests {
             sets: vec![],
             out_dir: results.clone(),
             data: vec![],
+            sweep: Default::default(),
         };
         run(&FAKE, &request, &Progress::silent()).unwrap();
         run(&OTHER, &request, &Progress::silent()).unwrap();
@@ -531,6 +532,7 @@ mod tests {
                 sets: vec![],
                 out_dir: results.clone(),
                 data: vec![],
+                sweep: Default::default(),
             };
             run(&FAKE, &request, &Progress::silent()).unwrap();
         }

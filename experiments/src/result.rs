@@ -36,6 +36,94 @@ pub struct ResultFile {
     pub duration_s: f64,
     pub rows: Vec<Row>,
     pub notes: Vec<String>,
+    /// What built and started the run. Absent in files written before lsmlab recorded it; readers
+    /// must not require it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    /// The cells of the run's grid this file holds ([`crate::cells`]). Absent in files written
+    /// before runs had cells; such a file holds one whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<CellLog>,
+}
+
+/// What built and started a run: the lsmlab version, the cargo profile and the rustc version of
+/// the binary (recorded at build time by `experiments/build.rs`), and the full command line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub lsmlab_version: String,
+    /// `release` or `debug`.
+    pub profile: String,
+    /// `rustc --version` of the compiler that built the binary.
+    pub rustc: String,
+    /// The program and its arguments, as the process received them.
+    pub command_line: Vec<String>,
+}
+
+impl Provenance {
+    /// This binary's provenance, with this process's command line.
+    pub fn current() -> Provenance {
+        Provenance {
+            lsmlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            profile: env!("LSMLAB_BUILD_PROFILE").to_string(),
+            rustc: env!("LSMLAB_RUSTC_VERSION").to_string(),
+            command_line: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        }
+    }
+}
+
+/// Which cells of the grid a result file holds, in grid order; their rows follow one another in
+/// the file's `rows`, `rows` of them per cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellLog {
+    /// The cells of the whole grid (every shard's).
+    pub total: usize,
+    /// Set when the run was `--shard K/N`: the file holds only that shard's cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::cells::Shard>,
+    /// Runs per cell (`--repeat R`, seeds from [`crate::cells::repeat_seed`]); rows then hold the
+    /// mean and a 95% interval ([`crate::repeat`]).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: u32,
+    pub done: Vec<CellRecord>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// One cell that ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    /// 0-based index in the whole grid.
+    pub index: usize,
+    /// What the cell narrowed, e.g. `datasets=berlinmod strategies=UM+F`.
+    pub label: String,
+    /// How many rows it wrote.
+    pub rows: usize,
+    pub duration_s: f64,
+}
+
+impl CellLog {
+    /// The rows of each done cell, as index ranges into the file's rows; fails when the counts do
+    /// not add up to `rows`.
+    pub fn row_ranges(&self, rows: usize) -> anyhow::Result<Vec<std::ops::Range<usize>>> {
+        let mut start = 0;
+        let mut ranges = Vec::with_capacity(self.done.len());
+        for cell in &self.done {
+            ranges.push(start..start + cell.rows);
+            start += cell.rows;
+        }
+        if start != rows {
+            bail!("its cells account for {start} rows, but it has {rows}");
+        }
+        Ok(ranges)
+    }
 }
 
 /// The machine a run ran on.
@@ -190,6 +278,11 @@ impl ResultFile {
                 self.duration_s
             );
         }
+        if let Some(cells) = &self.cells {
+            cells
+                .row_ranges(self.rows.len())
+                .context("cells do not match rows")?;
+        }
         for (key, value) in &self.config {
             check_no_null(value).with_context(|| format!("config field `{key}`"))?;
         }
@@ -275,6 +368,14 @@ fn check_no_null(value: &Value) -> anyhow::Result<()> {
     }
 }
 
+/// A `--shard K/N` result's file name: `<experiment>.shard-K-of-N.json`.
+pub fn is_shard_file(name: &str) -> bool {
+    name.strip_suffix(".json")
+        .and_then(|stem| stem.rsplit_once(".shard-"))
+        .and_then(|(_, tail)| tail.split_once("-of-"))
+        .is_some_and(|(k, n)| k.parse::<usize>().is_ok() && n.parse::<usize>().is_ok())
+}
+
 /// Every result file under `results_dir/<scale>/*.json`, for the given scales (all when empty),
 /// sorted by scale then experiment name.
 pub fn find_result_files(results_dir: &Path, scales: &[Scale]) -> anyhow::Result<Vec<PathBuf>> {
@@ -295,8 +396,10 @@ pub fn find_result_files(results_dir: &Path, scales: &[Scale]) -> anyhow::Result
             .filter(|p| {
                 p.extension().is_some_and(|e| e == "json")
                     && !p.file_name().is_some_and(|n| {
-                        // Hidden (temp) files, and the claims evaluation `lsmlab report` writes here.
-                        n.to_string_lossy().starts_with('.') || n == crate::claims::FILE_NAME
+                        // Hidden (temp) files, the claims evaluation `lsmlab report` writes here,
+                        // and shards of a sweep (`lsmlab merge` joins them into one result first).
+                        let n = n.to_string_lossy();
+                        n.starts_with('.') || n == crate::claims::FILE_NAME || is_shard_file(&n)
                     })
             })
             .collect();
@@ -337,7 +440,48 @@ pub(crate) mod tests {
                 .int("flushes", 3u64)
                 .build()],
             notes: vec!["a note".to_string()],
+            provenance: None,
+            cells: None,
         }
+    }
+
+    #[test]
+    fn files_without_provenance_or_cells_still_read_and_new_ones_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.json");
+        let mut json = serde_json::to_value(sample()).unwrap();
+        assert!(json.get("provenance").is_none() && json.get("cells").is_none());
+        fs::write(&path, json.to_string()).unwrap();
+        assert_eq!(ResultFile::read(&path).unwrap(), sample());
+
+        let mut result = sample();
+        result.provenance = Some(Provenance::current());
+        result.cells = Some(CellLog {
+            total: 4,
+            shard: Some(crate::cells::Shard { index: 2, count: 2 }),
+            repeat: 1,
+            done: vec![CellRecord {
+                index: 1,
+                label: "strategies=Eager".into(),
+                rows: 1,
+                duration_s: 0.5,
+            }],
+        });
+        result.write_atomic(&path).unwrap();
+        assert_eq!(ResultFile::read(&path).unwrap(), result);
+        json = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(json["cells"].get("repeat").is_none(), "repeat 1 is left out");
+
+        // Cells that do not account for the rows are refused.
+        result.cells.as_mut().unwrap().done[0].rows = 2;
+        assert!(format!("{:#}", result.validate().unwrap_err()).contains("account for 2 rows"));
+    }
+
+    #[test]
+    fn shard_files_are_recognised_by_name() {
+        assert!(is_shard_file("rum-update.shard-1-of-4.json"));
+        assert!(!is_shard_file("rum-update.json"));
+        assert!(!is_shard_file("rum-update.shard-x-of-4.json"));
     }
 
     #[test]

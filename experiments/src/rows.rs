@@ -61,6 +61,28 @@ impl RowBuilder {
     }
 }
 
+/// Whether a row field is timed (measured on the clock, different on every run and machine) rather
+/// than counted (deterministic for a seed and config, DESIGN.md section 4).
+///
+/// lsmlab names its fields by their unit, so the name decides: a field is timed when one of its
+/// `_`-separated words is a time unit (`ms`, `us`, `ns`), a rate or latency word (`qps`, `latency`,
+/// `speedup`, `overhead`, `spike`, `spikes`) or `s` (seconds and per-second rates: `wall_s`,
+/// `throughput_ops_s`, `modelled_ops_per_s_hdd`); `ms` alone is timed too. Modelled times
+/// (`modelled_ms`) count as timed: they add measured CPU time to counted I/O. Everything else
+/// (pages, hits, flushes, ratios of counts, parameters) is counted.
+///
+/// ```
+/// use lsmlab::rows::is_timed;
+/// assert!(is_timed("update_ms") && is_timed("modelled_ms_hdd") && is_timed("throughput_ops_s"));
+/// assert!(!is_timed("page_reads") && !is_timed("hit_ratio") && !is_timed("selectivity"));
+/// ```
+pub fn is_timed(key: &str) -> bool {
+    const TIMED_WORDS: [&str; 10] = [
+        "ms", "us", "ns", "s", "qps", "latency", "speedup", "overhead", "spike", "spikes",
+    ];
+    key.split('_').any(|w| TIMED_WORDS.contains(&w))
+}
+
 /// What a run produced.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOutput {
@@ -90,6 +112,49 @@ mod tests {
             serde_json::to_string(&row).unwrap(),
             r#"{"dataset":"chicago","delta":-2,"flushes":3,"ok":true,"update_ms":1.25}"#
         );
+    }
+
+    #[test]
+    fn timed_fields_are_told_from_counted_ones_by_name() {
+        for timed in [
+            "ms",
+            "update_ms",
+            "avg_query_us",
+            "p99_9_update_us",
+            "flush_modelled_ms",
+            "modelled_ms_nvme",
+            "qps",
+            "qps_in_windows",
+            "wall_s",
+            "run_s",
+            "throughput_ops_s",
+            "modelled_ops_per_s_hdd",
+            "qps_speedup",
+            "overhead_pct",
+            "latency_spikes",
+        ] {
+            assert!(is_timed(timed), "{timed}");
+        }
+        for counted in [
+            "page_reads",
+            "flushes",
+            "merges",
+            "um_max_entries",
+            "hit_ratio",
+            "avg_candidates",
+            "records",
+            "selectivity",
+            "strategy",
+            "miss_ratio",
+            "cache_hits",
+            "write_amplification",
+            "pages_per_op",
+            "users",
+            "status",
+            "ops",
+        ] {
+            assert!(!is_timed(counted), "{counted}");
+        }
     }
 
     #[test]

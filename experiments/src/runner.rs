@@ -12,7 +12,9 @@ use crate::config::{ConfigFile, ConfigMap, Overlay, DATA_KEY, DERIVED_KEY};
 use crate::experiment::{DataSpec, Experiment, MemoryEstimate, RunContext, Scale};
 use crate::progress::Progress;
 use crate::registry::find_in;
-use crate::result::{find_result_files, now_rfc3339, GitInfo, Machine, ResultFile, SCHEMA};
+use crate::result::{
+    find_result_files, now_rfc3339, CellLog, CellRecord, GitInfo, Machine, Provenance, ResultFile, SCHEMA,
+};
 
 /// The effective config of `experiment` at `scale` under `overlay` (`--config`, then `--set`),
 /// checked for type and range: what `--print-config` prints and a result's `config` records.
@@ -46,6 +48,29 @@ pub struct RunRequest {
     pub out_dir: PathBuf,
     /// `--data` files (a `--config` file may list them instead).
     pub data: Vec<DataSpec>,
+    /// `--resume`, `--shard`, `--repeat`.
+    pub sweep: Sweep,
+}
+
+/// How a run goes through its grid of cells ([`crate::cells`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sweep {
+    /// Skip the cells a partial result of the same run already holds.
+    pub resume: bool,
+    /// Run only this shard's cells, into `<experiment>.shard-K-of-N.json`.
+    pub shard: Option<crate::cells::Shard>,
+    /// Runs per cell, with seeds from [`crate::cells::repeat_seed`]; at least 1.
+    pub repeat: u32,
+}
+
+impl Default for Sweep {
+    fn default() -> Sweep {
+        Sweep {
+            resume: false,
+            shard: None,
+            repeat: 1,
+        }
+    }
 }
 
 impl RunRequest {
@@ -101,7 +126,17 @@ pub fn run_with(
         let estimate = experiment.memory_estimate(&resolved, &data)?;
         check_memory(experiment.name(), estimate.as_ref(), available_memory())?;
     }
-    let path = ResultFile::path_in(&request.out_dir, request.scale, experiment.name());
+    if request.sweep.repeat == 0 {
+        bail!("--repeat 0 runs nothing; give 1 or more");
+    }
+    let path = match request.sweep.shard {
+        None => ResultFile::path_in(&request.out_dir, request.scale, experiment.name()),
+        Some(shard) => ResultFile::path_in(
+            &request.out_dir,
+            request.scale,
+            &format!("{}.{}", experiment.name(), shard.suffix()),
+        ),
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     let created = check_writable(dir)?;
     let written = run_checked(experiment, request, resolved, &data, &path, progress);
@@ -192,7 +227,21 @@ pub fn check_writable(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
 }
 
-/// Runs `experiment` with its checked config and data and writes the result file at `path`.
+/// The test-only hook that stops a run (with an error) after this many cells were written, as an
+/// interruption would; `--resume` then continues it. Not for users: a killed run behaves the same.
+pub const ABORT_AFTER_CELLS: &str = "LSMLAB_ABORT_AFTER_CELLS";
+
+/// Where a run keeps its cells until the last one is done: `<result>.partial` beside the result
+/// (not a `.json` name, so `plot` and `report` never take it for a result).
+pub fn partial_path(result: &Path) -> PathBuf {
+    let mut name = result.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    result.with_file_name(name)
+}
+
+/// Runs `experiment` with its checked config and data, cell by cell ([`crate::cells`]), writing
+/// the cells done so far to [`partial_path`] after every cell and the result file at `path` once
+/// every cell (of the shard) is done. With `resume`, cells already in the partial file are skipped.
 fn run_checked(
     experiment: &dyn Experiment,
     request: &RunRequest,
@@ -202,22 +251,136 @@ fn run_checked(
     progress: &Progress,
 ) -> anyhow::Result<PathBuf> {
     let name = experiment.name();
-    let started_at = now_rfc3339();
-    let clock = Instant::now();
-    let ctx = RunContext {
+    let sweep = &request.sweep;
+    // An empty grid (an empty list) runs as one whole cell, so the experiment itself says what is
+    // missing, or produces no rows.
+    let cells = match experiment.cells(&resolved, data)? {
+        cells if cells.is_empty() => vec![crate::cells::Cell::whole()],
+        cells => cells,
+    };
+    let mut config = resolved.clone();
+    if !data.is_empty() {
+        config.insert(DATA_KEY.to_string(), serde_json::to_value(data)?);
+    }
+    let selected: Vec<usize> = (0..cells.len())
+        .filter(|&i| sweep.shard.is_none_or(|s| s.runs(i)))
+        .collect();
+    if selected.is_empty() {
+        bail!(
+            "shard {} of `{name}` has no cells: the grid has {} cell{}; use at most {} shards",
+            sweep.shard.map(|s| s.to_string()).unwrap_or_default(),
+            cells.len(),
+            if cells.len() == 1 { "" } else { "s" },
+            cells.len()
+        );
+    }
+    let partial = partial_path(path);
+    let fresh = || ResultFile {
+        schema: SCHEMA.to_string(),
+        experiment: name.to_string(),
+        paper: experiment.paper().to_string(),
         scale: request.scale,
         seed: request.seed,
-        data,
-        progress,
+        config: config.clone(),
+        machine: Machine::detect(),
+        git: source_git_info(),
+        started_at: now_rfc3339(),
+        duration_s: 0.0,
+        rows: Vec::new(),
+        notes: Vec::new(),
+        provenance: Some(Provenance::current()),
+        cells: Some(CellLog {
+            total: cells.len(),
+            shard: sweep.shard,
+            repeat: sweep.repeat,
+            done: Vec::new(),
+        }),
     };
-    let output = experiment.run(&resolved, &ctx).with_context(|| {
-        format!(
-            "running `{name}` at scale {} with seed {}",
-            request.scale, request.seed
-        )
-    })?;
-    let duration_s = clock.elapsed().as_secs_f64();
-    if output.rows.is_empty() {
+    let mut state = if sweep.resume && partial.exists() {
+        let state = ResultFile::read(&partial)?;
+        check_resumable(&state, &fresh(), &cells, &resolved).with_context(|| {
+            format!(
+                "cannot --resume from {}; remove it to start over",
+                partial.display()
+            )
+        })?;
+        state
+    } else {
+        fresh()
+    };
+    let done_before = state.cells.as_ref().map_or(0, |c| c.done.len());
+    let todo: Vec<usize> = selected
+        .iter()
+        .copied()
+        .filter(|i| {
+            !state
+                .cells
+                .as_ref()
+                .is_some_and(|c| c.done.iter().any(|d| d.index == *i))
+        })
+        .collect();
+    if done_before > 0 {
+        progress.message(format!(
+            "resuming: {done_before} of {} cells already done in {}",
+            selected.len(),
+            partial.display()
+        ));
+    }
+    let abort_after: Option<usize> = std::env::var(ABORT_AFTER_CELLS).ok().and_then(|v| v.parse().ok());
+    for (n, &i) in todo.iter().enumerate() {
+        let cell = &cells[i];
+        let label = cell.label(&resolved);
+        progress.cell(done_before + n + 1, selected.len(), &label);
+        let narrowed = cell.narrow(&resolved)?;
+        let clock = Instant::now();
+        let mut runs = Vec::with_capacity(sweep.repeat as usize);
+        for r in 0..sweep.repeat {
+            let seed = crate::cells::repeat_seed(request.seed, r);
+            let ctx = RunContext {
+                scale: request.scale,
+                seed,
+                data,
+                progress,
+            };
+            let output = experiment.run(&narrowed, &ctx).with_context(|| {
+                let repetition = if sweep.repeat > 1 {
+                    format!(", repetition {} of {}", r + 1, sweep.repeat)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "running `{name}` at scale {} with seed {seed}{}{repetition}",
+                    request.scale,
+                    if cells.len() > 1 {
+                        format!(", cell {label}")
+                    } else {
+                        String::new()
+                    }
+                )
+            })?;
+            runs.push(output);
+        }
+        let output = crate::repeat::aggregate(runs)
+            .with_context(|| format!("averaging the repetitions of cell {label}"))?;
+        let duration_s = clock.elapsed().as_secs_f64();
+        add_cell(&mut state, i, label, duration_s, output);
+        progress.cell_done();
+        if cells.len() > 1 || sweep.resume || sweep.shard.is_some() {
+            state
+                .write_atomic(&partial)
+                .context("writing the cells done so far")?;
+        }
+        if abort_after.is_some_and(|k| n + 1 >= k) {
+            bail!(
+                "stopped after {} cell{} as {ABORT_AFTER_CELLS} asks; `--resume` continues from {}",
+                n + 1,
+                if n == 0 { "" } else { "s" },
+                partial.display()
+            );
+        }
+    }
+    if state.rows.is_empty() {
+        let _ = fs::remove_file(&partial);
         bail!(
             "`{name}` produced no rows; no result written{}",
             if path.exists() {
@@ -227,34 +390,124 @@ fn run_checked(
             }
         );
     }
+    if let Some(log) = state.cells.as_mut() {
+        log.done.sort_by_key(|d| d.index);
+    }
+    state.provenance = Some(Provenance::current());
+    state.write_atomic(path)?;
+    let _ = fs::remove_file(&partial);
+    Ok(path.to_path_buf())
+}
 
-    let mut config = resolved;
+/// Appends one cell's rows, notes (each once) and derived config to `state`.
+fn add_cell(
+    state: &mut ResultFile,
+    index: usize,
+    label: String,
+    duration_s: f64,
+    output: crate::rows::RunOutput,
+) {
+    let rows = output.rows.len();
+    state.rows.extend(output.rows);
+    for note in output.notes {
+        if !state.notes.contains(&note) {
+            state.notes.push(note);
+        }
+    }
     if !output.extra_config.is_empty() {
-        config.insert(
-            DERIVED_KEY.to_string(),
-            serde_json::Value::Object(output.extra_config),
+        let derived = state
+            .config
+            .entry(DERIVED_KEY.to_string())
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if let serde_json::Value::Object(derived) = derived {
+            for (key, value) in output.extra_config {
+                match derived.get(&key) {
+                    Some(kept) if *kept != value => {
+                        let note = format!(
+                            "config.derived.{key} differs between cells; the first cell's value is kept"
+                        );
+                        if !state.notes.contains(&note) {
+                            state.notes.push(note);
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        derived.insert(key, value);
+                    }
+                }
+            }
+        }
+    }
+    state.duration_s += duration_s;
+    if let Some(log) = state.cells.as_mut() {
+        log.done.push(CellRecord {
+            index,
+            label,
+            rows,
+            duration_s,
+        });
+    }
+}
+
+/// A partial result may be resumed when it is the same run: experiment, scale, seed, config, grid,
+/// shard, repetitions and code.
+fn check_resumable(
+    partial: &ResultFile,
+    now: &ResultFile,
+    cells: &[crate::cells::Cell],
+    resolved: &crate::config::ConfigMap,
+) -> anyhow::Result<()> {
+    let inputs = |r: &ResultFile| {
+        let mut c = r.config.clone();
+        c.remove(DERIVED_KEY);
+        c
+    };
+    if partial.experiment != now.experiment || partial.scale != now.scale || partial.seed != now.seed {
+        bail!(
+            "it is `{}` at scale {} with seed {}, this run is `{}` at scale {} with seed {}",
+            partial.experiment,
+            partial.scale,
+            partial.seed,
+            now.experiment,
+            now.scale,
+            now.seed
         );
     }
-    if !data.is_empty() {
-        config.insert(DATA_KEY.to_string(), serde_json::to_value(data)?);
+    if inputs(partial) != inputs(now) {
+        bail!("its config differs from this run's (compare its `config` with --print-config)");
     }
-
-    let result = ResultFile {
-        schema: SCHEMA.to_string(),
-        experiment: name.to_string(),
-        paper: experiment.paper().to_string(),
-        scale: request.scale,
-        seed: request.seed,
-        config,
-        machine: Machine::detect(),
-        git: source_git_info(),
-        started_at,
-        duration_s,
-        rows: output.rows,
-        notes: output.notes,
+    let (Some(was), Some(is)) = (&partial.cells, &now.cells) else {
+        bail!("it records no cells");
     };
-    result.write_atomic(path)?;
-    Ok(path.to_path_buf())
+    if (was.total, was.shard, was.repeat) != (is.total, is.shard, is.repeat) {
+        bail!(
+            "it has {} cells{}, repeat {}; this run has {} cells{}, repeat {}",
+            was.total,
+            was.shard.map(|s| format!(" (shard {s})")).unwrap_or_default(),
+            was.repeat,
+            is.total,
+            is.shard.map(|s| format!(" (shard {s})")).unwrap_or_default(),
+            is.repeat
+        );
+    }
+    for done in &was.done {
+        let label = cells.get(done.index).map(|c| c.label(resolved));
+        if label.as_deref() != Some(done.label.as_str()) {
+            bail!(
+                "its cell {} is `{}`, which this run's grid does not have there",
+                done.index,
+                done.label
+            );
+        }
+    }
+    if partial.git.commit != now.git.commit {
+        bail!(
+            "it was run by the code of commit {}, this run is commit {}: their cells would not be comparable",
+            partial.git.commit,
+            now.git.commit
+        );
+    }
+    Ok(())
 }
 
 /// The git state of the source tree this binary was built from (or of the working directory when
@@ -393,6 +646,7 @@ mod tests {
             sets: sets.iter().map(|s| s.to_string()).collect(),
             out_dir: out.to_path_buf(),
             data: vec![],
+            sweep: Sweep::default(),
         }
     }
 

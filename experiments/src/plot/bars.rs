@@ -34,6 +34,7 @@ pub fn stacked_bars(
             labels: *labels,
             categories,
             series,
+            errors: &[],
             stacked: true,
             log_y: false,
         },
@@ -50,7 +51,30 @@ pub fn grouped_bars(
     series: &[(String, Vec<f64>)],
     log_y: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
+    grouped_bars_with_intervals(out_stem, labels, categories, series, &[], log_y)
+}
+
+/// [`grouped_bars`] with an error bar on each bar: `errors[j][i]` is the half-width of series j's
+/// interval in category i (e.g. a 95% interval of a mean over `--repeat` runs), drawn from value -
+/// half-width to value + half-width; 0 or a non-finite half-width draws none. `errors` is empty
+/// (no error bars) or has one list per series.
+pub fn grouped_bars_with_intervals(
+    out_stem: &Path,
+    labels: &Labels,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    errors: &[Vec<f64>],
+    log_y: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
     check_shape(categories, series)?;
+    if !errors.is_empty()
+        && (errors.len() != series.len() || errors.iter().any(|e| e.len() != categories.len()))
+    {
+        bail!(
+            "bar chart `{}`: the intervals do not match the series",
+            labels.title
+        );
+    }
     let y_label = axis_label(labels.y, None, log_y);
     render(
         out_stem,
@@ -61,6 +85,7 @@ pub fn grouped_bars(
             },
             categories,
             series,
+            errors,
             stacked: false,
             log_y,
         },
@@ -84,6 +109,8 @@ struct Bars<'a> {
     labels: Labels<'a>,
     categories: &'a [String],
     series: &'a [(String, Vec<f64>)],
+    /// Half-widths of intervals, parallel to `series` (empty: none).
+    errors: &'a [Vec<f64>],
     stacked: bool,
     log_y: bool,
 }
@@ -99,10 +126,21 @@ impl Draw for Bars<'_> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
         let (plot, styles) = titled_with_legend(root, &self.labels, &names, &names, false)?;
         let colors: Vec<RGBColor> = styles.iter().map(|s| s.color).collect();
+        // The axis makes room for the intervals' upper ends.
         let values = || {
             self.series
                 .iter()
-                .flat_map(|(_, v)| v.iter().copied())
+                .enumerate()
+                .flat_map(move |(j, (_, v))| {
+                    v.iter().enumerate().map(move |(i, y)| {
+                        let e = self.errors.get(j).map_or(0.0, |e| e[i]);
+                        if e.is_finite() && e > 0.0 {
+                            y + e
+                        } else {
+                            *y
+                        }
+                    })
+                })
                 .filter(|v| self.usable(*v))
         };
         if self.categories.is_empty() || values().next().is_none() {
@@ -246,6 +284,36 @@ impl Bars<'_> {
                     })
                     .collect();
                 chart.draw_series(bars).map_err(plot_err)?;
+                if let Some(errors) = self.errors.get(j) {
+                    // An error bar at the bar's centre: a vertical line with caps, placed in
+                    // pixels from the interval's top (anchor) down to its bottom.
+                    let centre = (left + width / 2.0).round() as i32;
+                    let cap = ((width / 4.0).round() as i32).clamp(2, 8);
+                    let area = chart.plotting_area();
+                    let mut marks = Vec::new();
+                    for i in (0..n).filter(|i| self.usable(values[*i])) {
+                        let (v, e) = (values[i], errors[i]);
+                        if !(e.is_finite() && e > 0.0) {
+                            continue;
+                        }
+                        let low = if self.log_y && v - e <= baseline {
+                            baseline
+                        } else {
+                            v - e
+                        };
+                        let top = area.map_coordinate(&(SegmentValue::Exact(i), v + e));
+                        let bottom = area.map_coordinate(&(SegmentValue::Exact(i), low));
+                        let h = bottom.1 - top.1;
+                        let stroke = BLACK.stroke_width(1);
+                        marks.push(
+                            EmptyElement::at((SegmentValue::Exact(i), v + e))
+                                + PathElement::new(vec![(centre, 0), (centre, h)], stroke)
+                                + PathElement::new(vec![(centre - cap, 0), (centre + cap, 0)], stroke)
+                                + PathElement::new(vec![(centre - cap, h), (centre + cap, h)], stroke),
+                        );
+                    }
+                    chart.draw_series(marks).map_err(plot_err)?;
+                }
             }
         }
         Ok(())

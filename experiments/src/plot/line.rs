@@ -35,6 +35,33 @@ pub fn line_chart_keyed(
     series: &[(String, Vec<(f64, f64)>)],
     keys: &[String],
 ) -> anyhow::Result<Vec<PathBuf>> {
+    line_chart_with_intervals(out_stem, labels, (log_x, log_y), series, keys, &[])
+}
+
+/// [`line_chart_keyed`] with an error bar at each point: `errors[j][k]` is the half-width of the
+/// interval of series j's k-th point (e.g. a 95% interval of a mean over `--repeat` runs); 0 or a
+/// non-finite half-width draws none. `errors` is empty (no error bars) or has one list per series,
+/// as long as its points.
+pub fn line_chart_with_intervals(
+    out_stem: &Path,
+    labels: &Labels,
+    (log_x, log_y): (bool, bool),
+    series: &[(String, Vec<(f64, f64)>)],
+    keys: &[String],
+    errors: &[Vec<f64>],
+) -> anyhow::Result<Vec<PathBuf>> {
+    if !errors.is_empty()
+        && (errors.len() != series.len()
+            || errors
+                .iter()
+                .zip(series)
+                .any(|(e, (_, pts))| e.len() != pts.len()))
+    {
+        anyhow::bail!(
+            "line chart `{}`: the intervals do not match the series",
+            labels.title
+        );
+    }
     if keys.len() != series.len() {
         anyhow::bail!(
             "line chart `{}`: {} style keys for {} series",
@@ -57,6 +84,7 @@ pub fn line_chart_keyed(
             log_y,
             series,
             keys,
+            errors,
         },
     )
 }
@@ -67,6 +95,8 @@ struct Lines<'a> {
     log_y: bool,
     series: &'a [(String, Vec<(f64, f64)>)],
     keys: &'a [String],
+    /// Half-widths of intervals, parallel to `series` (empty: none).
+    errors: &'a [Vec<f64>],
 }
 
 impl Lines<'_> {
@@ -104,7 +134,15 @@ impl Draw for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
         let (plot, styles) = titled_with_legend(root, &self.labels, &names, self.keys, true)?;
-        let all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
+        let mut all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
+        // The axis makes room for the intervals' upper ends.
+        for ((_, pts), errors) in self.series.iter().zip(self.errors) {
+            for (&(x, y), e) in pts.iter().zip(errors) {
+                if e.is_finite() && *e > 0.0 && self.usable((x, y + e)) {
+                    all.push((x, y + e));
+                }
+            }
+        }
         if all.is_empty() {
             return draw_no_data(&plot);
         }
@@ -150,7 +188,27 @@ impl Lines<'_> {
             .axis_desc_style(axis_desc_font())
             .draw()
             .map_err(plot_err)?;
-        for ((_, values), style) in self.series.iter().zip(styles) {
+        for (j, ((_, values), style)) in self.series.iter().zip(styles).enumerate() {
+            if let Some(errors) = self.errors.get(j) {
+                let area = chart.plotting_area();
+                let stroke = style.color.stroke_width(1);
+                let mut marks = Vec::new();
+                for (&(x, y), &e) in values.iter().zip(errors) {
+                    if !(self.usable((x, y)) && e.is_finite() && e > 0.0) {
+                        continue;
+                    }
+                    let low = if self.log_y && y - e <= 0.0 { y } else { y - e };
+                    let top = area.map_coordinate(&(x, y + e));
+                    let h = area.map_coordinate(&(x, low)).1 - top.1;
+                    marks.push(
+                        EmptyElement::at((x, y + e))
+                            + PathElement::new(vec![(0, 0), (0, h)], stroke)
+                            + PathElement::new(vec![(-4, 0), (4, 0)], stroke)
+                            + PathElement::new(vec![(-4, h), (4, h)], stroke),
+                    );
+                }
+                chart.draw_series(marks).map_err(plot_err)?;
+            }
             let points = self.points(values);
             if points.is_empty() {
                 continue;

@@ -23,8 +23,8 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 pub use axis::TimeUnit;
-pub use bars::{grouped_bars, stacked_bars};
-pub use line::{line_chart, line_chart_keyed};
+pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars};
+pub use line::{line_chart, line_chart_keyed, line_chart_with_intervals};
 pub use palette::{color_for, marker_for, style_for, Marker, Style, PALETTE, STRATEGIES};
 pub use table::{markdown_table, table_figure};
 pub use timeline::{timeline, Panel, Shade};

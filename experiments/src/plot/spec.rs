@@ -313,6 +313,26 @@ fn render_one(
         Mark::Bars { y } => {
             let categories = distinct(rows.iter().map(|r| x_of(r)));
             let names = distinct(rows.iter().map(|r| series_of(r)));
+            // Rows averaged over `--repeat` runs carry `<y>_ci95`: drawn as error bars.
+            let ci = format!("{y}{}", crate::repeat::CI_SUFFIX);
+            let mut errors: Vec<Vec<f64>> = if rows.iter().any(|r| num(r, &ci).is_some()) {
+                names
+                    .iter()
+                    .map(|s| {
+                        categories
+                            .iter()
+                            .map(|c| {
+                                rows.iter()
+                                    .find(|r| &series_of(r) == s && &x_of(r) == c)
+                                    .and_then(|r| num(r, &ci))
+                                    .map_or(0.0, |v| v * spec.y_scale)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let mut series: Vec<(String, Vec<f64>)> = names
                 .into_iter()
                 .map(|s| {
@@ -334,24 +354,35 @@ fn render_one(
             for (_, values) in &mut series {
                 values.iter_mut().for_each(|v| *v *= factor);
             }
-            super::grouped_bars(
+            for values in &mut errors {
+                values.iter_mut().for_each(|v| *v *= factor);
+            }
+            super::grouped_bars_with_intervals(
                 stem,
                 &labels(spec, title, &y_label, note),
                 &categories,
                 &series,
+                &errors,
                 log,
             )
         }
         Mark::Lines { y } => {
             let names = distinct(rows.iter().map(|r| series_of(r)));
             let mut keys = Vec::new();
+            // Rows averaged over `--repeat` runs carry `<y>_ci95`: drawn as error bars.
+            let ci = format!("{y}{}", crate::repeat::CI_SUFFIX);
+            let with_ci = rows.iter().any(|r| num(r, &ci).is_some());
+            let mut errors: Vec<Vec<f64>> = Vec::new();
             let mut series: Vec<(String, Vec<(f64, f64)>)> = names
                 .into_iter()
                 .filter_map(|s| {
                     let members: Vec<&&Row> = rows.iter().filter(|r| series_of(r) == s).collect();
-                    let mut points: Vec<(f64, f64)> = members
+                    let mut points: Vec<(f64, f64, f64)> = members
                         .iter()
-                        .filter_map(|r| Some((num(r, spec.x)?, num(r, y)? * spec.y_scale)))
+                        .filter_map(|r| {
+                            let e = num(r, &ci).unwrap_or(0.0) * spec.y_scale;
+                            Some((num(r, spec.x)?, num(r, y)? * spec.y_scale, e))
+                        })
                         .collect();
                     points.sort_by(|a, b| a.0.total_cmp(&b.0));
                     if points.is_empty() {
@@ -361,7 +392,10 @@ fn render_one(
                         "" => s.clone(),
                         style => fill(style, members[0], &[]),
                     });
-                    Some((s, points))
+                    if with_ci {
+                        errors.push(points.iter().map(|p| p.2).collect());
+                    }
+                    Some((s, points.into_iter().map(|(x, y, _)| (x, y)).collect()))
                 })
                 .collect();
             let ys: Vec<f64> = series
@@ -375,12 +409,16 @@ fn render_one(
             for (_, points) in &mut series {
                 points.iter_mut().for_each(|p| p.1 *= factor);
             }
-            super::line_chart_keyed(
+            for values in &mut errors {
+                values.iter_mut().for_each(|v| *v *= factor);
+            }
+            super::line_chart_with_intervals(
                 stem,
                 &labels(spec, title, &y_label, note),
                 (spec.log_x, log_y),
                 &series,
                 &keys,
+                &errors,
             )
         }
         Mark::Table { cell } => {
@@ -477,6 +515,37 @@ mod tests {
             ..FigureSpec::new("bars-{dataset}", "Bars", Mark::Bars { y: "avg_query_us" })
         },
     ];
+
+    #[test]
+    fn rows_with_intervals_draw_error_bars_on_lines_and_bars() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, with) = (dir.path().join("plain"), dir.path().join("with"));
+        std::fs::create_dir_all(&plain).unwrap();
+        std::fs::create_dir_all(&with).unwrap();
+        let specs = [SPECS[0], SPECS[3]];
+        render_specs(&specs, &result(rows()), &plain).unwrap();
+        let repeated: Vec<Row> = rows()
+            .into_iter()
+            .map(|mut r| {
+                // Small enough to leave the (log, whole-decade) axes as they were.
+                let half = r["avg_query_us"].as_f64().unwrap() * 0.01;
+                r.insert("avg_query_us_ci95".into(), serde_json::json!(half));
+                r
+            })
+            .collect();
+        let paths = render_specs(&specs, &result(repeated), &with).unwrap();
+        for pair in paths.chunks(2) {
+            assert_rendered(pair);
+        }
+        // Each error bar is three strokes (polylines; mesh lines are `<line>`s): 9 points per facet's lines, 9 bars per facet's bars.
+        let strokes = |dir: &Path, name: &str| {
+            let svg = std::fs::read_to_string(dir.join(name)).unwrap();
+            svg.matches("<polyline").count()
+        };
+        for name in ["q-gowalla.svg", "bars-gowalla.svg"] {
+            assert_eq!(strokes(&with, name), strokes(&plain, name) + 27, "{name}");
+        }
+    }
 
     #[test]
     fn templates_fill_from_rows_and_extras() {

@@ -7,7 +7,7 @@ use super::{check_strategies, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, 
 use crate::config::Storage;
 use crate::config::{self, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
-    DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
+    Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -196,6 +196,14 @@ impl TypedExperiment for RumConcurrency {
             index,
             threads: vec![1, 2, 4, 8],
         }
+    }
+
+    /// Dataset x strategy; the thread counts of a strategy stay in one cell, since each is checked
+    /// against the strategy's single-threaded replay.
+    fn cells(&self, cfg: &ConcurrencyConfig, data: &[DataSpec]) -> Vec<Cell> {
+        let mut keys = cfg.index.cell_keys(data);
+        keys.push(("strategies", cfg.strategies.len()));
+        Cell::grid(&keys)
     }
 
     fn run(&self, cfg: &ConcurrencyConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
-    DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
+    Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
@@ -176,6 +176,18 @@ impl TypedExperiment for RumMixed {
             query_skews: vec![QuerySkew::Data, QuerySkew::Hot],
             selectivity: 0.027,
         }
+    }
+
+    /// Dataset x query fraction x query skew x strategy, the run's own loop order: each
+    /// combination's stream is drawn from the seed alone and run on a fresh index.
+    fn cells(&self, cfg: &MixedConfig, data: &[DataSpec]) -> Vec<Cell> {
+        let mut keys = cfg.index.cell_keys(data);
+        keys.extend([
+            ("query_fractions", cfg.query_fractions.len()),
+            ("query_skews", cfg.query_skews.len()),
+            ("strategies", cfg.strategies.len()),
+        ]);
+        Cell::grid(&keys)
     }
 
     fn run(&self, cfg: &MixedConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {

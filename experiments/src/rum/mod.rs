@@ -409,6 +409,17 @@ impl IndexConfig {
         Testbed::new(storage, self.spatial_config(strategy, data))
     }
 
+    /// The grid keys every RUM experiment splits its runs by ([`crate::cells`]): each generated
+    /// dataset is its own cell (generated from the run's seed alone, and run on its own). `--data`
+    /// files replace the `datasets` list, so with them the datasets are not split.
+    pub fn cell_keys(&self, data: &[DataSpec]) -> Vec<(&'static str, usize)> {
+        if data.is_empty() {
+            vec![("datasets", self.datasets.len())]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// What every RUM experiment starts with: its datasets, and the notes a reader needs about
     /// them, the device and the strategies run.
     pub fn datasets_and_notes(

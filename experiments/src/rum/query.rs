@@ -5,7 +5,7 @@
 use super::{check_strategies, ingest, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP};
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
-    DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
+    Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::measure::LatencyRecorder;
 use crate::result::ResultFile;
@@ -119,6 +119,12 @@ impl TypedExperiment for RumQuery {
             queries: if scale == Scale::Tiny { 20 } else { 100 },
             selectivities: SELECTIVITIES.to_vec(),
         }
+    }
+
+    /// Datasets only: the strategies of a dataset stay in one cell, since each one's answers are
+    /// checked against the first strategy's.
+    fn cells(&self, cfg: &QueryConfig, data: &[DataSpec]) -> Vec<Cell> {
+        Cell::grid(&cfg.index.cell_keys(data))
     }
 
     fn run(&self, cfg: &QueryConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {

@@ -8,7 +8,7 @@ use super::query::query_boxes;
 use super::{ingest, ms, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
 use crate::config::{check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
-    DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
+    Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -95,6 +95,11 @@ impl TypedExperiment for RumTuning {
             selectivity: 0.064,
             queries: if scale == Scale::Tiny { 10 } else { 50 },
         }
+    }
+
+    /// Datasets only (the thresholds of a dataset are one cell, in the run's interleaved order).
+    fn cells(&self, cfg: &TuningConfig, data: &[DataSpec]) -> Vec<Cell> {
+        Cell::grid(&cfg.index.cell_keys(data))
     }
 
     fn run(&self, cfg: &TuningConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {

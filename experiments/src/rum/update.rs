@@ -5,7 +5,7 @@
 use super::{check_strategies, ingest, modelled_note, ms, IndexConfig, PAPER, PHASE_NOTE, STRATEGIES_HELP};
 use crate::config::{self, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
-    DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
+    Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::result::ResultFile;
 use crate::rum::report as rr;
@@ -67,6 +67,13 @@ impl TypedExperiment for RumUpdate {
             storage: index.storage_defaults(),
             index,
         }
+    }
+
+    /// Dataset x strategy: every strategy ingests the dataset into its own fresh index.
+    fn cells(&self, cfg: &UpdateConfig, data: &[DataSpec]) -> Vec<Cell> {
+        let mut keys = cfg.index.cell_keys(data);
+        keys.push(("strategies", cfg.strategies.len()));
+        Cell::grid(&keys)
     }
 
     fn run(&self, cfg: &UpdateConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {

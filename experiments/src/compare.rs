@@ -1,0 +1,345 @@
+//! `lsmlab compare A.json B.json`: the counted and timed differences of two runs of one
+//! experiment, cell by cell.
+//!
+//! Rows are matched by their key columns: every string and boolean field (the tidy rows'
+//! dimensions: dataset, strategy, skew, ...), and, where several rows share those, by their order
+//! among them. Numeric fields are measures, split by [`crate::rows::is_timed`]: a counted field
+//! differs when its values differ (floats beyond a relative 1e-9, the rounding a different
+//! optimisation level gives an average); timed fields always differ a little, so each is shown
+//! with the ratio B/A.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::bail;
+use serde_json::Value;
+
+use crate::experiment::Row;
+use crate::report::value_text;
+use crate::result::ResultFile;
+use crate::rows::is_timed;
+
+/// One numeric field of one matched row, in A and in B.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldChange {
+    pub row: String,
+    pub field: String,
+    pub a: Option<Value>,
+    pub b: Option<Value>,
+}
+
+/// What two result files differ in.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Scale, seed, config, code and machine differences: context for the numbers.
+    pub context: Vec<String>,
+    pub matched_rows: usize,
+    pub counted: Vec<FieldChange>,
+    pub timed: Vec<FieldChange>,
+    pub only_in_a: Vec<String>,
+    pub only_in_b: Vec<String>,
+}
+
+impl Comparison {
+    /// Whether any counted field, or the set of rows, differs.
+    pub fn counted_differ(&self) -> bool {
+        !self.counted.is_empty() || !self.only_in_a.is_empty() || !self.only_in_b.is_empty()
+    }
+}
+
+/// The key of a row: its string and boolean fields, `dataset=berlinmod strategy=UM+F`.
+pub fn row_key(row: &Row) -> String {
+    let key: Vec<String> = row
+        .iter()
+        .filter(|(_, v)| matches!(v, Value::String(_) | Value::Bool(_)))
+        .map(|(k, v)| format!("{k}={}", value_text(v)))
+        .collect();
+    if key.is_empty() {
+        "(row)".to_string()
+    } else {
+        key.join(" ")
+    }
+}
+
+/// The rows keyed by [`row_key`], a `#n` appended to the n-th (n >= 2) row sharing a key; in row order.
+pub fn keyed_rows(rows: &[Row]) -> Vec<(String, &Row)> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    rows.iter()
+        .map(|row| {
+            let key = row_key(row);
+            let n = seen.entry(key.clone()).or_insert(0);
+            *n += 1;
+            let key = if *n == 1 { key } else { format!("{key} #{n}") };
+            (key, row)
+        })
+        .collect()
+}
+
+/// Whether two counted values are the same (floats to a relative 1e-9).
+pub fn same_counted(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y))
+            if !((x.is_u64() && y.is_u64()) || (x.is_i64() && y.is_i64())) =>
+        {
+            let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+            (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0)
+        }
+        _ => a == b,
+    }
+}
+
+/// Compares two results of the same experiment; a different experiment is an error.
+pub fn compare(a: &ResultFile, b: &ResultFile) -> anyhow::Result<Comparison> {
+    if a.experiment != b.experiment {
+        bail!(
+            "the files are results of different experiments (`{}` and `{}`); compare two runs of one experiment",
+            a.experiment,
+            b.experiment
+        );
+    }
+    let mut out = Comparison {
+        context: context(a, b),
+        ..Comparison::default()
+    };
+    let rows_b: BTreeMap<String, &Row> = keyed_rows(&b.rows).into_iter().collect();
+    let keys_a: Vec<String> = keyed_rows(&a.rows).into_iter().map(|(k, _)| k).collect();
+    for (key, row_a) in keyed_rows(&a.rows) {
+        let Some(row_b) = rows_b.get(&key) else {
+            out.only_in_a.push(key);
+            continue;
+        };
+        out.matched_rows += 1;
+        let mut fields: Vec<&String> = row_a.keys().chain(row_b.keys()).collect();
+        fields.sort();
+        fields.dedup();
+        for field in fields {
+            let (va, vb) = (row_a.get(field), row_b.get(field));
+            if !va.or(vb).is_some_and(Value::is_number) {
+                continue;
+            }
+            let change = FieldChange {
+                row: key.clone(),
+                field: field.clone(),
+                a: va.cloned(),
+                b: vb.cloned(),
+            };
+            if is_timed(field) {
+                out.timed.push(change);
+            } else if !matches!((va, vb), (Some(x), Some(y)) if same_counted(x, y)) {
+                out.counted.push(change);
+            }
+        }
+    }
+    for (key, _) in keyed_rows(&b.rows) {
+        if !keys_a.contains(&key) {
+            out.only_in_b.push(key);
+        }
+    }
+    Ok(out)
+}
+
+fn context(a: &ResultFile, b: &ResultFile) -> Vec<String> {
+    let mut lines = Vec::new();
+    if a.scale != b.scale {
+        lines.push(format!("scale differs: {} vs {}", a.scale, b.scale));
+    }
+    if a.seed != b.seed {
+        lines.push(format!("seed differs: {} vs {}", a.seed, b.seed));
+    }
+    let mut keys: Vec<&String> = a.config.keys().chain(b.config.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let (va, vb) = (a.config.get(key), b.config.get(key));
+        if va != vb {
+            let text = |v: Option<&Value>| v.map(|v| v.to_string()).unwrap_or_else(|| "(absent)".into());
+            lines.push(format!("config `{key}` differs: {} vs {}", text(va), text(vb)));
+        }
+    }
+    if a.git != b.git {
+        lines.push(format!(
+            "code differs: commit {}{} vs {}{}",
+            a.git.commit,
+            if a.git.dirty { " (dirty)" } else { "" },
+            b.git.commit,
+            if b.git.dirty { " (dirty)" } else { "" }
+        ));
+    }
+    let build = |r: &ResultFile| {
+        r.provenance
+            .as_ref()
+            .map(|p| format!("lsmlab {} {} ({})", p.lsmlab_version, p.profile, p.rustc))
+            .unwrap_or_else(|| "(not recorded)".into())
+    };
+    if build(a) != build(b) {
+        lines.push(format!("build differs: {} vs {}", build(a), build(b)));
+    }
+    if a.machine != b.machine {
+        lines.push(format!(
+            "machine differs: {} ({} cores) vs {} ({} cores)",
+            a.machine.cpu, a.machine.cores, b.machine.cpu, b.machine.cores
+        ));
+    }
+    lines
+}
+
+fn number(v: &Option<Value>) -> String {
+    v.as_ref().map(value_text).unwrap_or_else(|| "(absent)".into())
+}
+
+/// The comparison as text: context, counted differences, timed fields with their ratio B/A.
+pub fn render(c: &Comparison, a_name: &str, b_name: &str, experiment: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "compare `{experiment}`: A = {a_name}, B = {b_name}");
+    for line in &c.context {
+        let _ = writeln!(s, "  {line}");
+    }
+    let _ = writeln!(
+        s,
+        "{} rows matched, {} only in A, {} only in B",
+        c.matched_rows,
+        c.only_in_a.len(),
+        c.only_in_b.len()
+    );
+    for key in &c.only_in_a {
+        let _ = writeln!(s, "  only in A: {key}");
+    }
+    for key in &c.only_in_b {
+        let _ = writeln!(s, "  only in B: {key}");
+    }
+    if c.counted.is_empty() {
+        let _ = writeln!(s, "counted fields: identical in every matched row");
+    } else {
+        let _ = writeln!(s, "counted fields: {} differ", c.counted.len());
+        let mut row = "";
+        for change in &c.counted {
+            if change.row != row {
+                row = &change.row;
+                let _ = writeln!(s, "  {row}");
+            }
+            let delta = match (
+                change.a.as_ref().and_then(Value::as_f64),
+                change.b.as_ref().and_then(Value::as_f64),
+            ) {
+                (Some(x), Some(y)) if x != 0.0 => {
+                    format!(" ({}, {:+.1}%)", signed(y - x), (y - x) / x.abs() * 100.0)
+                }
+                (Some(x), Some(y)) => format!(" ({})", signed(y - x)),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "    {}: {} -> {}{delta}",
+                change.field,
+                number(&change.a),
+                number(&change.b)
+            );
+        }
+    }
+    if c.timed.is_empty() {
+        let _ = writeln!(s, "timed fields: none");
+    } else {
+        let _ = writeln!(s, "timed fields (B/A):");
+        let mut row = "";
+        for change in &c.timed {
+            if change.row != row {
+                row = &change.row;
+                let _ = writeln!(s, "  {row}");
+            }
+            let ratio = match (
+                change.a.as_ref().and_then(Value::as_f64),
+                change.b.as_ref().and_then(Value::as_f64),
+            ) {
+                (Some(x), Some(y)) if x != 0.0 => format!("  x{:.3}", y / x),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "    {}: {} -> {}{ratio}",
+                change.field,
+                number(&change.a),
+                number(&change.b)
+            );
+        }
+    }
+    s
+}
+
+/// A signed difference, an integer-valued one without `.0`.
+fn signed(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{:+}", x as i64)
+    } else {
+        format!("{x:+.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::RowBuilder;
+    use crate::result::tests::sample;
+
+    fn row(strategy: &str, flushes: u64, ms: f64) -> Row {
+        RowBuilder::new()
+            .str("dataset", "chicago")
+            .str("strategy", strategy)
+            .int("flushes", flushes)
+            .num("avg_candidates", 1.5)
+            .num("update_ms", ms)
+            .build()
+    }
+
+    #[test]
+    fn rows_are_matched_by_key_and_counted_and_timed_fields_told_apart() {
+        let mut a = sample();
+        a.rows = vec![
+            row("Eager", 3, 1.0),
+            row("UM+F", 5, 2.0),
+            row("UM+F", 6, 2.0),
+            row("UM+M", 1, 1.0),
+        ];
+        let mut b = sample();
+        // Another order, one counted change in the second UM+F row, one row swapped for another.
+        b.rows = vec![
+            row("UM+F", 5, 4.0),
+            row("Eager", 3, 0.5),
+            row("UM+F", 7, 2.0),
+            row("UM+V", 1, 1.0),
+        ];
+        b.seed = 43;
+        let c = compare(&a, &b).unwrap();
+        assert_eq!(c.matched_rows, 3);
+        assert_eq!(c.only_in_a, vec!["dataset=chicago strategy=UM+M".to_string()]);
+        assert_eq!(c.only_in_b, vec!["dataset=chicago strategy=UM+V".to_string()]);
+        assert_eq!(c.counted.len(), 1);
+        assert_eq!(c.counted[0].row, "dataset=chicago strategy=UM+F #2");
+        assert_eq!(c.counted[0].field, "flushes");
+        assert_eq!(c.timed.len(), 3, "every matched row's update_ms");
+        assert!(c.counted_differ());
+        assert_eq!(c.context, vec!["seed differs: 42 vs 43".to_string()]);
+        let text = render(&c, "a.json", "b.json", "fake");
+        assert!(text.contains("flushes: 6 -> 7 (+1, +16.7%)"), "{text}");
+        assert!(text.contains("update_ms: 2 -> 4  x2.000"), "{text}");
+        assert!(
+            text.contains("only in A: dataset=chicago strategy=UM+M"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn identical_counts_compare_clean_and_other_experiments_are_refused() {
+        let a = sample();
+        let mut b = sample();
+        b.rows[0].insert("update_ms".into(), serde_json::json!(9.0));
+        let c = compare(&a, &b).unwrap();
+        assert!(!c.counted_differ());
+        assert!(render(&c, "a", "b", "fake").contains("identical in every matched row"));
+        b.experiment = "other".into();
+        let err = compare(&a, &b).unwrap_err().to_string();
+        assert!(
+            err.contains("different experiments") && err.contains("`other`"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! `lsmlab merge A.json B.json ... --out F`: the shards of one sweep (`run --shard K/N`) joined
+//! into the result file the unsharded run would have written, cells and rows in grid order.
+//!
+//! Shards must be of the same run: experiment, scale, seed, config (its `derived` part aside),
+//! grid size and repetitions; no cell may appear twice, and every cell of the grid must be present.
+//! Notes are kept once each; `duration_s` is the sum of the shards' (machine time, not elapsed).
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+
+use crate::config::DERIVED_KEY;
+use crate::result::{CellLog, Provenance, ResultFile};
+
+/// Joins `shards` (each with the path it was read from, for messages) into one result.
+pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
+    let Some((first_path, first)) = shards.first() else {
+        bail!("nothing to merge: give the shard files");
+    };
+    let name = |p: &Path| p.display().to_string();
+    let inputs = |r: &ResultFile| {
+        let mut c = r.config.clone();
+        c.remove(DERIVED_KEY);
+        c
+    };
+    let log_of = |path: &Path, r: &ResultFile| -> anyhow::Result<CellLog> {
+        r.cells.clone().with_context(|| {
+            format!(
+                "{} records no cells (written by an lsmlab without cells?); only results of `lsmlab run` with cells merge",
+                name(path)
+            )
+        })
+    };
+    let first_log = log_of(first_path, first)?;
+    let mut cells: Vec<(usize, std::ops::Range<usize>, usize)> = Vec::new(); // (cell, rows, shard)
+    for (s, (path, shard)) in shards.iter().enumerate() {
+        let differ = |what: &str, a: String, b: String| -> anyhow::Result<()> {
+            if a != b {
+                bail!(
+                    "{} and {} are not shards of one run: their {what} differ ({a} vs {b})",
+                    name(first_path),
+                    name(path)
+                );
+            }
+            Ok(())
+        };
+        differ("experiments", first.experiment.clone(), shard.experiment.clone())?;
+        differ("scales", first.scale.to_string(), shard.scale.to_string())?;
+        differ("seeds", first.seed.to_string(), shard.seed.to_string())?;
+        if inputs(first) != inputs(shard) {
+            let (a, b) = (inputs(first), inputs(shard));
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            let differing: Vec<String> = keys
+                .into_iter()
+                .filter(|k| a.get(*k) != b.get(*k))
+                .map(|k| format!("`{k}`"))
+                .collect();
+            bail!(
+                "{} and {} are not shards of one run: their configs differ in {}",
+                name(first_path),
+                name(path),
+                differing.join(", ")
+            );
+        }
+        let log = log_of(path, shard)?;
+        differ("grid sizes", first_log.total.to_string(), log.total.to_string())?;
+        differ(
+            "repetitions",
+            first_log.repeat.to_string(),
+            log.repeat.to_string(),
+        )?;
+        let ranges = log.row_ranges(shard.rows.len()).with_context(|| name(path))?;
+        for (done, range) in log.done.iter().zip(ranges) {
+            if let Some((_, _, other)) = cells.iter().find(|(c, _, _)| *c == done.index) {
+                bail!(
+                    "cell {} ({}) is in both {} and {}: merge each shard once",
+                    done.index,
+                    done.label,
+                    name(shards[*other].0),
+                    name(path)
+                );
+            }
+            cells.push((done.index, range, s));
+        }
+    }
+    let missing: Vec<usize> = (0..first_log.total)
+        .filter(|i| !cells.iter().any(|(c, _, _)| c == i))
+        .collect();
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(10).map(|i| i.to_string()).collect();
+        bail!(
+            "{} of the grid's {} cells are in none of the files (cells {}{}); merge every shard, and \
+             finish interrupted ones with `run --resume`",
+            missing.len(),
+            first_log.total,
+            shown.join(", "),
+            if missing.len() > shown.len() { ", ..." } else { "" }
+        );
+    }
+    cells.sort_by_key(|(c, _, _)| *c);
+
+    let mut merged = first.clone();
+    merged.rows.clear();
+    merged.notes.clear();
+    merged.duration_s = 0.0;
+    let mut log = CellLog {
+        shard: None,
+        done: Vec::new(),
+        ..first_log
+    };
+    for (index, range, s) in &cells {
+        let shard = &shards[*s].1;
+        merged.rows.extend(shard.rows[range.clone()].iter().cloned());
+        let record = shard
+            .cells
+            .as_ref()
+            .and_then(|l| l.done.iter().find(|d| d.index == *index))
+            .cloned()
+            .expect("a cell found above");
+        log.done.push(record);
+    }
+    for (_, shard) in shards {
+        merged.duration_s += shard.duration_s;
+        for note in &shard.notes {
+            if !merged.notes.contains(note) {
+                merged.notes.push(note.clone());
+            }
+        }
+        if let Some(serde_json::Value::Object(derived)) = shard.config.get(DERIVED_KEY) {
+            let into = merged
+                .config
+                .entry(DERIVED_KEY.to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if let serde_json::Value::Object(into) = into {
+                for (k, v) in derived {
+                    into.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        if shard.git != first.git {
+            let note = format!(
+                "The shards ran different code: commits {} and {}.",
+                first.git.commit, shard.git.commit
+            );
+            if !merged.notes.contains(&note) {
+                merged.notes.push(note);
+            }
+        }
+    }
+    merged.started_at = shards
+        .iter()
+        .map(|(_, r)| r.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    merged.cells = Some(log);
+    let merged_by = Provenance::current().command_line.join(" ");
+    merged.notes.push(format!(
+        "Merged from {} shard files by `{merged_by}`; machine, git and provenance are the first shard's; \
+         duration_s sums the shards'.",
+        shards.len()
+    ));
+    merged.validate().context("the merged result")?;
+    Ok(merged)
+}

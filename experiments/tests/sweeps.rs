@@ -1,0 +1,312 @@
+//! Long sweeps through the `lsmlab` binary: provenance, `compare`, cells with `--resume`,
+//! `--shard` with `merge`, and `--repeat`. Runs are small (a few thousand records); every
+//! assertion is about counted fields, never about time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Map, Value};
+
+fn lsmlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args(args)
+        .env("LSMLAB_NO_MEMORY_CHECK", "1")
+        .output()
+        .expect("lsmlab runs")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "lsmlab failed:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A small `rum-update` sweep: 2 datasets x 3 strategies = 6 cells.
+const SETS: [&str; 8] = [
+    "--set",
+    "records=3000",
+    "--set",
+    "datasets=chicago,berlinmod",
+    "--set",
+    "strategies=Eager,UM+F,UM+M",
+    "--seed",
+    "7",
+];
+
+fn run_update(out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lsmlab"));
+    cmd.args(["run", "rum-update", "--scale", "tiny", "--quiet", "--out"])
+        .arg(out)
+        .args(SETS)
+        .args(extra)
+        .env("LSMLAB_NO_MEMORY_CHECK", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("lsmlab runs")
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn is_timed(key: &str) -> bool {
+    lsmlab::rows::is_timed(key)
+}
+
+/// The counted part of each row, in row order.
+fn counted(result: &Value) -> Vec<Map<String, Value>> {
+    result["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            row.as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| !is_timed(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+fn result_path(out: &Path) -> PathBuf {
+    out.join("tiny/rum-update.json")
+}
+
+#[test]
+fn results_record_their_provenance_and_compare_tells_counted_from_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    ok(&run_update(&a, &[], &[]));
+    ok(&run_update(&b, &["--set", "memory_pages=32"], &[]));
+    let ra = read(&result_path(&a));
+    assert_eq!(counted(&ra).len(), 6);
+    assert!(counted(&ra)
+        .iter()
+        .all(|row| row.contains_key("flushes") && !row.contains_key("update_ms")));
+    let p = &ra["provenance"];
+    assert_eq!(p["lsmlab_version"], env!("CARGO_PKG_VERSION"));
+    assert!(p["rustc"].as_str().unwrap().starts_with("rustc "), "{p}");
+    assert!(p["profile"].as_str().unwrap().contains("opt-level"), "{p}");
+    let command: Vec<&str> = p["command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(command[1..4], ["run", "rum-update", "--scale"]);
+    assert!(command.contains(&"strategies=Eager,UM+F,UM+M"), "{command:?}");
+
+    let (pa, pb) = (result_path(&a), result_path(&b));
+    let same = ok(&lsmlab(&[
+        "compare",
+        pa.to_str().unwrap(),
+        pa.to_str().unwrap(),
+        "--check",
+    ]));
+    assert!(
+        same.contains("6 rows matched") && same.contains("identical in every matched row"),
+        "{same}"
+    );
+    assert!(same.contains("update_ms"), "timed fields are listed: {same}");
+
+    let differ = lsmlab(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]);
+    let text = ok(&differ);
+    assert!(text.contains("config `memory_pages` differs: 64 vs 32"), "{text}");
+    assert!(
+        text.contains("dataset=chicago") && text.contains("flushes: "),
+        "{text}"
+    );
+    let checked = lsmlab(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap(), "--check"]);
+    assert!(!checked.status.success());
+    assert!(String::from_utf8_lossy(&checked.stderr).contains("counted fields differ"));
+
+    // A result of another experiment is refused with a clear message.
+    let other = dir.path().join("other.json");
+    let mut renamed = ra.clone();
+    renamed["experiment"] = "rum-query".into();
+    std::fs::write(&other, serde_json::to_string(&renamed).unwrap()).unwrap();
+    let refused = lsmlab(&["compare", pa.to_str().unwrap(), other.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("different experiments") && err.contains("`rum-query`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_interrupted_run_resumes_to_the_uninterrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, cut) = (dir.path().join("whole"), dir.path().join("cut"));
+    ok(&run_update(&whole, &[], &[]));
+    let reference = read(&result_path(&whole));
+    assert_eq!(reference["cells"]["total"], 6);
+    assert_eq!(reference["cells"]["done"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        reference["cells"]["done"][1]["label"],
+        "datasets=chicago strategies=UM+F"
+    );
+
+    // Stopped after 2 cells: no result, a partial file with those 2 cells.
+    let stopped = run_update(&cut, &[], &[("LSMLAB_ABORT_AFTER_CELLS", "2")]);
+    assert!(!stopped.status.success());
+    let err = String::from_utf8_lossy(&stopped.stderr);
+    assert!(err.contains("--resume"), "{err}");
+    assert!(!result_path(&cut).exists(), "an interrupted run leaves no result");
+    let partial = cut.join("tiny/rum-update.json.partial");
+    assert_eq!(read(&partial)["cells"]["done"].as_array().unwrap().len(), 2);
+
+    // Resumed and stopped again after 3 more cells, then finished.
+    assert!(
+        !run_update(&cut, &["--resume"], &[("LSMLAB_ABORT_AFTER_CELLS", "3")])
+            .status
+            .success()
+    );
+    assert_eq!(read(&partial)["cells"]["done"].as_array().unwrap().len(), 5);
+    ok(&run_update(&cut, &["--resume"], &[]));
+    assert!(
+        !partial.exists(),
+        "the partial file goes once the result is written"
+    );
+    let resumed = read(&result_path(&cut));
+    assert_eq!(counted(&resumed), counted(&reference));
+    assert_eq!(resumed["notes"], reference["notes"]);
+    let labels = |r: &Value| -> Vec<Value> {
+        r["cells"]["done"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["label"].clone())
+            .collect()
+    };
+    assert_eq!(labels(&resumed), labels(&reference));
+
+    // A partial result of another run is not resumed.
+    assert!(!run_update(&cut, &[], &[("LSMLAB_ABORT_AFTER_CELLS", "1")])
+        .status
+        .success());
+    let other = run_update(&cut, &["--resume", "--set", "memory_pages=32"], &[]);
+    assert!(!other.status.success());
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        err.contains("cannot --resume") && err.contains("config differs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_shards_merge_into_the_unsharded_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, shards) = (dir.path().join("whole"), dir.path().join("shards"));
+    ok(&run_update(&whole, &[], &[]));
+    ok(&run_update(&shards, &["--shard", "1/2"], &[]));
+    ok(&run_update(&shards, &["--shard", "2/2"], &[]));
+    let one = shards.join("tiny/rum-update.shard-1-of-2.json");
+    let two = shards.join("tiny/rum-update.shard-2-of-2.json");
+    assert_eq!(read(&one)["rows"].as_array().unwrap().len(), 3);
+    assert_eq!(read(&one)["cells"]["shard"]["index"], 1);
+
+    let merged = dir.path().join("merged.json");
+    // Given in any order.
+    ok(&lsmlab(&[
+        "merge",
+        two.to_str().unwrap(),
+        one.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    let (m, reference) = (read(&merged), read(&result_path(&whole)));
+    assert_eq!(counted(&m), counted(&reference));
+    assert_eq!(m["cells"]["total"], 6);
+    assert!(m["cells"].get("shard").is_none());
+    let compared = ok(&lsmlab(&[
+        "compare",
+        merged.to_str().unwrap(),
+        result_path(&whole).to_str().unwrap(),
+        "--check",
+    ]));
+    assert!(compared.contains("identical in every matched row"), "{compared}");
+
+    // A missing shard, a shard given twice and a shard of another run are refused, writing nothing.
+    let bad = dir.path().join("bad.json");
+    for (files, needle) in [
+        (vec![&one], "in none of the files"),
+        (vec![&one, &one], "merge each shard once"),
+    ] {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        args.extend(["--out", bad.to_str().unwrap()]);
+        let out = lsmlab(&args);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{err}");
+    }
+    let other = dir.path().join("other");
+    ok(&run_update(
+        &other,
+        &["--shard", "2/2", "--set", "memory_pages=32"],
+        &[],
+    ));
+    let out = lsmlab(&[
+        "merge",
+        one.to_str().unwrap(),
+        other.join("tiny/rum-update.shard-2-of-2.json").to_str().unwrap(),
+        "--out",
+        bad.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("not shards of one run")
+            && err.contains("configs differ in `memory_pages`"),
+        "{err}"
+    );
+    assert!(!bad.exists());
+
+    // Too many shards for the grid is an error before anything runs.
+    let out = run_update(&dir.path().join("many"), &["--shard", "7/7"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("has no cells"), "{err}");
+}
+
+#[test]
+fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, repeated) = (dir.path().join("plain"), dir.path().join("repeated"));
+    ok(&run_update(&plain, &[], &[]));
+    ok(&run_update(
+        &repeated,
+        &["--repeat", "3", "--set", "datasets=chicago"],
+        &[],
+    ));
+    let r = read(&result_path(&repeated));
+    assert_eq!(r["cells"]["repeat"], 3);
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row["repeats"], 3);
+        assert!(row.get("update_ms_ci95").is_some(), "{row}");
+        assert_eq!(
+            row["records"], 3000,
+            "what every repetition shares stays as it is"
+        );
+    }
+    // Repetitions draw other data (seeds derived from --seed), so some counted field varies.
+    assert!(
+        rows.iter().any(|row| row
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.ends_with("_ci95") && !is_timed(k))),
+        "{rows:?}"
+    );
+    let bad = run_update(&repeated, &["--repeat", "0"], &[]);
+    assert!(!bad.status.success());
+}
