@@ -358,7 +358,7 @@ fn kvstore_blocks() {
         512,
         |dev| {
             let cache = Arc::new(BufferCache::new(dev, 0));
-            let mut kv = KvStore::new(cache, config.clone(), Box::new(NoWarmUp)).unwrap();
+            let mut kv = KvStore::new(cache, config, Box::new(NoWarmUp)).unwrap();
             let mut r = rng();
             for i in 0..400u64 {
                 let k = r.random_range(0..600u64);

@@ -750,3 +750,70 @@ fn crc32(bytes: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// The peak resident memory of a child run, sampled from `/proc/<pid>/status` (`VmHWM`, the
+/// high-water mark) until it exits; `None` where `/proc` is not there.
+fn peak_rss_of(args: &[&str]) -> Option<u64> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("lsmlab runs");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = None;
+    loop {
+        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        }) {
+            peak = Some(kib * 1024);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "{args:?} failed");
+            return peak;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The DIOL and OEP 7 memory estimates (what `run` refuses a too-large config with) against the
+/// measured peak of a tiny run: at least the peak (sampled, so a lower bound), and within 4x
+/// (the fixed base dominates at tiny sizes; the per-point and per-record slopes were measured
+/// between tiny and ten times tiny).
+#[test]
+fn memory_estimates_cover_the_measured_peak_of_a_tiny_run() {
+    use lsmlab::config::Overlay;
+    use lsmlab::scale::Scale;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["diol-sizing", "oep7-space"] {
+        let e = lsmlab::registry::find(name).unwrap();
+        let config = e.resolve(Scale::Tiny, &Overlay::default()).unwrap();
+        let estimate = e.memory_estimate(&config, &[]).unwrap().expect("an estimate");
+        assert!(estimate.basis.contains("measured per"), "{}", estimate.basis);
+        let out = dir.path().join(name);
+        let Some(peak) = peak_rss_of(&[
+            "run",
+            name,
+            "--scale",
+            "tiny",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]) else {
+            eprintln!("note: no /proc; {name}'s measured peak is not checked");
+            continue;
+        };
+        let ratio = estimate.bytes as f64 / peak as f64;
+        eprintln!(
+            "{name}: estimate {} B ({}), measured peak {peak} B, ratio {ratio:.2}",
+            estimate.bytes, estimate.basis
+        );
+        assert!(
+            (1.0..=4.0).contains(&ratio),
+            "{name}: estimate {} B vs peak {peak} B",
+            estimate.bytes
+        );
+    }
+}
