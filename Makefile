@@ -90,9 +90,9 @@ loom:
 # (experiments/tests/fuzz_config.rs); FUZZ_CASES cases per target, executions printed per target.
 FUZZ_CASES ?= 1500
 fuzz:
-	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p lsmlab-engine --test fuzz_pages -- --nocapture --test-threads 1
-	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p lsmlab-workloads --test fuzz_loaders -- --nocapture --test-threads 1
-	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p lsmlab --test fuzz_config -- --nocapture --test-threads 1
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p lsmlab-engine --test fuzz_pages -- --nocapture --test-threads 1
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p lsmlab-workloads --test fuzz_loaders -- --nocapture --test-threads 1
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p lsmlab --test fuzz_config -- --nocapture --test-threads 1
 
 plot: build
 	$(PLOT)

@@ -159,6 +159,7 @@ impl Slotted {
         if used > buf.len() - dir_end {
             return Err(format!("{used} bytes used, {} available", buf.len() - dir_end));
         }
+        let mut live = 0;
         for slot in 0..count as u32 {
             let p = self.ptr(buf, slot);
             if p == 0 {
@@ -167,12 +168,17 @@ impl Slotted {
             let end = (p >= free && p + LEN_PREFIX <= buf.len())
                 .then(|| p + LEN_PREFIX + get_u32(buf, p) as usize)
                 .filter(|&end| end <= buf.len());
-            if end.is_none() {
+            let Some(end) = end else {
                 return Err(format!(
                     "slot {slot} points at {p}, outside the entries {free}..{}",
                     buf.len()
                 ));
-            }
+            };
+            live += end - p;
+        }
+        // The used bytes are exactly the live entries' (what a put adds and a remove takes).
+        if live != used {
+            return Err(format!("{used} bytes used, but the live entries take {live}"));
         }
         Ok(())
     }
