@@ -4,6 +4,8 @@
 #   make test               unit/integration tests, then a SCALE=tiny smoke run of every experiment
 #   make soak               the differential soak at a long budget (SOAK_OPS=30000 per configuration)
 #   make loom               loom model checking of the Update Memo's concurrent paths
+#   make fuzz               hostile input at a long budget (FUZZ_CASES=1500 per target): page decoders,
+#                           data loaders, config parsers; prints the executions run per target
 #   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment,
 #                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity)
 #   make plot report        figures and report of $(SCALE) from its existing results
@@ -33,7 +35,7 @@ REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCAL
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
 PAPERS = rum leaper diol oep7
 
-.PHONY: all build test bench soak loom plot report clean-results $(PAPERS)
+.PHONY: all build test bench soak loom fuzz plot report clean-results $(PAPERS)
 
 all: build
 	@set -e; names="$$($(LSMLAB) list --names)"; \
@@ -81,6 +83,16 @@ LOOM_MAX_PREEMPTIONS ?= 3
 loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 		$(CARGO) test --release -p lsmlab-engine --test loom_um
+
+# Hostile input at a long budget: every page decoder fed mutated pages through a hostile device
+# (engine/tests/fuzz_pages.rs), every data loader and trace reader fed raw and mutated files
+# (workloads/tests/fuzz_loaders.rs), the config parsers fed raw and mutated text
+# (experiments/tests/fuzz_config.rs); FUZZ_CASES cases per target, executions printed per target.
+FUZZ_CASES ?= 1500
+fuzz:
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p lsmlab-engine --test fuzz_pages -- --nocapture --test-threads 1
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p lsmlab-workloads --test fuzz_loaders -- --nocapture --test-threads 1
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test -p lsmlab --test fuzz_config -- --nocapture --test-threads 1
 
 plot: build
 	$(PLOT)

@@ -595,3 +595,225 @@ fn a_geolife_directory_runs_as_one_dataset() {
     let result = std::fs::read_to_string(out.join("tiny/rum-update.json")).unwrap();
     assert!(result.contains("\"dataset\": \"Data\""));
 }
+
+/// Hostile input through the binary (the table in docs/BAD_INPUTS.md): each gets `error: ...`
+/// naming what was wrong, exit 1, nothing run, and the earlier result file is left as it was.
+#[test]
+fn hostile_inputs_are_refused_and_clobber_nothing() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let old = out.join("tiny/rum-update.json");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    std::fs::write(&old, "an earlier result").unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let empty = file("empty.csv", b"");
+    let headed_only = file("header.csv", b"ride,uid,lng,lat,datetime\n");
+    let garbled = file(
+        "garbled.csv",
+        &(0..600u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    );
+    let mut gz = flate2_free_gzip(trips_csv(300).as_bytes());
+    gz.truncate(gz.len() / 2);
+    let truncated = file("cut.csv.gz", &gz);
+    let good = file("good.csv", trips_csv(50).as_bytes());
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--data", &empty],
+            vec!["empty.csv", "cannot tell the format", "--format"],
+        ),
+        (vec!["--data", &empty, "--format", "csv"], vec!["empty.csv"]),
+        (
+            vec!["--data", &headed_only, "--format", "csv"],
+            vec!["header.csv"],
+        ),
+        (vec!["--data", &garbled, "--format", "csv"], vec!["garbled.csv"]),
+        (vec!["--data", &truncated], vec!["cut.csv.gz", "deflate"]),
+        (
+            vec!["--data", &good, "--format", "nosuch"],
+            vec!["unknown format \"nosuch\"", "snap-gowalla"],
+        ),
+        (
+            vec!["--set", "records=NaN"],
+            vec!["`records`", "`NaN`", "integer"],
+        ),
+        (vec!["--set", "records="], vec!["`records`", "integer"]),
+        (
+            vec!["--set", "records=18446744073709551616"],
+            vec!["`records`", "18446744073709551616"],
+        ),
+        (vec!["--set", "=5"], vec!["`--set =5`", "key=value"]),
+        (vec!["--set", "records"], vec!["`--set records`", "key=value"]),
+    ];
+    for (args, needles) in cases {
+        let res = run_tiny(&out, &args);
+        assert_eq!(res.status.code(), Some(1), "{args:?} was accepted");
+        let err = stderr(&res);
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        for needle in needles {
+            assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
+        }
+        assert!(!ran_anything(&err), "{args:?}: {err}");
+        assert_eq!(
+            std::fs::read_to_string(&old).unwrap(),
+            "an earlier result",
+            "{args:?}"
+        );
+        let names: Vec<_> = std::fs::read_dir(old.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{args:?} left {names:?}");
+    }
+    // A corrupt result file: plot and report name it, write the rest, exit 1.
+    let results = dir.path().join("plotted");
+    std::fs::create_dir_all(results.join("tiny")).unwrap();
+    let truncated_result = results.join("tiny/rum-update.json");
+    std::fs::write(&truncated_result, "{\"schema\": 1, \"experiment\": \"rum-upd").unwrap();
+    let plots = dir.path().join("plots");
+    let res = lsmlab(&[
+        "plot",
+        "--results",
+        results.to_str().unwrap(),
+        "--out",
+        plots.to_str().unwrap(),
+        "--scale",
+        "tiny",
+    ]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("rum-update.json") && stderr(&res).contains("not valid JSON"),
+        "{}",
+        stderr(&res)
+    );
+    let report = dir.path().join("REPORT.md");
+    let res = lsmlab(&[
+        "report",
+        "--results",
+        results.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+        "--scale",
+        "tiny",
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("rum-update.json") && stderr(&res).contains("not valid JSON"),
+        "{}",
+        stderr(&res)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&truncated_result).unwrap(),
+        "{\"schema\": 1, \"experiment\": \"rum-upd"
+    );
+    let _ = std::io::stderr().flush();
+}
+
+/// A gzip member of `bytes` with stored (uncompressed) deflate blocks, so the test needs no
+/// compression crate: the loaders recognise gzip by its magic bytes and decompress it.
+fn flate2_free_gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+    let chunks: Vec<&[u8]> = bytes.chunks(65_535).collect();
+    for (i, c) in chunks.iter().enumerate() {
+        out.push(u8::from(i + 1 == chunks.len()));
+        let len = c.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(c);
+    }
+    let crc = crc32(bytes);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// The peak resident memory of a child run, sampled from `/proc/<pid>/status` (`VmHWM`, the
+/// high-water mark) until it exits; `None` where `/proc` is not there.
+fn peak_rss_of(args: &[&str]) -> Option<u64> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("lsmlab runs");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = None;
+    loop {
+        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        }) {
+            peak = Some(kib * 1024);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "{args:?} failed");
+            return peak;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The DIOL and OEP 7 memory estimates (what `run` refuses a too-large config with) against the
+/// measured peak of a tiny run: at least the peak (sampled, so a lower bound), and within 4x
+/// (the fixed base dominates at tiny sizes; the per-point and per-record slopes were measured
+/// between tiny and ten times tiny).
+#[test]
+fn memory_estimates_cover_the_measured_peak_of_a_tiny_run() {
+    use lsmlab::config::Overlay;
+    use lsmlab::scale::Scale;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["diol-sizing", "oep7-space"] {
+        let e = lsmlab::registry::find(name).unwrap();
+        let config = e.resolve(Scale::Tiny, &Overlay::default()).unwrap();
+        let estimate = e.memory_estimate(&config, &[]).unwrap().expect("an estimate");
+        assert!(estimate.basis.contains("measured per"), "{}", estimate.basis);
+        let out = dir.path().join(name);
+        let Some(peak) = peak_rss_of(&[
+            "run",
+            name,
+            "--scale",
+            "tiny",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]) else {
+            eprintln!("note: no /proc; {name}'s measured peak is not checked");
+            continue;
+        };
+        let ratio = estimate.bytes as f64 / peak as f64;
+        eprintln!(
+            "{name}: estimate {} B ({}), measured peak {peak} B, ratio {ratio:.2}",
+            estimate.bytes, estimate.basis
+        );
+        assert!(
+            (1.0..=4.0).contains(&ratio),
+            "{name}: estimate {} B vs peak {peak} B",
+            estimate.bytes
+        );
+    }
+}

@@ -350,6 +350,8 @@ pub(crate) struct Files {
     slotted: page::Slotted,
     /// The first failed update's message, once one failed (see [`fail_stop`]).
     stopped: Option<String>,
+    /// The page [`Files::read`] read last (named when a pointer decoded from it leads nowhere).
+    last_read: PageId,
 }
 
 impl Files {
@@ -364,6 +366,7 @@ impl Files {
             session: BTreeMap::new(),
             slotted,
             stopped: None,
+            last_read: 0,
         }
     }
 
@@ -379,12 +382,33 @@ impl Files {
     }
 
     /// Reads a page through the cache (counted), for a read-only operation.
+    /// A data page is checked ([`page::Slotted::check`]) before anything decodes it, and an index
+    /// past the end of the file (a pointer decoded from a corrupt page) is refused; both are
+    /// [`Error::Corrupt`].
     pub fn read(&mut self, file: File, idx: usize) -> Result<PageRef> {
+        let len = match file {
+            File::Data => self.data.len(),
+            File::Map => self.map.len(),
+        };
+        if idx >= len {
+            return Err(Error::Corrupt {
+                page: self.last_read,
+                reason: format!("a pointer read from this page names {file:?} page {idx} of a file of {len}"),
+            });
+        }
         self.stats.page_reads += 1;
         if file == File::Map {
             self.stats.map_page_reads += 1;
         }
-        self.cache.read(self.id(file, idx))
+        let id = self.id(file, idx);
+        let page = self.cache.read(id)?;
+        self.last_read = id;
+        if file == File::Data {
+            self.slotted
+                .check(&page)
+                .map_err(|reason| Error::Corrupt { page: id, reason })?;
+        }
+        Ok(page)
     }
 
     fn load(&mut self, file: File, idx: usize) -> Result<&mut Held> {
@@ -488,7 +512,19 @@ impl Files {
     /// version + 1 when `bump` is set) or adding a slot (version 0). Returns (slot, version).
     pub fn put_entry(&mut self, idx: usize, bytes: &[u8], bump: bool) -> Result<(u32, u64)> {
         let sp = self.slotted;
+        let id = self.id(File::Data, idx);
         let buf = self.get_mut(File::Data, idx)?;
+        // The free-space map promised room; a page read back with less is corrupt.
+        let room = sp.max_entry(buf, sp.first_empty_slot(buf).is_none());
+        if room < bytes.len() {
+            return Err(Error::Corrupt {
+                page: id,
+                reason: format!(
+                    "{room} bytes of room for a {}-byte entry the free-space map placed here",
+                    bytes.len()
+                ),
+            });
+        }
         let (slot, ver) = match sp.first_empty_slot(buf) {
             Some(s) => {
                 let v = if bump {

@@ -135,6 +135,54 @@ impl Slotted {
         )
     }
 
+    /// Checks a page image read from the device: the slot directory fits before the free
+    /// position, the used bytes fit the page, and every occupied slot points at an entry that lies
+    /// inside the entry area. Every other method may assume a checked page; a page that fails is
+    /// corrupt (the reason says what is wrong).
+    pub fn check(&self, buf: &[u8]) -> std::result::Result<(), String> {
+        if buf.len() < HEADER {
+            return Err(format!("page of {} bytes is shorter than the header", buf.len()));
+        }
+        let count = self.slot_count(buf) as usize;
+        let free = get_u32(buf, FREE_POS) as usize;
+        let dir_end = count
+            .checked_mul(self.fmt.slot_bytes())
+            .and_then(|d| d.checked_add(HEADER))
+            .filter(|&d| d <= free && free <= buf.len())
+            .ok_or_else(|| {
+                format!(
+                    "{count} slots and free position {free} do not fit a page of {} bytes",
+                    buf.len()
+                )
+            })?;
+        let used = get_u32(buf, USED) as usize;
+        if used > buf.len() - dir_end {
+            return Err(format!("{used} bytes used, {} available", buf.len() - dir_end));
+        }
+        let mut live = 0;
+        for slot in 0..count as u32 {
+            let p = self.ptr(buf, slot);
+            if p == 0 {
+                continue;
+            }
+            let end = (p >= free && p + LEN_PREFIX <= buf.len())
+                .then(|| p + LEN_PREFIX + get_u32(buf, p) as usize)
+                .filter(|&end| end <= buf.len());
+            let Some(end) = end else {
+                return Err(format!(
+                    "slot {slot} points at {p}, outside the entries {free}..{}",
+                    buf.len()
+                ));
+            };
+            live += end - p;
+        }
+        // The used bytes are exactly the live entries' (what a put adds and a remove takes).
+        if live != used {
+            return Err(format!("{used} bytes used, but the live entries take {live}"));
+        }
+        Ok(())
+    }
+
     /// Whether `slot` exists and holds an entry.
     pub fn occupied(&self, buf: &[u8], slot: u32) -> bool {
         slot < self.slot_count(buf) && self.ptr(buf, slot) != 0

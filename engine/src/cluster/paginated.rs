@@ -145,8 +145,17 @@ impl Paginated {
         } else {
             count
         };
+        let (id, per_bucket) = (self.files.map[bucket], self.per_bucket);
         let buf = self.files.get_mut(File::Map, bucket)?;
         let index = get_u32(buf, SIZE_AT) as usize;
+        if index >= per_bucket {
+            return Err(Error::Corrupt {
+                page: id,
+                reason: format!(
+                    "paginated cluster: map bucket holds {index} entries, at most {per_bucket} fit"
+                ),
+            });
+        }
         set_u32(buf, SIZE_AT, index as u32 + 1);
         let position = ((bucket - 1) * self.per_bucket + index) as u64;
         self.map_set(position, FILLED, page, slot)?;
@@ -202,15 +211,20 @@ impl Paginated {
         let mut stream = Vec::new();
         let (mut page, mut slot) = (page, slot);
         let mut held = first;
+        // A chain visits each chunk once; a corrupt pointer back into it is refused, not followed.
+        let mut seen = std::collections::HashSet::new();
         loop {
+            if !seen.insert((page, slot)) {
+                return Err(Error::Corrupt {
+                    page: self.files.data[page],
+                    reason: format!("paginated cluster: chunk chain loops back to slot {slot}"),
+                });
+            }
             let buf = match held.take() {
                 Some(b) => b,
                 None => self.files.read(File::Data, page)?,
             };
-            let e = self.sp.entry(&buf, slot).ok_or_else(|| Error::Corrupt {
-                page: self.files.data[page],
-                reason: format!("paginated cluster: chunk slot {slot} is empty"),
-            })?;
+            let e = self.chunk(&buf, page, slot)?;
             stream.extend_from_slice(&e[8..e.len() - 9]);
             let next = get_u64(e, e.len() - 8);
             if next == NONE {
@@ -229,14 +243,42 @@ impl Paginated {
         let (mut page, mut slot) = (page, slot);
         let mut pages = Vec::new();
         loop {
+            self.files.get(File::Data, page)?; // refuses a page index past the file
+            let data_page = self.files.data[page];
+            let sp = self.sp;
             let buf = self.files.get_mut(File::Data, page)?;
-            let e = self.sp.remove(buf, slot);
+            // Removing empties the slot, so a chain that loops back finds it empty here.
+            Self::chunk_of(sp, buf, data_page, slot)?;
+            let e = sp.remove(buf, slot);
             pages.push(page);
             let next = get_u64(&e, e.len() - 8);
             if next == NONE {
                 return Ok(pages);
             }
             (page, slot) = unpoint(next);
+        }
+    }
+
+    /// The chunk in `slot` of data page `page` (a checked page), refused as corrupt if the slot
+    /// is empty or shorter than a chunk's framing.
+    fn chunk<'a>(&self, buf: &'a [u8], page: usize, slot: u32) -> Result<&'a [u8]> {
+        Self::chunk_of(self.sp, buf, self.files.data[page], slot)
+    }
+
+    fn chunk_of(sp: Slotted, buf: &[u8], id: PageId, slot: u32) -> Result<&[u8]> {
+        match sp.entry(buf, slot) {
+            Some(e) if e.len() >= CHUNK_OVERHEAD => Ok(e),
+            Some(e) => Err(Error::Corrupt {
+                page: id,
+                reason: format!(
+                    "paginated cluster: chunk in slot {slot} has {} bytes, less than its framing",
+                    e.len()
+                ),
+            }),
+            None => Err(Error::Corrupt {
+                page: id,
+                reason: format!("paginated cluster: chunk slot {slot} is empty"),
+            }),
         }
     }
 

@@ -69,6 +69,16 @@ fn internal_entry(content: &[u8]) -> Vec<u8> {
     }
 }
 
+/// Whether `e` is a home entry whole enough to decode: an internal record (kind byte and
+/// content), or an external link or chain head (kind byte and link at least).
+fn addressable(e: &[u8]) -> bool {
+    match e.first() {
+        Some(&INTERNAL) => true,
+        Some(&EXTERNAL | &HEAD) => e.len() >= MIN_ENTRY,
+        _ => false,
+    }
+}
+
 /// Checks a record id against its home slot in `buf`.
 fn check_home(sp: &Slotted, rid: Rid, buf: &[u8]) -> Home {
     let slot = u32::from(rid.slot());
@@ -84,7 +94,8 @@ fn check_home(sp: &Slotted, rid: Rid, buf: &[u8]) -> Home {
     }
     match sp.entry(buf, slot) {
         None => Home::Miss(Lookup::Deleted),
-        Some(e) if matches!(e[0], INTERNAL | EXTERNAL | HEAD) => Home::Entry(e.to_vec()),
+        // A home entry too short for its kind is not one (as an unknown kind is not).
+        Some(e) if addressable(e) => Home::Entry(e.to_vec()),
         Some(_) => Home::Miss(Lookup::Missing),
     }
 }
@@ -145,6 +156,36 @@ impl SinglePage {
         Ok(home)
     }
 
+    /// Content bytes an entry of `room` bytes holds after its kind and link; a page chosen for
+    /// its room (by the free-space map) that turns out to have less than a link's worth is corrupt.
+    fn room_for_content(&self, page: usize, room: usize) -> Result<usize> {
+        room.checked_sub(MIN_ENTRY)
+            .filter(|&r| r > 0)
+            .ok_or_else(|| Error::Corrupt {
+                page: self.files.data[page],
+                reason: format!(
+                    "single-page cluster: {room} bytes of room where the free-space map promised more"
+                ),
+            })
+    }
+
+    /// Removes the entry of `kind` in `slot` of data page `page` (within the operation) and returns
+    /// it; an empty slot or an entry of another kind or too short is corrupt.
+    fn take(&mut self, page: usize, slot: u32, kind: u8) -> Result<Vec<u8>> {
+        let sp = self.sp;
+        let buf = self.files.get_mut(File::Data, page)?;
+        if !sp
+            .entry(buf, slot)
+            .is_some_and(|e| e.len() >= MIN_ENTRY && e[0] == kind)
+        {
+            return Err(Error::Corrupt {
+                page: self.files.data[page],
+                reason: format!("single-page cluster: slot {slot} holds no entry of kind {kind}"),
+            });
+        }
+        Ok(sp.remove(buf, slot))
+    }
+
     fn home_page(&self, rid: Rid) -> Option<usize> {
         (rid.cluster == self.options.cluster_id && rid.page() < self.files.data.len() as u64)
             .then_some(rid.page() as usize)
@@ -152,12 +193,20 @@ impl SinglePage {
 
     /// Reads the parts of a chain from `next` on.
     fn read_parts(&mut self, mut next: (u64, u32), out: &mut Vec<u8>) -> Result<()> {
+        // A chain visits each part once; a corrupt link back into it is refused, not followed.
+        let mut seen = std::collections::HashSet::new();
         while next.0 != NONE {
             let buf = self.files.read(File::Data, next.0 as usize)?;
+            if !seen.insert(next) {
+                return Err(Error::Corrupt {
+                    page: self.files.data[next.0 as usize],
+                    reason: format!("single-page cluster: record chain loops back to slot {}", next.1),
+                });
+            }
             let e = self
                 .sp
                 .entry(&buf, next.1)
-                .filter(|e| e[0] == PART)
+                .filter(|e| e.len() >= MIN_ENTRY && e[0] == PART)
                 .ok_or_else(|| Error::Corrupt {
                     page: self.files.data[next.0 as usize],
                     reason: format!("single-page cluster: slot {} is not a record part", next.1),
@@ -186,7 +235,9 @@ impl SinglePage {
                 let m = self
                     .sp
                     .entry(&buf, ts)
-                    .filter(|m| m[0] == MOVED && link_of(m) == (home.0 as u64, home.1))
+                    .filter(|m| {
+                        m.len() >= MIN_ENTRY && m[0] == MOVED && link_of(m) == (home.0 as u64, home.1)
+                    })
                     .ok_or_else(|| Error::Corrupt {
                         page: self.files.data[tp as usize],
                         reason: format!(
@@ -211,7 +262,7 @@ impl SinglePage {
             let need = (end + MIN_ENTRY).min(self.max_empty());
             let p = self.files.page_with_room(need, Some(except));
             let room = self.files.room_in(p)?;
-            let part = end.min(room - MIN_ENTRY);
+            let part = end.min(self.room_for_content(p, room)?);
             let (slot, _) = self.files.put_entry(
                 p,
                 &entry_with_link(PART, next.0, next.1, &bytes[end - part..end]),
@@ -229,16 +280,15 @@ impl SinglePage {
         match e[0] {
             EXTERNAL => {
                 let (tp, ts) = link_of(e);
-                let buf = self.files.get_mut(File::Data, tp as usize)?;
-                self.sp.remove(buf, ts);
+                self.take(tp as usize, ts, MOVED)?;
                 self.external -= 1;
                 Ok(Some(tp as usize))
             }
             HEAD => {
                 let mut next = link_of(e);
+                // Taking a part empties its slot, so a chain that loops back is refused there.
                 while next.0 != NONE {
-                    let buf = self.files.get_mut(File::Data, next.0 as usize)?;
-                    let part = self.sp.remove(buf, next.1);
+                    let part = self.take(next.0 as usize, next.1, PART)?;
                     next = link_of(&part);
                 }
                 Ok(None)
@@ -275,7 +325,7 @@ impl SinglePage {
             self.external += 1;
             return Ok(());
         }
-        let h = home_room - MIN_ENTRY;
+        let h = self.room_for_content(home.0, home_room)?;
         let first = self.write_parts(&content[h..], home.0)?;
         let head = entry_with_link(HEAD, first.0, first.1, &content[..h]);
         let buf = self.files.get_mut(File::Data, home.0)?;
@@ -292,7 +342,8 @@ impl SinglePage {
             (p, s, v)
         } else {
             let home = self.files.page_with_room(max / 2, None);
-            let h = self.files.room_in(home)? - MIN_ENTRY;
+            let room = self.files.room_in(home)?;
+            let h = self.room_for_content(home, room)?;
             let first = self.write_parts(&record[h..], home)?;
             let head = entry_with_link(HEAD, first.0, first.1, &record[..h]);
             let (s, v) = self.files.put_entry(home, &head, true)?;

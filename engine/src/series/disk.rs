@@ -148,10 +148,23 @@ impl Disk {
         }
         let b = &self.buf;
         let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let start = out.len();
         for j in 0..n {
             let at = HEADER + j * POINT;
             let s = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
             out.push(((s, u64_at(at + 4)), u64_at(at + 12) as i64, u64_at(at + 20)));
+        }
+        // The keys must ascend strictly from the page's first to its last key as written.
+        let (first, last) = self.runs[run].pages[index];
+        let points = &out[start..];
+        if points[0].0 != first || points[n - 1].0 != last || points.windows(2).any(|w| w[0].0 >= w[1].0) {
+            out.truncate(start);
+            return Err(Error::Corrupt {
+                page: id,
+                reason: format!(
+                    "time-series page keys are not the ascending {first:?}..={last:?} written there"
+                ),
+            });
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use crate::lsm::merge::EntryStream;
 use crate::lsm::{Extent, MergePlan, Merger, RunFormat, RunInfo};
 use crate::rtree::{DiskRTree, SpatialEntry};
 use crate::storage::Device;
-use crate::Result;
+use crate::{Error, Result};
 use std::sync::Arc;
 
 /// A packed R-tree and its optional antimatter B+-tree.
@@ -88,6 +88,29 @@ impl SpatialRuns {
         entries.sort_by_cached_key(|e| (h.key(e.point), e.oid, e.ts));
     }
 
+    /// Every entry of `run`'s R-tree in leaf order, read straight from the device, checked to be
+    /// in strictly increasing [`SpatialRuns::key`] order as every component is written: a leaf
+    /// that passes its page checks but holds another leaf's entries (a misdirected or stale page)
+    /// is [`Error::Corrupt`], not merged (where it would release Update Memo counts twice).
+    pub fn scan_in_order(&self, run: &SpatialComponent) -> Result<Vec<SpatialEntry>> {
+        let entries = run.rtree.scan(self.device())?;
+        let mut prev = None;
+        for e in &entries {
+            let key = self.key(e);
+            if prev.is_some_and(|p| p >= key) {
+                return Err(Error::Corrupt {
+                    page: run.rtree.first_page(),
+                    reason: format!(
+                        "R-tree leaves out of Hilbert order: object {} (timestamp {}) after {:?}",
+                        e.oid, e.ts, prev
+                    ),
+                });
+            }
+            prev = Some(key);
+        }
+        Ok(entries)
+    }
+
     /// Builds a component of `entries` (already in Hilbert order) and `antimatter` (ascending oids).
     /// On error nothing stays allocated.
     pub fn build_component(
@@ -118,7 +141,7 @@ impl RunFormat for SpatialRuns {
 
     /// The R-tree's entries in leaf order (Hilbert order), read straight from the device.
     fn scan<'a>(&'a self, run: &'a SpatialComponent) -> Result<EntryStream<'a, SpatialKey, SpatialEntry>> {
-        let entries = run.rtree.scan(self.device())?;
+        let entries = self.scan_in_order(run)?;
         Ok(Box::new(entries.into_iter().map(move |e| Ok((self.key(&e), e)))))
     }
 
@@ -190,7 +213,7 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
         let mut filter = self.maintenance.merge_filter(antimatter, plan.bottommost);
         let mut entries: Vec<SpatialEntry> = Vec::new();
         for (input, part) in inputs.iter().enumerate() {
-            for e in part.rtree.scan(device)? {
+            for e in format.scan_in_order(part)? {
                 if filter.keep(input, &e)? {
                     entries.push(e);
                 }

@@ -68,6 +68,10 @@ impl Config for CompactionConfig {
     }
 }
 
+/// Peak RSS per point for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((67,564 - 17,032) KiB over 180,000 points: 287 B).
+const BYTES_PER_POINT: u64 = 300;
+
 impl TypedExperiment for DiolCompaction {
     type Config = CompactionConfig;
 
@@ -173,6 +177,14 @@ impl TypedExperiment for DiolCompaction {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         crate::plot::spec::render_specs(report::COMPACTION_FIGURES, result, out_dir)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(config.setup.memory_estimate(BYTES_PER_POINT))
     }
 
     fn report(&self, result: &ResultFile) -> String {

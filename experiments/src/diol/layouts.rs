@@ -50,6 +50,10 @@ pub fn workloads(names: &[String]) -> Vec<TsWorkload> {
     names.iter().filter_map(|w| TsWorkload::parse(w)).collect()
 }
 
+/// Peak RSS per point for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((66,980 - 17,032) KiB over 180,000 points: 284 B).
+const BYTES_PER_POINT: u64 = 300;
+
 impl TypedExperiment for DiolLayouts {
     type Config = LayoutsConfig;
 
@@ -116,6 +120,14 @@ impl TypedExperiment for DiolLayouts {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         crate::plot::spec::render_specs(report::LAYOUT_FIGURES, result, out_dir)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(config.setup.memory_estimate(BYTES_PER_POINT))
     }
 
     fn report(&self, result: &ResultFile) -> String {

@@ -37,7 +37,7 @@ use lsmlab_workloads::ts::{
 use serde::{Deserialize, Serialize};
 
 use crate::config::{check, check_items, KeyHelp};
-use crate::experiment::{RowBuilder, RunContext, Scale};
+use crate::experiment::{MemoryEstimate, RowBuilder, RunContext, Scale};
 
 /// The paper's name in result files and claims.
 pub const PAPER: &str = "DIOL";
@@ -91,7 +91,26 @@ fn m1_pick(name: &str) -> Option<M1Pick> {
         .find(|p| p.name() == name)
 }
 
+/// Memory a DIOL run needs besides its points (the binary, the delay model, the memtables of the
+/// default budget at small sizes), rounded up from the peak RSS of tiny runs.
+const RUN_BASE_BYTES: u64 = 16 << 20;
+
 impl Setup {
+    /// The run's peak memory: one store at a time holds the series' points on its memory device
+    /// (with the pages compaction rewrites), beside the generated arrival stream and operations, so
+    /// the peak grows with `points`; `bytes_per_point` is the experiment's measured slope (peak RSS
+    /// between 20,000 and 200,000 points at tiny, every layout and workload).
+    pub fn memory_estimate(&self, bytes_per_point: u64) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.points * bytes_per_point + RUN_BASE_BYTES,
+            basis: format!(
+                "{} points x {bytes_per_point} B, measured per point, + {} MiB",
+                self.points,
+                RUN_BASE_BYTES >> 20
+            ),
+        }
+    }
+
     pub fn defaults(scale: Scale) -> Setup {
         Setup {
             points: match scale {

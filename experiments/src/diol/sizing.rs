@@ -74,6 +74,10 @@ impl Config for SizingConfig {
 const NORMAL_MEMTABLES: u64 = 11;
 const OBJECTIVES: [&str; 3] = ["disk_reads", "disk_read_points", "page_writes"];
 
+/// Peak RSS per point for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((28,512 - 9,368) KiB over 180,000 points: 109 B).
+const BYTES_PER_POINT: u64 = 120;
+
 impl TypedExperiment for DiolSizing {
     type Config = SizingConfig;
 
@@ -247,6 +251,14 @@ impl TypedExperiment for DiolSizing {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         crate::plot::spec::render_specs(report::SIZING_FIGURES, result, out_dir)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(config.setup.memory_estimate(BYTES_PER_POINT))
     }
 
     fn report(&self, result: &ResultFile) -> String {

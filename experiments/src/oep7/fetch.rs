@@ -71,6 +71,10 @@ struct Pass<'a> {
     mode: &'a str,
 }
 
+/// Peak RSS per record for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((75,300 - 14,856) KiB over 27,000 records: 2,292 B).
+const BYTES_PER_RECORD: u64 = 2400;
+
 impl TypedExperiment for Oep7Fetch {
     type Config = FetchConfig;
 
@@ -236,6 +240,14 @@ impl TypedExperiment for Oep7Fetch {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         super::report::fetch_figures(result, out_dir)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(config.setup.memory_estimate(BYTES_PER_RECORD))
     }
 
     fn report(&self, result: &ResultFile) -> String {

@@ -279,6 +279,10 @@ impl GraphBed {
     }
 }
 
+/// Peak RSS per record for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((63,040 - 12,520) KiB over 18,000 vertices: 2,874 B).
+const BYTES_PER_RECORD: u64 = 3000;
+
 impl TypedExperiment for Oep7Graph {
     type Config = GraphConfig;
 
@@ -474,6 +478,16 @@ impl TypedExperiment for Oep7Graph {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         super::report::graph_figures(result, out_dir)
+    }
+
+    /// `None` for an edge-list file (its size is known only once loaded).
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        (config.edge_list.is_empty() && data.is_empty())
+            .then(|| config.setup.memory_estimate(BYTES_PER_RECORD))
     }
 
     fn report(&self, result: &ResultFile) -> String {

@@ -25,7 +25,7 @@ use lsmlab_engine::storage::{Device, DeviceProfile, IoStats, MemDevice};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{self, check, KeyHelp};
-use crate::experiment::{RowBuilder, Scale};
+use crate::experiment::{MemoryEstimate, RowBuilder, Scale};
 
 pub const PAPER: &str = "OrientDB OEP 7";
 
@@ -49,7 +49,26 @@ pub struct Setup {
     pub profile: String,
 }
 
+/// Memory an OEP 7 run needs besides its records (the binary and the cache's fixed part), rounded
+/// up from the peak RSS of tiny runs.
+const RUN_BASE_BYTES: u64 = 16 << 20;
+
 impl Setup {
+    /// The run's peak memory: one cluster at a time holds its records on its memory device (and
+    /// the cache a fraction of them), beside the record ids and the workload's operations, so the
+    /// peak grows with `records`; `bytes_per_record` is the experiment's measured slope (peak RSS
+    /// between the tiny records and ten times them, every layout).
+    pub fn memory_estimate(&self, bytes_per_record: u64) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.records * bytes_per_record + RUN_BASE_BYTES,
+            basis: format!(
+                "{} records x {bytes_per_record} B, measured per record, + {} MiB",
+                self.records,
+                RUN_BASE_BYTES >> 20
+            ),
+        }
+    }
+
     pub fn defaults(scale: Scale, records: [u64; 3]) -> Setup {
         Setup {
             clusters: Layout::ALL.to_vec(),

@@ -70,6 +70,10 @@ impl Config for SpaceConfig {
     }
 }
 
+/// Peak RSS per record for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((48,380 - 10,936) KiB over 18,000 records: 2,130 B).
+const BYTES_PER_RECORD: u64 = 2200;
+
 impl TypedExperiment for Oep7Space {
     type Config = SpaceConfig;
 
@@ -193,6 +197,14 @@ impl TypedExperiment for Oep7Space {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         super::report::space_figures(result, out_dir)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(config.setup.memory_estimate(BYTES_PER_RECORD))
     }
 
     fn report(&self, result: &ResultFile) -> String {

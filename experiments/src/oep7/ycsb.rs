@@ -114,6 +114,10 @@ impl Config for YcsbConfig {
     }
 }
 
+/// Peak RSS per record for the memory check, rounded up from the
+/// slope measured between the tiny defaults and ten times their size ((116,140 - 18,744) KiB over 27,000 records: 3,694 B).
+const BYTES_PER_RECORD: u64 = 3800;
+
 impl TypedExperiment for Oep7Ycsb {
     type Config = YcsbConfig;
 
@@ -267,6 +271,14 @@ impl TypedExperiment for Oep7Ycsb {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         super::report::ycsb_figures(result, out_dir)
+    }
+
+    fn memory_estimate(
+        &self,
+        config: &Self::Config,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(config.setup.memory_estimate(BYTES_PER_RECORD))
     }
 
     fn report(&self, result: &ResultFile) -> String {
