@@ -238,6 +238,11 @@ impl SeriesStore {
         self.disk.runs.iter().map(|r| r.points).sum()
     }
 
+    /// Pages of every live file (what the store holds on its device).
+    pub fn disk_pages(&self) -> u64 {
+        self.disk.runs.iter().map(|r| r.pages.len() as u64).sum()
+    }
+
     /// Points currently held by memtables.
     pub fn memory_points(&self) -> u64 {
         self.level.mem_points
