@@ -20,7 +20,7 @@
 //! - The record clusters ([`cluster`]): paginated and single-page.
 //!
 //! `cargo test` runs a short budget; `make soak` a long one: `SOAK_OPS` operations per
-//! configuration (default 2,000 under `cargo test`), `SOAK_SEED` to start elsewhere. One summary
+//! configuration (default 1,500 under `cargo test`), `SOAK_SEED` to start elsewhere. One summary
 //! line per engine (operations checked, flushes, merges or compactions, mismatches) is printed
 //! with `--nocapture`.
 
@@ -42,6 +42,9 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+
+/// Operations per configuration under `cargo test` (`SOAK_OPS` overrides it).
+const DEFAULT_OPS: u64 = 1_500;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
@@ -367,7 +370,7 @@ fn shrink_with<T: Clone>(ops: &[T], fails: impl Fn(&[T]) -> Option<String>) -> (
 
 #[test]
 fn every_configuration_matches_the_oracle_on_long_random_streams() {
-    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let ops_per_config = env_u64("SOAK_OPS", DEFAULT_OPS);
     let first_seed = env_u64("SOAK_SEED", 0);
     let mut totals = Totals::default();
     let mut failures = Vec::new();
@@ -664,7 +667,7 @@ fn kv_cache_audit(kv: &KvStore) -> Result<(), String> {
 
 #[test]
 fn every_warm_up_baseline_of_the_key_value_store_matches_the_oracle() {
-    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let ops_per_config = env_u64("SOAK_OPS", DEFAULT_OPS);
     let first_seed = env_u64("SOAK_SEED", 0);
     let mut totals = Totals::default();
     let mut failures = Vec::new();

@@ -5,7 +5,7 @@
 //! against a map of the live records. After each stream: every record after a cold cache, the live
 //! count, every allocated page a page of the cluster's files, and every cached page one of them.
 
-use super::{env_u64, shrink_with, Mismatch, Totals};
+use super::{env_u64, shrink_with, Mismatch, Totals, DEFAULT_OPS};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::cluster::{self, ClusterOptions, Layout, Lookup, Rid};
 use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
@@ -262,7 +262,7 @@ fn replay(setup: &Setup, ops: &[Op], totals: &mut Totals) -> Result<(), Mismatch
 
 #[test]
 fn both_cluster_layouts_match_the_oracle() {
-    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let ops_per_config = env_u64("SOAK_OPS", DEFAULT_OPS);
     let first_seed = env_u64("SOAK_SEED", 0);
     let mut totals = Totals::default();
     let mut failures = Vec::new();

@@ -6,7 +6,7 @@
 //! the insert count, the memtable limit, no page held outside the store's files, then everything
 //! flushed (memory empty) and compacted (no delay file left), checked again.
 
-use super::{env_u64, shrink_with, Mismatch, Totals};
+use super::{env_u64, shrink_with, Mismatch, Totals, DEFAULT_OPS};
 use lsmlab_engine::series::{CompactionParams, Layout, M1Pick, SeriesConfig, SeriesStore};
 use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
 use rand::{Rng, SeedableRng};
@@ -262,7 +262,7 @@ fn replay(setup: &Setup, ops: &[Op], totals: &mut Totals) -> Result<(), Mismatch
 
 #[test]
 fn every_time_series_layout_matches_the_oracle() {
-    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let ops_per_config = env_u64("SOAK_OPS", DEFAULT_OPS);
     let first_seed = env_u64("SOAK_SEED", 0);
     let mut totals = Totals::default();
     let mut failures = Vec::new();
