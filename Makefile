@@ -79,7 +79,7 @@ STRESS_OPS     ?= 1000000
 CACHE_RACE_OPS ?= 200000
 soak:
 	SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) STRESS_OPS=$(STRESS_OPS) CACHE_RACE_OPS=$(CACHE_RACE_OPS) \
-		$(CARGO) test --release -p lsmlab-engine --test soak --test stress --test cache_race -- --nocapture
+		$(CARGO) test --release --no-fail-fast -p lsmlab-engine --test soak --test stress --test cache_race -- --nocapture
 
 # Model checking of the Update Memo's concurrent paths (engine/tests/loom_um.rs): every
 # interleaving of record / release / insert / is-obsolete on one object, up to LOOM_MAX_PREEMPTIONS

@@ -409,7 +409,10 @@ impl BufferCache {
     /// Drops the cached copies of an extent (a component retired by a merge). Dirty pages are
     /// dropped without write-back: the extent's contents are dead.
     pub fn invalidate(&self, first: PageId, count: u64) {
-        let mut st = self.lock();
+        Self::invalidate_locked(&mut self.lock(), first, count);
+    }
+
+    fn invalidate_locked(st: &mut State, first: PageId, count: u64) {
         st.epoch += 1;
         for id in first..first + count {
             if st.table.is_empty() {
@@ -422,9 +425,12 @@ impl BufferCache {
         }
     }
 
-    /// Invalidates an extent and returns it to the device.
+    /// Invalidates an extent and returns it to the device, under the lock: a miss that began
+    /// between the two would otherwise read the dead pages from the device and cache them, to be
+    /// served in place of whatever the extent holds once it is reused.
     pub fn free(&self, first: PageId, count: u64) {
-        self.invalidate(first, count);
+        let mut st = self.lock();
+        Self::invalidate_locked(&mut st, first, count);
         self.device.free(first, count);
     }
 
