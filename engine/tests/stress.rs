@@ -11,8 +11,11 @@
 //! tree inserts took. Operations on one object come from one thread (object id modulo the thread
 //! count, as `rum-concurrency` splits its stream), so an object's tickets rise in program order;
 //! different objects, flushes, merges and cleaning interleave freely. (Two threads updating the
-//! same object at once is outside the tree's contract: a cleaning thread may release an obsolete
-//! entry whose count the other thread has not added yet.)
+//! same object at once is not checked: by our reading of the code, Buffered or Vacuum Cleaning on
+//! one thread may then release an obsolete entry of the object before the other thread's update
+//! has added its count to the Update Memo, so the memo can lose the object for a moment and end
+//! with a timestamp below the object's newest entry, which the audit rejects, although the fresh
+//! entries still follow the tickets.)
 //!
 //! The run is cut into phases; between phases the threads stop and the index is checked against
 //! the oracle (the newest point of each object): every object's fresh entry, queries of random
