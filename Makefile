@@ -68,13 +68,20 @@ bench: build
 	$(CARGO) bench --workspace --bench '*' -- --noplot
 	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json
 
-# The differential soak at a long budget: SOAK_OPS operations per configuration (every strategy
-# and variant, engine parameters drawn from the seed, both devices) against a brute-force oracle,
-# printing operations checked, flushes, merges and mismatches; a failure prints a shrunk stream.
-SOAK_OPS  ?= 30000
-SOAK_SEED ?= 0
+# The differential soak at a long budget: SOAK_OPS operations per configuration of every engine
+# (the LSM R-tree's strategies and variants, the key-value store under every warm-up policy, every
+# time-series layout, both cluster layouts; engine parameters drawn from the seed, both devices)
+# against a brute-force oracle, printing per engine the operations checked, flushes, merges or
+# compactions and mismatches; a failure prints a shrunk stream. Then the concurrency tests at long
+# budgets: STRESS_OPS operations per Update Memo variant on 8 threads against a sequential replay,
+# and CACHE_RACE_OPS reads per reader thread racing page invalidation, reuse and rewrites.
+SOAK_OPS       ?= 30000
+SOAK_SEED      ?= 0
+STRESS_OPS     ?= 1000000
+CACHE_RACE_OPS ?= 200000
 soak:
-	SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) $(CARGO) test --release -p lsmlab-engine --test soak -- --nocapture
+	SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) STRESS_OPS=$(STRESS_OPS) CACHE_RACE_OPS=$(CACHE_RACE_OPS) \
+		$(CARGO) test --release --no-fail-fast -p lsmlab-engine --test soak --test stress --test cache_race -- --nocapture
 
 # Model checking of the Update Memo's concurrent paths (engine/tests/loom_um.rs): every
 # interleaving of record / release / insert / is-obsolete on one object, up to LOOM_MAX_PREEMPTIONS

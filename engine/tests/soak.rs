@@ -1,27 +1,40 @@
-//! Differential soak: long seeded operation streams against every secondary-index configuration
-//! of the LSM R-tree and every cache warm-up baseline of the block-based key-value store (the 16 combinations of the Update Memo's F, M, B, V switches, Eager and
-//! Validation with their variants, both flush triggers and both cleaning-counter rules), each with
-//! engine parameters drawn from the seed (page size, memory budget, cache size including 0, merge
-//! tolerance and size limit, cleaning thresholds, Bloom filters on or off) on the counted memory
-//! device or on real files, checked query by query against a brute-force map. After each stream:
-//! the Update Memo audit, no zero-count memo entry, and no leaked page. A failing stream is shrunk
-//! (shortest failing prefix, then chunks removed while it still fails) and printed with its
-//! configuration, so the reproduction is a few operations long. The key-value store runs each
-//! baseline warm-up policy with drawn page sizes, memtable budgets, leveled-compaction shapes, Bloom
-//! settings, caches (0 included) and devices, on put/delete/get/scan/append/flush streams against
-//! a `BTreeMap`, then checks the level layout and that its runs own every allocated page.
+//! Differential soak: long seeded operation streams against every engine configuration, each
+//! with engine parameters drawn from the seed, on the counted memory device or on real files,
+//! checked operation by operation against a brute-force oracle, audited after each stream, and a
+//! failing stream shrunk (shortest failing prefix, then chunks removed while it still fails) and
+//! printed with its configuration, so the reproduction is a few operations long.
+//!
+//! - The LSM R-tree's secondary-index strategies: the 16 combinations of the Update Memo's F, M, B,
+//!   V switches, Eager and Validation with their variants, both flush triggers and both
+//!   cleaning-counter rules; drawn page size, memory budget, cache size (0 included), merge
+//!   tolerance and size limit, cleaning thresholds, Bloom filters. Oracle: a map of live objects,
+//!   queried by rectangles. Audits: the Update Memo against the index, no zero-count memo entry,
+//!   no leaked page.
+//! - The block-based key-value store under every warm-up policy (the four baselines and Leaper,
+//!   with a small model trained here and drawn prefetcher parameters); drawn page sizes, memtable
+//!   budgets, leveled-compaction shapes, Bloom settings, caches. Oracle: a `BTreeMap` of
+//!   put/delete/get/scan/append/flush streams. Audits: the level layout, the runs own every
+//!   allocated page, the cache holds no block of a retired run, dropping the store frees every
+//!   page.
+//! - The time-series store ([`series`]): every memory level, with and without disk compaction.
+//! - The record clusters ([`cluster`]): paginated and single-page.
 //!
 //! `cargo test` runs a short budget; `make soak` a long one: `SOAK_OPS` operations per
-//! configuration (default 2,000 under `cargo test`), `SOAK_SEED` to start elsewhere. The summary
-//! (operations checked, flushes, merges, mismatches) is printed with `--nocapture`.
+//! configuration (default 1,500 under `cargo test`), `SOAK_SEED` to start elsewhere. One summary
+//! line per engine (operations checked, flushes, merges or compactions, mismatches) is printed
+//! with `--nocapture`.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
-use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind};
+use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind, WarmUpPolicy};
+use lsmlab_engine::leaper::{
+    train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
+};
 use lsmlab_engine::lsm::{LeveledParams, MergePolicyConfig};
 use lsmlab_engine::spatial::{CleaningCounters, FlushTrigger, LsmRTree, SpatialConfig, Strategy};
 use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
@@ -29,6 +42,9 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+
+/// Operations per configuration under `cargo test` (`SOAK_OPS` overrides it).
+const DEFAULT_OPS: u64 = 1_500;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
@@ -187,6 +203,7 @@ impl fmt::Display for Mismatch {
     }
 }
 
+/// Counts of one engine's streams.
 #[derive(Default)]
 struct Totals {
     streams: u64,
@@ -195,7 +212,26 @@ struct Totals {
     flushes: u64,
     merges: u64,
     mismatches: u64,
+    /// Key-value store only: blocks Leaper had the cache admit.
+    admitted: u64,
 }
+
+impl Totals {
+    /// The summary line `make soak` prints for an engine; the labels say what the engine's
+    /// reads, flushes and merges are.
+    fn print(&self, engine: &str, reads: &str, flushes: &str, merges: &str) {
+        println!(
+            "soak ({engine}): {} configurations, {} operations checked ({} {reads}), {} {flushes}, {} {merges}, {} mismatches",
+            self.streams, self.ops, self.queries, self.flushes, self.merges, self.mismatches
+        );
+    }
+}
+
+// The other engines' streams, in `tests/soak/` (not test targets of their own).
+#[path = "soak/cluster.rs"]
+mod cluster;
+#[path = "soak/series.rs"]
+mod series;
 
 fn answer(index: &LsmRTree, rect: &Rect) -> Result<Vec<(u64, u64, u64)>, String> {
     let out = index.query(rect).map_err(|e| format!("query failed: {e}"))?;
@@ -334,7 +370,7 @@ fn shrink_with<T: Clone>(ops: &[T], fails: impl Fn(&[T]) -> Option<String>) -> (
 
 #[test]
 fn every_configuration_matches_the_oracle_on_long_random_streams() {
-    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let ops_per_config = env_u64("SOAK_OPS", DEFAULT_OPS);
     let first_seed = env_u64("SOAK_SEED", 0);
     let mut totals = Totals::default();
     let mut failures = Vec::new();
@@ -354,10 +390,7 @@ fn every_configuration_matches_the_oracle_on_long_random_streams() {
             ));
         }
     }
-    println!(
-        "soak: {} configurations, {} operations checked ({} queries), {} flushes, {} merges, {} mismatches",
-        totals.streams, totals.ops, totals.queries, totals.flushes, totals.merges, totals.mismatches
-    );
+    totals.print("LSM R-tree", "queries", "flushes", "merges");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
         totals.flushes > 0 && totals.merges > 0,
@@ -387,16 +420,63 @@ fn the_shrinker_cuts_a_failing_stream_to_its_cause() {
 
 // ---- The key-value store ------------------------------------------------------------------------
 
-const KV_KINDS: [WarmUpKind; 4] = [
-    WarmUpKind::Lru,
-    WarmUpKind::IncrementalWarmup,
-    WarmUpKind::PrepopulateFlush,
-    WarmUpKind::PrepopulateAll,
-];
+const KV_KINDS: [WarmUpKind; 5] = WarmUpKind::ALL;
+
+/// Virtual seconds per operation of a key-value stream, and the Leaper model's slot length: 200
+/// operations a slot.
+const KV_TICK: f64 = 0.001;
+const LEAPER_SLOT_SECS: f64 = 0.2;
+
+/// A small Leaper model, trained once per process on a log shaped like the key-value streams
+/// (keys below 5,000 with a hot tenth, key ranges of 100 keys, 60 slots) and saved to a temporary
+/// directory that lives as long as the process.
+fn leaper_model_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let per_slot = (LEAPER_SLOT_SECS / KV_TICK) as usize;
+        let log: Vec<AccessRecord> = (0..60 * per_slot)
+            .map(|i| {
+                let t = i as f64 * KV_TICK;
+                let k = if rng.random_bool(0.3) {
+                    rng.random_range(0..500)
+                } else {
+                    rng.random_range(0..5000)
+                };
+                match rng.random_range(0..10) {
+                    0..5 => AccessRecord::write(t, k),
+                    5..9 => AccessRecord::read(t, k),
+                    _ => AccessRecord::scan(t, k, k + rng.random_range(0..300)),
+                }
+            })
+            .collect();
+        let collector = CollectorConfig {
+            sample_p: 1.0,
+            ..CollectorConfig::offline(100, LEAPER_SLOT_SECS)
+        };
+        let history = RangeHistory::from_log(&log, &collector).unwrap();
+        let params = TrainParams {
+            steps: 2,
+            gbdt: GbdtParams {
+                rounds: 8,
+                ..GbdtParams::default()
+            },
+            ..TrainParams::default()
+        };
+        let (model, _) = train(&history, &params).unwrap();
+        model.save(dir.path()).unwrap();
+        dir
+    })
+    .path()
+}
 
 #[derive(Clone, Debug)]
 struct KvSetup {
     kind: WarmUpKind,
+    /// Leaper only: the prefetcher's parameters (a threshold near 0 calls nearly every range hot, one
+    /// near 1 nearly none).
+    leaper: Option<LeaperParams>,
     file_device: bool,
     page_size: usize,
     cache_pages: usize,
@@ -408,6 +488,13 @@ impl KvSetup {
         let page_size = [512, 1024, 4096][rng.random_range(0..3)];
         KvSetup {
             kind,
+            leaper: (kind == WarmUpKind::Leaper).then(|| LeaperParams {
+                alpha_secs_per_block: [0.0, 0.001, 0.01][rng.random_range(0..3)],
+                t2_secs: [0.0, 0.1, 1.0][rng.random_range(0..3)],
+                sample_p: [0.05, 0.5, 1.0][rng.random_range(0..3)],
+                seed: rng.random(),
+                threshold: [None, Some(0.01), Some(0.3), Some(0.99)][rng.random_range(0..4)],
+            }),
             file_device: rng.random_bool(0.2),
             page_size,
             cache_pages: [0, 1, 4, 64, 4096][rng.random_range(0..5)],
@@ -468,12 +555,18 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
     };
     let cache = Arc::new(BufferCache::new(device.clone(), setup.cache_pages));
     let fail = |step: usize, what: String| Mismatch { step, what };
-    let mut kv = KvStore::new(cache, setup.config, setup.kind.baseline().unwrap())
-        .map_err(|e| fail(0, format!("opening: {e}")))?;
+    let policy: Box<dyn WarmUpPolicy> = match setup.leaper {
+        Some(params) => Box::new(
+            LeaperPolicy::from_dir(leaper_model_dir(), params)
+                .map_err(|e| fail(0, format!("loading the Leaper model: {e}")))?,
+        ),
+        None => setup.kind.baseline().expect("a baseline policy"),
+    };
+    let mut kv = KvStore::new(cache, setup.config, policy).map_err(|e| fail(0, format!("opening: {e}")))?;
     let mut oracle: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut next_append = 1_000_000u64;
     for (i, op) in ops.iter().enumerate() {
-        kv.set_now(i as f64 * 0.001);
+        kv.set_now(i as f64 * KV_TICK);
         let err = |e: lsmlab_engine::Error| fail(i, format!("{op:?} failed: {e}"));
         match *op {
             KvOp::Put(k, n) => {
@@ -507,6 +600,9 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
             KvOp::Flush => kv.flush().map_err(err)?,
         }
         kv.take_background();
+        if i % 256 == 255 {
+            kv_cache_audit(&kv).map_err(|e| fail(i, e))?;
+        }
         totals.ops += 1;
     }
     let end = ops.len();
@@ -532,19 +628,50 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
             ),
         ));
     }
+    kv_cache_audit(&kv).map_err(|e| fail(end, e))?;
     let st = kv.stats();
     totals.flushes += st.flushes;
     totals.merges += st.compactions;
+    if setup.leaper.is_some() {
+        totals.admitted += st.admitted;
+    }
+    drop(kv);
+    if device.allocated_pages() != 0 {
+        return Err(fail(
+            end,
+            format!(
+                "{} pages still allocated after the store was dropped",
+                device.allocated_pages()
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// Every cached page is a data block of a live run (a retired run's blocks were invalidated).
+fn kv_cache_audit(kv: &KvStore) -> Result<(), String> {
+    let live: Vec<(u64, u64)> = kv
+        .runs()
+        .map(|r| (r.first_page(), r.first_page() + r.data_blocks()))
+        .collect();
+    match kv
+        .cache()
+        .resident()
+        .into_iter()
+        .find(|p| !live.iter().any(|&(a, b)| (a..b).contains(p)))
+    {
+        Some(p) => Err(format!("cached page {p} is no data block of a live run")),
+        None => Ok(()),
+    }
 }
 
 #[test]
 fn every_warm_up_baseline_of_the_key_value_store_matches_the_oracle() {
-    let ops_per_config = env_u64("SOAK_OPS", 2_000);
+    let ops_per_config = env_u64("SOAK_OPS", DEFAULT_OPS);
     let first_seed = env_u64("SOAK_SEED", 0);
     let mut totals = Totals::default();
     let mut failures = Vec::new();
-    // Two drawn configurations per policy.
+    // Two drawn configurations per policy (Leaper's with a model trained here).
     for (i, kind) in KV_KINDS.iter().chain(KV_KINDS.iter()).enumerate() {
         let seed = first_seed.wrapping_add(1000 + i as u64);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x4b56);
@@ -568,9 +695,10 @@ fn every_warm_up_baseline_of_the_key_value_store_matches_the_oracle() {
             ));
         }
     }
+    totals.print("key-value store", "gets and scans", "flushes", "compactions");
     println!(
-        "soak (kv store): {} configurations, {} operations checked ({} gets and scans), {} flushes, {} compactions, {} mismatches",
-        totals.streams, totals.ops, totals.queries, totals.flushes, totals.merges, totals.mismatches
+        "soak (key-value store): Leaper had the cache admit {} blocks",
+        totals.admitted
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(

@@ -10,6 +10,10 @@ use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+/// Device reads a miss makes at most while other threads write or invalidate pages
+/// ([`BufferCache::read`]).
+const READ_ATTEMPTS: u32 = 16;
+
 /// A page as the cache hands it out: shared and immutable. An in-place write replaces the cached
 /// copy; readers holding the old one keep seeing the old bytes.
 pub type PageRef = Arc<[u8]>;
@@ -19,8 +23,10 @@ pub type PageRef = Arc<[u8]>;
 ///
 /// One mutex guards the page table, the frames and the policy, so the policy sees one global
 /// order of accesses (exact LRU needs it). A read miss releases the lock while it reads the
-/// device. Write-backs of dirty pages happen under the lock, so no reader can fetch a page from
-/// the device while its newer bytes are on their way there.
+/// device. Write-backs of dirty pages, and the writes of a cache of capacity 0, happen under the
+/// lock, so no reader can fetch a page from the device while its newer bytes are on their way
+/// there unnoticed: a miss that overlapped a write or an invalidation neither caches what it read
+/// nor gives up on a failed read at once (see `State::epoch`).
 pub struct BufferCache {
     device: Arc<dyn Device>,
     capacity: usize,
@@ -98,8 +104,10 @@ struct State {
     free: Vec<FrameId>,
     policy: Policy,
     stats: CacheStats,
-    /// Bumped by every invalidation. A miss whose device read overlapped one does not cache the
-    /// page it read: the page's extent may have been retired (and reused) meanwhile.
+    /// Bumped by every invalidation and every write. A miss whose device read overlapped one does
+    /// not cache the page it read: the page's extent may have been retired (and reused), or the
+    /// page rewritten (and written back, and evicted), meanwhile. A device read that failed while
+    /// the epoch moved is tried again: it may have met a page half-written in place.
     epoch: u64,
 }
 
@@ -260,10 +268,31 @@ impl BufferCache {
         self.read_miss(id, epoch)
     }
 
-    /// The rest of a miss, kept out of line so that the hit path stays small.
+    /// The rest of a miss, kept out of line so that the hit path stays small. A device read that
+    /// fails while another thread wrote or invalidated pages (the epoch moved) is tried again, from
+    /// the cache first, up to [`READ_ATTEMPTS`] times: it may have met the page half-written by a
+    /// write-back or an uncached write (a file device then reports a checksum mismatch), or freed
+    /// and not yet rewritten. Single-threaded, the epoch never moves during a read, so a failed read
+    /// fails at once.
     #[inline(never)]
-    fn read_miss(&self, id: PageId, epoch: u64) -> Result<PageRef> {
-        let page = self.read_device(id)?;
+    fn read_miss(&self, id: PageId, mut epoch: u64) -> Result<PageRef> {
+        let mut attempts = 1;
+        let page = loop {
+            match self.read_device(id) {
+                Ok(page) => break page,
+                Err(e) => {
+                    let mut st = self.lock();
+                    if st.epoch == epoch || attempts >= READ_ATTEMPTS {
+                        return Err(e);
+                    }
+                    attempts += 1;
+                    if let Some(page) = st.hit(id) {
+                        return Ok(page);
+                    }
+                    epoch = st.epoch;
+                }
+            }
+        };
         if self.capacity == 0 {
             return Ok(page);
         }
@@ -290,14 +319,19 @@ impl BufferCache {
     pub fn write(&self, id: PageId, bytes: &[u8]) -> Result<()> {
         self.check_len(id, bytes)?;
         if self.capacity == 0 {
-            self.device.write_page(id, bytes)?;
+            // Under the lock, as write-backs are: a read overlapping the write sees the epoch move.
             let mut st = self.lock();
+            st.epoch += 1;
+            self.device.write_page(id, bytes)?;
             st.stats.writes += 1;
             st.stats.write_backs += 1;
             return Ok(());
         }
         let data: PageRef = bytes.into();
         let mut st = self.lock();
+        // A miss that read the page's older bytes from the device must not cache them once this
+        // write has been written back and evicted.
+        st.epoch += 1;
         if let Some(frame) = st.table.get_mut(&id) {
             frame.data = data;
             frame.dirty = true;
@@ -375,7 +409,10 @@ impl BufferCache {
     /// Drops the cached copies of an extent (a component retired by a merge). Dirty pages are
     /// dropped without write-back: the extent's contents are dead.
     pub fn invalidate(&self, first: PageId, count: u64) {
-        let mut st = self.lock();
+        Self::invalidate_locked(&mut self.lock(), first, count);
+    }
+
+    fn invalidate_locked(st: &mut State, first: PageId, count: u64) {
         st.epoch += 1;
         for id in first..first + count {
             if st.table.is_empty() {
@@ -388,9 +425,12 @@ impl BufferCache {
         }
     }
 
-    /// Invalidates an extent and returns it to the device.
+    /// Invalidates an extent and returns it to the device, under the lock: a miss that began
+    /// between the two would otherwise read the dead pages from the device and cache them, to be
+    /// served in place of whatever the extent holds once it is reused.
     pub fn free(&self, first: PageId, count: u64) {
-        self.invalidate(first, count);
+        let mut st = self.lock();
+        Self::invalidate_locked(&mut st, first, count);
         self.device.free(first, count);
     }
 
