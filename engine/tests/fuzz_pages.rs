@@ -725,8 +725,14 @@ fn cluster_case(layout: ClusterLayout, pick: usize, m: Mutation) -> Vec<Error> {
     errors
 }
 
+/// Every error is the corrupt page itself or, once an update met it and stopped the cluster
+/// (fail-stop: a failed update refuses every later call), the refusal naming that corruption.
 fn all_corrupt(errors: &[Error]) -> bool {
-    errors.iter().all(|e| matches!(e, Error::Corrupt { .. }))
+    errors.iter().all(|e| match e {
+        Error::Corrupt { .. } => true,
+        Error::Stopped { cause, .. } => cause.starts_with("corrupt page"),
+        _ => false,
+    })
 }
 
 /// Was: a slice out of bounds in `Slotted::entry` (a slot pointer past the page end).
