@@ -85,7 +85,8 @@ impl LeaperSettings {
             sample_p: 0.01,
             steps: 0,
             gbdt_rounds: match scale {
-                Scale::Tiny => 30,
+                // tiny is a smoke test of the pipeline: a few rounds train a usable classifier
+                Scale::Tiny => 10,
                 _ => 100,
             },
             hot_threshold: 0.5,

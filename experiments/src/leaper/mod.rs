@@ -250,7 +250,8 @@ impl KvSetup {
     /// keep every ratio.
     pub fn defaults(scale: Scale) -> KvSetup {
         let (records, warmup_ops) = match scale {
-            Scale::Tiny => (10_000, 20_000),
+            // a smoke test of every step; its size keeps `make test`'s three Leaper runs within ~5 CPU-s
+            Scale::Tiny => (5_000, 10_000),
             Scale::Small => (200_000, 400_000),
             Scale::Paper => (PAPER_DATA_BYTES / 200, 100_000_000),
         };

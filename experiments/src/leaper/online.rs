@@ -177,6 +177,7 @@ pub fn policy_for(
 
 /// One workload instance to run: a workload under `policies` with its own settings, cache /
 /// data ratio and op stream spec (leaper-online's workloads, leaper-sensitivity's cells).
+#[derive(Clone)]
 pub struct Cell {
     pub workload: Workload,
     pub setup: KvSetup,
