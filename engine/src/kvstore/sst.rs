@@ -389,7 +389,12 @@ impl SstRun {
     }
 
     /// [`Self::get`], counting its filter and index lookups into `meta` (see [`MetaLookups`]).
-    pub fn get_counted(&self, cache: &BufferCache, key: u64, meta: &mut MetaLookups) -> Result<Option<KvValue>> {
+    pub fn get_counted(
+        &self,
+        cache: &BufferCache,
+        key: u64,
+        meta: &mut MetaLookups,
+    ) -> Result<Option<KvValue>> {
         if self.bloom.is_some() {
             if self.meta_need(0) {
                 meta.filter_misses += 1;
@@ -418,16 +423,19 @@ impl SstRun {
     }
 
     /// [`Self::touch`], counting the index lookup that positions the scan into `meta`.
-    pub fn touch_counted(&self, cache: &BufferCache, lo: u64, hi: u64, meta: &mut MetaLookups) -> Result<u64> {
+    pub fn touch_counted(
+        &self,
+        cache: &BufferCache,
+        lo: u64,
+        hi: u64,
+        meta: &mut MetaLookups,
+    ) -> Result<u64> {
         let mut read = 0;
         let from = self.block_from(lo);
         if !self.blocks.is_empty() {
             self.count_index(from, meta);
         }
-        for b in self.blocks[from..]
-            .iter()
-            .take_while(|b| b.first_key <= hi)
-        {
+        for b in self.blocks[from..].iter().take_while(|b| b.first_key <= hi) {
             let page = cache.read(b.page)?;
             DataBlock::parse(&page, b.page)?;
             read += 1;

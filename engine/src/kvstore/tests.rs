@@ -120,7 +120,10 @@ fn filter_and_index_lookups_miss_once_per_block_then_hit() {
     // the same key again: both hit
     kv.get(0).unwrap();
     let m = kv.stats().meta();
-    assert_eq!((m.filter_misses, m.index_misses, m.filter_hits, m.index_hits), (1, 1, 1, 1));
+    assert_eq!(
+        (m.filter_misses, m.index_misses, m.filter_hits, m.index_hits),
+        (1, 1, 1, 1)
+    );
     // every key: one filter lookup per get inside the run's key range 0..=398, one index lookup
     // per get the filter lets through (each present key), and each index page misses once
     for k in 0..400u64 {
@@ -136,13 +139,20 @@ fn filter_and_index_lookups_miss_once_per_block_then_hit() {
     let before = kv.stats().meta();
     kv.scan_blocks(10, 50).unwrap();
     let m = kv.stats().meta();
-    assert_eq!((m.index_hits - before.index_hits, m.misses() - before.misses()), (1, 0));
+    assert_eq!(
+        (m.index_hits - before.index_hits, m.misses() - before.misses()),
+        (1, 0)
+    );
     // a flushed run of new blocks starts cold again
     flush_keys(&mut kv, [1, 3], 2);
     let before = kv.stats().meta();
     kv.get(1).unwrap();
     let m = kv.stats().meta();
-    assert_eq!(m.misses() - before.misses(), 2, "the new run's filter and index page");
+    assert_eq!(
+        m.misses() - before.misses(),
+        2,
+        "the new run's filter and index page"
+    );
 }
 
 #[test]

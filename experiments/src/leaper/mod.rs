@@ -491,6 +491,47 @@ impl KvSetup {
     }
 }
 
+/// The memory a Leaper run needs besides its records and operations (the binary, a cell's fixed
+/// structures), rounded up from the peak RSS of tiny runs.
+pub const RUN_BASE_BYTES: u64 = 48 << 20;
+
+/// Peak memory per loaded record and per warm-up operation of each Leaper experiment, from the
+/// peak RSS of its tiny (5,000 records, 10,000 warm-up operations) and small (200,000 and 400,000)
+/// runs at their defaults, the slope split evenly between the two (the default warm-up is two
+/// operations per record): the stores' device pages and cache (two cells at a time on the
+/// worker threads, each with its own store), the warm-up's access log and the models' training
+/// rows grow with them.
+pub const ONLINE_BYTES_PER_RECORD: u64 = 1_300;
+pub const ONLINE_BYTES_PER_WARMUP_OP: u64 = 650;
+pub const SENSITIVITY_BYTES_PER_RECORD: u64 = 1_300;
+pub const SENSITIVITY_BYTES_PER_WARMUP_OP: u64 = 650;
+pub const MODEL_BYTES_PER_RECORD: u64 = 500;
+pub const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
+
+/// The peak-memory estimate of a Leaper run over `setup`'s records and warm-up (see
+/// [`ONLINE_BYTES_PER_RECORD`] and its siblings for the coefficients).
+pub fn memory_estimate(
+    setup: &KvSetup,
+    per_record: u64,
+    per_op: u64,
+    what: &str,
+) -> crate::experiment::MemoryEstimate {
+    let bytes = setup
+        .records
+        .saturating_mul(per_record)
+        .saturating_add(setup.warmup_ops.saturating_mul(per_op))
+        .saturating_add(RUN_BASE_BYTES);
+    crate::experiment::MemoryEstimate {
+        bytes,
+        basis: format!(
+            "{} records x {per_record} B + {} warm-up operations x {per_op} B ({what}, measured at tiny and small) + {} MiB",
+            crate::progress::thousands(setup.records),
+            crate::progress::thousands(setup.warmup_ops),
+            RUN_BASE_BYTES >> 20
+        ),
+    }
+}
+
 /// The ratio fields every Leaper row carries: `cache_data_ratio` and `memtable_data_ratio` (as
 /// measured on the store after its bulk load) and `background_ops` (flushes + non-trivial
 /// compactions of the measured run).
@@ -543,6 +584,23 @@ mod tests {
         assert_eq!(KvSetup::defaults(Scale::Paper).records, 50_000_000);
         assert_eq!(KvSetup::help().len(), 25);
         assert_eq!(KvSetup::defaults(Scale::Small).clients, 1);
+    }
+
+    #[test]
+    fn memory_estimates_grow_with_the_records_and_the_warm_up() {
+        let at = |scale| memory_estimate(&KvSetup::defaults(scale), 1_300, 650, "x").bytes;
+        let (tiny, small, paper) = (at(Scale::Tiny), at(Scale::Small), at(Scale::Paper));
+        assert_eq!(tiny, 5_000 * 1_300 + 10_000 * 650 + RUN_BASE_BYTES);
+        assert_eq!(small, 200_000 * 1_300 + 400_000 * 650 + RUN_BASE_BYTES);
+        assert!(tiny < small && small < paper);
+        // the paper's 50 million records need about 100 GiB: refused on a small machine
+        assert!(paper > 100 << 30, "{paper}");
+        let e = memory_estimate(&KvSetup::defaults(Scale::Small), 1_300, 650, "leaper-online");
+        assert!(
+            e.basis.contains("200,000 records") && e.basis.contains("400,000 warm-up"),
+            "{}",
+            e.basis
+        );
     }
 
     #[test]

@@ -785,6 +785,19 @@ pub fn columns_note() -> String {
 impl TypedExperiment for LeaperOnline {
     type Config = OnlineConfig;
 
+    fn memory_estimate(
+        &self,
+        config: &OnlineConfig,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(super::memory_estimate(
+            &config.setup,
+            super::ONLINE_BYTES_PER_RECORD,
+            super::ONLINE_BYTES_PER_WARMUP_OP,
+            "leaper-online",
+        ))
+    }
+
     fn name(&self) -> &'static str {
         "leaper-online"
     }

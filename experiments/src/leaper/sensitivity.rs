@@ -187,6 +187,19 @@ fn best_at(gains: &[Row], field: &str) -> Option<f64> {
 impl TypedExperiment for LeaperSensitivity {
     type Config = SensitivityConfig;
 
+    fn memory_estimate(
+        &self,
+        config: &SensitivityConfig,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(super::memory_estimate(
+            &config.setup,
+            super::SENSITIVITY_BYTES_PER_RECORD,
+            super::SENSITIVITY_BYTES_PER_WARMUP_OP,
+            "leaper-sensitivity, per cell",
+        ))
+    }
+
     fn name(&self) -> &'static str {
         "leaper-sensitivity"
     }
