@@ -446,11 +446,24 @@ impl SstRun {
     /// Entries with keys in `lo..=hi` in key order, the overlapping data blocks read through
     /// `cache` (tombstones included: the caller's merge resolves them).
     pub fn scan(&self, cache: &BufferCache, lo: u64, hi: u64) -> Result<Vec<(u64, KvValue)>> {
+        self.scan_counted(cache, lo, hi, &mut MetaLookups::default())
+    }
+
+    /// [`Self::scan`], counting the index lookup that positions it into `meta` (as
+    /// [`Self::touch_counted`] does).
+    pub fn scan_counted(
+        &self,
+        cache: &BufferCache,
+        lo: u64,
+        hi: u64,
+        meta: &mut MetaLookups,
+    ) -> Result<Vec<(u64, KvValue)>> {
         let mut out = Vec::new();
-        for b in self.blocks[self.block_from(lo)..]
-            .iter()
-            .take_while(|b| b.first_key <= hi)
-        {
+        let from = self.block_from(lo);
+        if !self.blocks.is_empty() {
+            self.count_index(from, meta);
+        }
+        for b in self.blocks[from..].iter().take_while(|b| b.first_key <= hi) {
             let page = cache.read(b.page)?;
             DataBlock::parse(&page, b.page)?.entries_in(lo, hi, &mut out)?;
         }

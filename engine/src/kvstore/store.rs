@@ -354,11 +354,17 @@ impl KvStore {
         let mut streams: Vec<EntryStream<'_, u64, KvValue>> = vec![Box::new(
             self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
         )];
+        let mut lookups = MetaLookups::default();
         for (meta, run) in self.runs.runs() {
             if meta.overlaps(&want) {
-                streams.push(Box::new(run.scan(&self.cache, lo, hi)?.into_iter().map(Ok)));
+                streams.push(Box::new(
+                    run.scan_counted(&self.cache, lo, hi, &mut lookups)?
+                        .into_iter()
+                        .map(Ok),
+                ));
             }
         }
+        self.stats.add_meta(&lookups);
         let mut out = Vec::new();
         for e in KWayMerge::new(streams)? {
             if let (k, Slot::Live(v)) = e? {
