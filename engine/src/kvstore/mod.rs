@@ -14,7 +14,7 @@ pub mod store;
 pub mod warmup;
 
 pub use baselines::{IncrementalWarmup, NoWarmUp, PrepopulateAll, PrepopulateFlush};
-pub use sst::{KvValue, SstFormat, SstRun};
+pub use sst::{KvValue, MetaLookups, SstFormat, SstRun};
 pub use store::{BackgroundOp, KvConfig, KvStats, KvStore};
 pub use warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpKind, WarmUpPolicy};
 

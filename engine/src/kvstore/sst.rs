@@ -38,6 +38,7 @@ use crate::lsm::{Extent, KeyRange, RunFormat, RunInfo, Slot};
 use crate::storage::{Device, PageId};
 use crate::{Error, Result};
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 /// A stored value or a deletion marker.
@@ -278,6 +279,45 @@ pub struct SstRun {
     blocks: Vec<BlockInfo>,
     entries: u64,
     bloom: Option<BloomFilter>,
+    /// Whether a lookup has needed the filter block (slot 0) and each index page (slots 1..) yet:
+    /// the first need of each is what [`MetaLookups`] counts as a miss.
+    meta_seen: Vec<AtomicBool>,
+    /// Index entries per index page.
+    index_cap: usize,
+}
+
+/// Lookups of filter and index blocks, counted beside the data-block reads for the hit-ratio
+/// definition of RocksDB with `cache_index_and_filter_blocks = true` (its block-cache hit ratio
+/// then counts filter and index blocks as well as data blocks). The store keeps each run's filter
+/// and index in memory (RocksDB's pinned table reader); this accounting models them as cache
+/// blocks that, once read, stay cached (as `pin_l0_filter_and_index_blocks_in_cache` and
+/// high-priority index blocks keep them): the first lookup that needs a run's filter block or
+/// one of its index pages is a miss, every later one a hit. It prices nothing on the clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetaLookups {
+    /// Filter blocks asked (a point lookup into a run whose key range holds the key).
+    pub filter_hits: u64,
+    pub filter_misses: u64,
+    /// Index pages searched (a point lookup the filter let through; a scan, once per run it reads).
+    pub index_hits: u64,
+    pub index_misses: u64,
+}
+
+impl MetaLookups {
+    pub fn hits(&self) -> u64 {
+        self.filter_hits + self.index_hits
+    }
+
+    pub fn misses(&self) -> u64 {
+        self.filter_misses + self.index_misses
+    }
+
+    pub fn add(&mut self, o: &MetaLookups) {
+        self.filter_hits += o.filter_hits;
+        self.filter_misses += o.filter_misses;
+        self.index_hits += o.index_hits;
+        self.index_misses += o.index_misses;
+    }
 }
 
 impl SstRun {
@@ -325,13 +365,50 @@ impl SstRun {
         self.blocks.partition_point(|b| b.last_key < key)
     }
 
+    /// Counts one need of meta slot `slot` (0 = filter, 1.. = index pages): a miss the first time.
+    fn meta_need(&self, slot: usize) -> bool {
+        self.meta_seen
+            .get(slot)
+            .is_some_and(|seen| !seen.swap(true, AtomicOrdering::Relaxed))
+    }
+
+    /// Counts the index page holding block `i` in `meta`.
+    fn count_index(&self, i: usize, meta: &mut MetaLookups) {
+        let page = 1 + i.min(self.blocks.len().saturating_sub(1)) / self.index_cap.max(1);
+        if self.meta_need(page) {
+            meta.index_misses += 1;
+        } else {
+            meta.index_hits += 1;
+        }
+    }
+
     /// Point lookup: the Bloom filter, a binary search of the index, at most one data block read
     /// through `cache`.
     pub fn get(&self, cache: &BufferCache, key: u64) -> Result<Option<KvValue>> {
+        self.get_counted(cache, key, &mut MetaLookups::default())
+    }
+
+    /// [`Self::get`], counting its filter and index lookups into `meta` (see [`MetaLookups`]).
+    pub fn get_counted(
+        &self,
+        cache: &BufferCache,
+        key: u64,
+        meta: &mut MetaLookups,
+    ) -> Result<Option<KvValue>> {
+        if self.bloom.is_some() {
+            if self.meta_need(0) {
+                meta.filter_misses += 1;
+            } else {
+                meta.filter_hits += 1;
+            }
+        }
         if !self.may_contain(key) {
             return Ok(None);
         }
         let i = self.block_from(key);
+        if !self.blocks.is_empty() {
+            self.count_index(i, meta);
+        }
         let Some(b) = self.blocks.get(i).filter(|b| b.first_key <= key) else {
             return Ok(None);
         };
@@ -342,11 +419,23 @@ impl SstRun {
     /// Reads the data blocks [`Self::scan`] reads for `lo..=hi`, through `cache` and in the same
     /// order, checking each block's header but decoding no entry; returns how many it read.
     pub fn touch(&self, cache: &BufferCache, lo: u64, hi: u64) -> Result<u64> {
+        self.touch_counted(cache, lo, hi, &mut MetaLookups::default())
+    }
+
+    /// [`Self::touch`], counting the index lookup that positions the scan into `meta`.
+    pub fn touch_counted(
+        &self,
+        cache: &BufferCache,
+        lo: u64,
+        hi: u64,
+        meta: &mut MetaLookups,
+    ) -> Result<u64> {
         let mut read = 0;
-        for b in self.blocks[self.block_from(lo)..]
-            .iter()
-            .take_while(|b| b.first_key <= hi)
-        {
+        let from = self.block_from(lo);
+        if !self.blocks.is_empty() {
+            self.count_index(from, meta);
+        }
+        for b in self.blocks[from..].iter().take_while(|b| b.first_key <= hi) {
             let page = cache.read(b.page)?;
             DataBlock::parse(&page, b.page)?;
             read += 1;
@@ -357,11 +446,24 @@ impl SstRun {
     /// Entries with keys in `lo..=hi` in key order, the overlapping data blocks read through
     /// `cache` (tombstones included: the caller's merge resolves them).
     pub fn scan(&self, cache: &BufferCache, lo: u64, hi: u64) -> Result<Vec<(u64, KvValue)>> {
+        self.scan_counted(cache, lo, hi, &mut MetaLookups::default())
+    }
+
+    /// [`Self::scan`], counting the index lookup that positions it into `meta` (as
+    /// [`Self::touch_counted`] does).
+    pub fn scan_counted(
+        &self,
+        cache: &BufferCache,
+        lo: u64,
+        hi: u64,
+        meta: &mut MetaLookups,
+    ) -> Result<Vec<(u64, KvValue)>> {
         let mut out = Vec::new();
-        for b in self.blocks[self.block_from(lo)..]
-            .iter()
-            .take_while(|b| b.first_key <= hi)
-        {
+        let from = self.block_from(lo);
+        if !self.blocks.is_empty() {
+            self.count_index(from, meta);
+        }
+        for b in self.blocks[from..].iter().take_while(|b| b.first_key <= hi) {
             let page = cache.read(b.page)?;
             DataBlock::parse(&page, b.page)?.entries_in(lo, hi, &mut out)?;
         }
@@ -448,6 +550,8 @@ impl SstFormat {
             blocks: Vec::with_capacity(ranges.len()),
             entries: entries.len() as u64,
             bloom: self.bloom_fp.map(|fp| BloomFilter::new(entries.len() as u64, fp)),
+            meta_seen: (0..1 + index).map(|_| AtomicBool::new(false)).collect(),
+            index_cap: index_capacity(ps),
         };
         if run.pages == 0 {
             return Ok(run);

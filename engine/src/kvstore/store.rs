@@ -1,7 +1,7 @@
 //! [`KvStore`]: a memtable over leveled SSTable-like runs, read through the shared block cache,
 //! with a cache warm-up policy told about every access and every flush and compaction.
 
-use super::sst::{entry_size, max_value_len, KvValue, SstFormat, SstRun};
+use super::sst::{entry_size, max_value_len, KvValue, MetaLookups, SstFormat, SstRun};
 use super::warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpPolicy};
 use crate::cache::{BufferCache, CacheStats};
 use crate::lsm::merge::{EntryStream, KWayMerge};
@@ -88,6 +88,33 @@ pub struct KvStats {
     pub invalidations: u64,
     pub admitted: u64,
     pub policy_evictions: u64,
+    /// Filter-block and index-page lookups of gets and scans, as RocksDB counts them with
+    /// `cache_index_and_filter_blocks = true` ([`MetaLookups`]: a run's filter block or index
+    /// page misses the first time a lookup needs it, then hits). Accounting only: the store keeps
+    /// filters and indexes in memory and no read is made or priced for them.
+    pub filter_hits: u64,
+    pub filter_misses: u64,
+    pub index_hits: u64,
+    pub index_misses: u64,
+}
+
+impl KvStats {
+    /// Filter and index lookups (see the fields' documentation).
+    pub fn meta(&self) -> MetaLookups {
+        MetaLookups {
+            filter_hits: self.filter_hits,
+            filter_misses: self.filter_misses,
+            index_hits: self.index_hits,
+            index_misses: self.index_misses,
+        }
+    }
+
+    fn add_meta(&mut self, m: &MetaLookups) {
+        self.filter_hits += m.filter_hits;
+        self.filter_misses += m.filter_misses;
+        self.index_hits += m.index_hits;
+        self.index_misses += m.index_misses;
+    }
 }
 
 /// The cache's and its device's counters at the start of a background operation.
@@ -292,12 +319,16 @@ impl KvStore {
         if let Some(v) = self.memtable.get(&key) {
             return Ok(live(v.clone()));
         }
+        let mut meta = MetaLookups::default();
+        let mut found = None;
         for (_, run) in self.runs.lookup_order(key) {
-            if let Some(v) = run.get(&self.cache, key)? {
-                return Ok(live(v));
+            if let Some(v) = run.get_counted(&self.cache, key, &mut meta)? {
+                found = Some(v);
+                break;
             }
         }
-        Ok(None)
+        self.stats.add_meta(&meta);
+        Ok(found.and_then(live))
     }
 
     /// Live entries with keys in `lo..=hi`, in key order: the memtable and the overlapping data
@@ -323,11 +354,17 @@ impl KvStore {
         let mut streams: Vec<EntryStream<'_, u64, KvValue>> = vec![Box::new(
             self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
         )];
+        let mut lookups = MetaLookups::default();
         for (meta, run) in self.runs.runs() {
             if meta.overlaps(&want) {
-                streams.push(Box::new(run.scan(&self.cache, lo, hi)?.into_iter().map(Ok)));
+                streams.push(Box::new(
+                    run.scan_counted(&self.cache, lo, hi, &mut lookups)?
+                        .into_iter()
+                        .map(Ok),
+                ));
             }
         }
+        self.stats.add_meta(&lookups);
         let mut out = Vec::new();
         for e in KWayMerge::new(streams)? {
             if let (k, Slot::Live(v)) = e? {
@@ -355,11 +392,13 @@ impl KvStore {
         }
         let want = KeyRange::new(lo, hi);
         let mut read = 0;
+        let mut lookups = MetaLookups::default();
         for (meta, run) in self.runs.runs() {
             if meta.overlaps(&want) {
-                read += run.touch(&self.cache, lo, hi)?;
+                read += run.touch_counted(&self.cache, lo, hi, &mut lookups)?;
             }
         }
+        self.stats.add_meta(&lookups);
         Ok(read)
     }
 

@@ -105,6 +105,57 @@ fn a_get_reads_one_data_block_cold_and_none_when_cached() {
 }
 
 #[test]
+fn filter_and_index_lookups_miss_once_per_block_then_hit() {
+    let (mut kv, _) = store(64, WarmUpKind::Lru);
+    flush_keys(&mut kv, (0..200).map(|k| k * 2), 1);
+    let run = kv.runs().next().unwrap();
+    let (blocks, index_pages) = (run.data_blocks(), run.index_pages());
+    assert!(index_pages >= 2, "the test needs a run of several index pages");
+    let per_page = blocks.div_ceil(index_pages);
+    assert_eq!(kv.stats().meta(), MetaLookups::default());
+    // the first get: the run's filter and one index page, both first needs
+    kv.get(0).unwrap();
+    let m = kv.stats().meta();
+    assert_eq!((m.filter_misses, m.index_misses, m.hits()), (1, 1, 0));
+    // the same key again: both hit
+    kv.get(0).unwrap();
+    let m = kv.stats().meta();
+    assert_eq!(
+        (m.filter_misses, m.index_misses, m.filter_hits, m.index_hits),
+        (1, 1, 1, 1)
+    );
+    // every key: one filter lookup per get inside the run's key range 0..=398, one index lookup
+    // per get the filter lets through (each present key), and each index page misses once
+    for k in 0..400u64 {
+        kv.get(k).unwrap();
+    }
+    let m = kv.stats().meta();
+    assert_eq!(m.filter_hits + m.filter_misses, 2 + 399);
+    assert_eq!(m.filter_misses, 1);
+    assert_eq!(m.index_misses, index_pages);
+    assert!(m.index_hits + m.index_misses >= 2 + 200, "{m:?}");
+    assert!(per_page >= 1);
+    // a scan positions once per run it reads, on an index page already needed: a hit
+    let before = kv.stats().meta();
+    kv.scan_blocks(10, 50).unwrap();
+    let m = kv.stats().meta();
+    assert_eq!(
+        (m.index_hits - before.index_hits, m.misses() - before.misses()),
+        (1, 0)
+    );
+    // a flushed run of new blocks starts cold again
+    flush_keys(&mut kv, [1, 3], 2);
+    let before = kv.stats().meta();
+    kv.get(1).unwrap();
+    let m = kv.stats().meta();
+    assert_eq!(
+        m.misses() - before.misses(),
+        2,
+        "the new run's filter and index page"
+    );
+}
+
+#[test]
 fn the_index_pages_on_the_device_match_the_in_memory_index() {
     let (mut kv, dev) = store(0, WarmUpKind::Lru);
     // 40-byte values: 8 entries per 512-byte block; 20 index entries per index page.

@@ -12,7 +12,9 @@ use lsmlab_engine::lsm::LeveledParams;
 use lsmlab_engine::storage::MemDevice;
 use lsmlab_workloads::kv::{KvOp, KvStream, KvWorkload, TimedOp};
 
+use super::clock::Queue;
 use super::{CostModel, KvSetup, RunRecorder, RunTimeline, VirtualClock, Workload};
+use lsmlab_engine::kvstore::KvStats;
 
 /// The store's sizes for one cache / data ratio, in pages and bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,6 +141,12 @@ pub struct Step {
     pub hits: u64,
     pub misses: u64,
     pub prefetch_hits: u64,
+    /// Filter and index lookups of the operation that hit / missed (accounting only, see
+    /// [`lsmlab_engine::kvstore::MetaLookups`]).
+    pub meta_hits: u64,
+    pub meta_misses: u64,
+    /// A point or range read (not a write).
+    pub read: bool,
 }
 
 /// A store driven by a stream on the virtual clock.
@@ -153,6 +161,10 @@ pub struct Driver<'a> {
     last: CacheStats,
     /// Background operations since the last [`Driver::take_background`].
     background: Vec<(f64, BackgroundOp)>,
+    last_kv: KvStats,
+    /// The queueing clock when the setup has more than one client (then `clock` reads the next
+    /// operation's start).
+    queue: Option<Queue>,
 }
 
 impl<'a> Driver<'a> {
@@ -164,6 +176,7 @@ impl<'a> Driver<'a> {
         collector: bool,
     ) -> anyhow::Result<Self> {
         let last = store.cache().stats();
+        let last_kv = store.stats();
         Ok(Driver {
             store,
             stream: spec.stream(seed)?,
@@ -173,7 +186,18 @@ impl<'a> Driver<'a> {
             collector,
             last,
             background: Vec::new(),
+            last_kv,
+            queue: None,
         })
+    }
+
+    /// Drives the operations with `queue` (the multi-client clock) instead of one client.
+    pub fn with_queue(mut self, queue: Option<Queue>) -> Self {
+        if let Some(q) = &queue {
+            self.clock = VirtualClock::at(q.next_start_s());
+        }
+        self.queue = queue;
+        self
     }
 
     /// Runs the next operation: the store is told the clock's time, the operation's block reads
@@ -188,8 +212,25 @@ impl<'a> Driver<'a> {
         let now = self.store.cache().stats();
         let d = now.since(&self.last);
         self.last = now;
-        let latency_us = self.cost.op_us(d.hits, d.misses, self.collector);
-        let end = self.clock.advance_us(latency_us);
+        let kv = self.store.stats();
+        let (meta, last_meta) = (kv.meta(), self.last_kv.meta());
+        self.last_kv = kv;
+        let (latency_us, end) = match &mut self.queue {
+            None => {
+                let latency_us = self.cost.op_us(d.hits, d.misses, self.collector);
+                (latency_us, self.clock.advance_us(latency_us))
+            }
+            Some(q) => {
+                let (start, end) = q.serve(
+                    self.cost.cpu_us(d.hits, self.collector),
+                    d.misses,
+                    self.cost.read_us,
+                );
+                debug_assert!((start - start_s).abs() < 1e-12);
+                self.clock = VirtualClock::at(q.next_start_s());
+                ((end - start) * 1e6, end)
+            }
+        };
         for b in self.store.take_background() {
             self.background.push((end, b));
         }
@@ -199,6 +240,9 @@ impl<'a> Driver<'a> {
             hits: d.hits,
             misses: d.misses,
             prefetch_hits: d.prefetch_hits,
+            meta_hits: meta.hits() - last_meta.hits(),
+            meta_misses: meta.misses() - last_meta.misses(),
+            read: !op.op.is_write(),
         })
     }
 
@@ -339,6 +383,7 @@ pub fn measure(
     while driver.clock.now_s() - t0 < run_s {
         let s = driver.step(&mut |_, _| {})?;
         recorder.op(s.start_s - t0, s.latency_us, s.hits, s.misses, s.prefetch_hits);
+        recorder.lookups(s.meta_hits, s.meta_misses, s.read);
         for (at, b) in driver.take_background() {
             m.invalidations += b.invalidated;
             m.admitted += b.admitted;

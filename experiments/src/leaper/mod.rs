@@ -121,10 +121,40 @@ pub struct KvSetup {
     pub warmup_ops: u64,
     /// A latency spike: an interval whose p95 exceeds this many times the median interval p95.
     pub spike_factor: f64,
+    /// Closed-loop clients issuing the operations; 1 = the single-client clock (the default, what
+    /// the code has always modelled: the paper gives no client count), N > 1 = the queueing clock
+    /// ([`clock::Queue`]).
+    #[serde(default = "one")]
+    pub clients: usize,
+    /// CPU servers of the queueing clock (the paper's testbed: two 24-core Xeon Platinum 8163).
+    #[serde(default = "default_cpu_cores")]
+    pub cpu_cores: usize,
+    /// Device channels of the queueing clock: random page reads in flight at once.
+    #[serde(default = "default_io_channels")]
+    pub io_channels: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// The paper's testbed: two 24-core Intel Xeon Platinum 8163 (96 hardware threads).
+pub const PAPER_CPU_CORES: usize = 48;
+
+/// Random 4 KiB reads in flight on the paper's RAID of two Intel SSDs: an assumption, about 8 per
+/// SATA SSD (a SATA data-center SSD's ~75-90k rated random-read IOPS at ~108 us each).
+pub const DEFAULT_IO_CHANNELS: usize = 16;
+
+fn default_cpu_cores() -> usize {
+    PAPER_CPU_CORES
+}
+
+fn default_io_channels() -> usize {
+    DEFAULT_IO_CHANNELS
 }
 
 /// The help of [`KvSetup`]'s keys.
-pub const SETUP_HELP: [KeyHelp; 22] = [
+pub const SETUP_HELP: [KeyHelp; 25] = [
     (
         "records",
         "records bulk-loaded before the run (the paper: 10 GB of 200 B pairs = 50,000,000)",
@@ -201,6 +231,18 @@ pub const SETUP_HELP: [KeyHelp; 22] = [
         "spike_factor",
         "a latency spike is an interval whose p95 exceeds this x the median interval p95 of the workload's runs",
     ),
+    (
+        "clients",
+        "closed-loop clients: 1 = the single-client clock (default; the paper gives no client count), N > 1 = N clients queueing for cpu_cores CPU servers and io_channels device channels",
+    ),
+    (
+        "cpu_cores",
+        "CPU servers of the queueing clock (clients > 1; the paper's testbed: 2 x 24 cores)",
+    ),
+    (
+        "io_channels",
+        "device reads in flight at once on the queueing clock (clients > 1; an assumption for the paper's RAID of two SSDs)",
+    ),
 ];
 
 impl KvSetup {
@@ -208,7 +250,8 @@ impl KvSetup {
     /// keep every ratio.
     pub fn defaults(scale: Scale) -> KvSetup {
         let (records, warmup_ops) = match scale {
-            Scale::Tiny => (10_000, 20_000),
+            // a smoke test of every step; its size keeps `make test`'s three Leaper runs within ~5 CPU-s
+            Scale::Tiny => (5_000, 10_000),
             Scale::Small => (200_000, 400_000),
             Scale::Paper => (PAPER_DATA_BYTES / 200, 100_000_000),
         };
@@ -235,6 +278,9 @@ impl KvSetup {
             t2_intervals: 5.0,
             warmup_ops,
             spike_factor: 2.0,
+            clients: 1,
+            cpu_cores: PAPER_CPU_CORES,
+            io_channels: DEFAULT_IO_CHANNELS,
         }
     }
 
@@ -327,6 +373,42 @@ impl KvSetup {
             self.spike_factor,
             self.spike_factor > 1.0,
             "a factor above 1",
+        )?;
+        check(
+            "clients",
+            self.clients,
+            (1..=1_000_000).contains(&self.clients),
+            "1 to 1,000,000 clients",
+        )?;
+        check("cpu_cores", self.cpu_cores, self.cpu_cores >= 1, "at least 1")?;
+        check(
+            "io_channels",
+            self.io_channels,
+            self.io_channels >= 1,
+            "at least 1",
+        )
+    }
+
+    /// The queueing clock of `clients > 1` starting at `now_s` (`None` for the single client).
+    pub fn queue(&self, now_s: f64) -> Option<clock::Queue> {
+        (self.clients > 1).then(|| clock::Queue::new(self.clients, self.cpu_cores, self.io_channels, now_s))
+    }
+
+    /// The note on the clock's clients.
+    pub fn clients_note(&self) -> String {
+        if self.clients <= 1 {
+            return "Clients: one closed-loop client (clients = 1, the default: the single-client clock the code \
+                    defines; the paper does not state its client count)."
+                .to_string();
+        }
+        format!(
+            "Clients: {} closed-loop clients on the queueing clock: operations of the one stream go, in order, to \
+             the first free client; each takes its CPU part (cpu_op_us + hits x hit_us [+ collector_us]) on the \
+             first free of cpu_cores = {} CPU servers, then its device reads one after another, each on the first \
+             free of io_channels = {} channels (FIFO in start order, reserved when the operation starts); latency = \
+             start to last read's end, waits included. cpu_cores follows the paper's testbed (2 x 24 cores); \
+             io_channels is an assumption (about 8 random reads in flight per SATA SSD of the paper's RAID of two).",
+            self.clients, self.cpu_cores, self.io_channels
         )
     }
 
@@ -370,7 +452,7 @@ impl KvSetup {
                 self.background_ops_per_run,
             ),
             format!(
-                "Virtual clock: one closed-loop client; an operation costs cpu_op_us {} + hits x hit_us {} + misses x \
+                "Virtual clock (clients = 1; see the clients note for N > 1): one closed-loop client; an operation costs cpu_op_us {} + hits x hit_us {} + misses x \
                  {:.1} us (a random {} B page read on the {} profile: {}) [+ collector_us {} for leaper]. The \
                  profile is sata-ssd by default because the paper's testbed stores data on a RAID of two Intel SSDs \
                  (hardware RAID of the period pairs SATA/SAS drives; striping adds bandwidth, not lower latency, so \
@@ -404,7 +486,49 @@ impl KvSetup {
                  threshold judges every policy).",
                 self.spike_factor
             ),
+            self.clients_note(),
         ]
+    }
+}
+
+/// The memory a Leaper run needs besides its records and operations (the binary, a cell's fixed
+/// structures), rounded up from the peak RSS of tiny runs.
+pub const RUN_BASE_BYTES: u64 = 48 << 20;
+
+/// Peak memory per loaded record and per warm-up operation of each Leaper experiment, from the
+/// peak RSS of its tiny (5,000 records, 10,000 warm-up operations) and small (200,000 and 400,000)
+/// runs at their defaults, the slope split evenly between the two (the default warm-up is two
+/// operations per record): the stores' device pages and cache (two cells at a time on the
+/// worker threads, each with its own store), the warm-up's access log and the models' training
+/// rows grow with them.
+pub const ONLINE_BYTES_PER_RECORD: u64 = 1_300;
+pub const ONLINE_BYTES_PER_WARMUP_OP: u64 = 650;
+pub const SENSITIVITY_BYTES_PER_RECORD: u64 = 1_300;
+pub const SENSITIVITY_BYTES_PER_WARMUP_OP: u64 = 650;
+pub const MODEL_BYTES_PER_RECORD: u64 = 500;
+pub const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
+
+/// The peak-memory estimate of a Leaper run over `setup`'s records and warm-up (see
+/// [`ONLINE_BYTES_PER_RECORD`] and its siblings for the coefficients).
+pub fn memory_estimate(
+    setup: &KvSetup,
+    per_record: u64,
+    per_op: u64,
+    what: &str,
+) -> crate::experiment::MemoryEstimate {
+    let bytes = setup
+        .records
+        .saturating_mul(per_record)
+        .saturating_add(setup.warmup_ops.saturating_mul(per_op))
+        .saturating_add(RUN_BASE_BYTES);
+    crate::experiment::MemoryEstimate {
+        bytes,
+        basis: format!(
+            "{} records x {per_record} B + {} warm-up operations x {per_op} B ({what}, measured at tiny and small) + {} MiB",
+            crate::progress::thousands(setup.records),
+            crate::progress::thousands(setup.warmup_ops),
+            RUN_BASE_BYTES >> 20
+        ),
     }
 }
 
@@ -458,7 +582,25 @@ mod tests {
             assert_eq!(l.leveled.max_levels, 3, "{scale}");
         }
         assert_eq!(KvSetup::defaults(Scale::Paper).records, 50_000_000);
-        assert_eq!(KvSetup::help().len(), 22);
+        assert_eq!(KvSetup::help().len(), 25);
+        assert_eq!(KvSetup::defaults(Scale::Small).clients, 1);
+    }
+
+    #[test]
+    fn memory_estimates_grow_with_the_records_and_the_warm_up() {
+        let at = |scale| memory_estimate(&KvSetup::defaults(scale), 1_300, 650, "x").bytes;
+        let (tiny, small, paper) = (at(Scale::Tiny), at(Scale::Small), at(Scale::Paper));
+        assert_eq!(tiny, 5_000 * 1_300 + 10_000 * 650 + RUN_BASE_BYTES);
+        assert_eq!(small, 200_000 * 1_300 + 400_000 * 650 + RUN_BASE_BYTES);
+        assert!(tiny < small && small < paper);
+        // the paper's 50 million records need about 100 GiB: refused on a small machine
+        assert!(paper > 100 << 30, "{paper}");
+        let e = memory_estimate(&KvSetup::defaults(Scale::Small), 1_300, 650, "leaper-online");
+        assert!(
+            e.basis.contains("200,000 records") && e.basis.contains("400,000 warm-up"),
+            "{}",
+            e.basis
+        );
     }
 
     #[test]

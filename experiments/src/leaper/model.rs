@@ -98,6 +98,27 @@ fn metric_fields(row: RowBuilder, m: &Metrics) -> RowBuilder {
 impl TypedExperiment for LeaperModelExperiment {
     type Config = ModelConfig;
 
+    fn memory_estimate(
+        &self,
+        config: &ModelConfig,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        // the logged run spans `days` days of warmup_ops / 2 operations
+        let setup = KvSetup {
+            warmup_ops: config
+                .setup
+                .warmup_ops
+                .max(config.days.saturating_mul(config.setup.warmup_ops) / 2),
+            ..config.setup.clone()
+        };
+        Some(super::memory_estimate(
+            &setup,
+            super::MODEL_BYTES_PER_RECORD,
+            super::MODEL_BYTES_PER_WARMUP_OP,
+            "leaper-model",
+        ))
+    }
+
     fn name(&self) -> &'static str {
         "leaper-model"
     }

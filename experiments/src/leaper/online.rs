@@ -38,6 +38,25 @@ pub struct OnlineConfig {
     /// [`crate::peer`]); needs the `fjall` cargo feature.
     #[serde(default = "fjall_peer_default")]
     pub fjall_peer: bool,
+    /// Clients of the queueing alternative run beside the default one (0 = none): each workload
+    /// again under `queueing_policies` with `clients` set to this (see [`super::clock::Queue`]).
+    #[serde(default = "queueing_clients_default")]
+    pub queueing_clients: usize,
+    /// The policies of the queueing alternative (Table 4's pair by default).
+    #[serde(default = "queueing_policies_default")]
+    pub queueing_policies: Vec<WarmUpKind>,
+}
+
+/// Clients of the queueing alternative: Little's law on the paper's figures (Figure 11: e-commerce
+/// about 100-150 k QPS at about 2-4 ms of latency) puts a few hundred operations in flight.
+pub const QUEUEING_CLIENTS: usize = 256;
+
+pub fn queueing_clients_default() -> usize {
+    QUEUEING_CLIENTS
+}
+
+pub fn queueing_policies_default() -> Vec<WarmUpKind> {
+    vec![WarmUpKind::IncrementalWarmup, WarmUpKind::Leaper]
 }
 
 /// `fjall_peer`'s default: on whenever the `fjall` cargo feature is compiled in.
@@ -60,6 +79,14 @@ impl Config for OnlineConfig {
             "fjall_peer",
             "also run each workload on fjall (a real LSM store, wall time) with the same spec, seed, ratios and op counts; true by default when built with the `fjall` cargo feature",
         ));
+        help.push((
+            "queueing_clients",
+            "also run each workload with this many closed-loop clients on the queueing clock (rows kind = clients-interval / clients-summary, beside the default clients run); 0 = off; default 256 (Little's law on the paper's QPS and latencies)",
+        ));
+        help.push((
+            "queueing_policies",
+            "the policies of the queueing_clients run (default: incremental-warmup, leaper: Table 4's pair)",
+        ));
         help
     }
 
@@ -78,6 +105,18 @@ impl Config for OnlineConfig {
             self.fjall_peer,
             !self.fjall_peer || cfg!(feature = "fjall"),
             "false: this lsmlab was built without the `fjall` cargo feature (rebuild with default features to run the fjall peer)",
+        )?;
+        check(
+            "queueing_policies",
+            "(empty)",
+            self.queueing_clients == 0 || !self.queueing_policies.is_empty(),
+            "at least one policy when queueing_clients > 0",
+        )?;
+        check(
+            "queueing_clients",
+            self.queueing_clients,
+            self.queueing_clients <= 1_000_000,
+            "0 (off) to 1,000,000 clients",
         )?;
         check(
             "value_bytes",
@@ -111,6 +150,8 @@ pub struct PolicyRun {
 /// What one workload's training pass found and the runs it fed.
 pub struct WorkloadRuns {
     pub workload: Workload,
+    /// The clock's clients ([`KvSetup::clients`]).
+    pub clients: usize,
     pub interval_s: f64,
     pub training: Warmup,
     pub trained: Option<TrainedLeaper>,
@@ -136,6 +177,7 @@ pub fn policy_for(
 
 /// One workload instance to run: a workload under `policies` with its own settings, cache /
 /// data ratio and op stream spec (leaper-online's workloads, leaper-sensitivity's cells).
+#[derive(Clone)]
 pub struct Cell {
     pub workload: Workload,
     pub setup: KvSetup,
@@ -210,7 +252,7 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
         &cell.spec,
         WarmUpKind::Lru.baseline().expect("lru is a baseline"),
     )?;
-    let mut driver = Driver::new(store, &cell.spec, ctx.seed, cost, false)?;
+    let mut driver = Driver::new(store, &cell.spec, ctx.seed, cost, false)?.with_queue(setup.queue(0.0));
     let mut log = learned::AccessLog::default();
     let mut training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
     let interval_s = if setup.interval_s > 0.0 {
@@ -287,7 +329,8 @@ fn run_policy(
         ctx.seed,
         setup.cost_model(),
         policy == WarmUpKind::Leaper,
-    )?;
+    )?
+    .with_queue(setup.queue(0.0));
     warm_up(&mut driver, prep.training.ops, &mut |_, _| {})?;
     let before = handle.as_ref().map(learned::read);
     let (timeline, measured) = measure(
@@ -457,6 +500,7 @@ pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOut
             Ok(CellOutput {
                 runs: WorkloadRuns {
                     workload: cell.workload,
+                    clients: cell.setup.clients,
                     interval_s: prep.interval_s,
                     training: prep.training.clone(),
                     trained,
@@ -501,12 +545,13 @@ pub fn run_workload(
 pub const ENGINE: &str = "lsmlab";
 
 /// The dimensions of a run's rows.
-fn dims(workload: Workload, run: &PolicyRun, interval_s: f64) -> RowBuilder {
+fn dims(workload: Workload, run: &PolicyRun, interval_s: f64, clients: usize) -> RowBuilder {
     ratio_fields(
         RowBuilder::new()
             .str("workload", workload.as_str())
             .str("policy", run.policy.name())
             .str("engine", ENGINE)
+            .int("clients", clients as u64)
             .num("interval_s", interval_s),
         &run.ratios,
     )
@@ -532,7 +577,7 @@ pub fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row 
     let baseline = w.runs.iter().find(|r| r.policy.name() == BASELINE);
     let all = tl.summary();
     let inside = tl.in_windows.latency.summary();
-    let mut row = dims(w.workload, run, w.interval_s)
+    let mut row = dims(w.workload, run, w.interval_s, w.clients)
         .str("kind", "summary")
         .int("ops", tl.all.ops)
         .num("run_s", tl.end_s)
@@ -561,6 +606,14 @@ pub fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row 
         .int("flushes", run.measured.flushes)
         .int("compactions", run.measured.compactions)
         .int("moves", run.measured.moves)
+        .opt_num("hit_ratio_with_index_filter", tl.all.hit_ratio_with_meta())
+        .opt_num(
+            "hit_ratio_with_index_filter_in_windows",
+            tl.in_windows.hit_ratio_with_meta(),
+        )
+        .int("index_filter_hits", tl.all.meta_hits)
+        .int("index_filter_misses", tl.all.meta_misses)
+        .opt_num("reads_without_io_ratio", tl.all.reads_without_io_ratio())
         .num("wall_s", run.measured.wall_s);
     if let Some(l) = &run.leaper {
         row = l.fields(row);
@@ -573,7 +626,10 @@ pub fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
     let threshold = spike_threshold_us(&w.runs, spike_factor);
     let mut rows = Vec::new();
     for run in &w.runs {
-        rows.extend(run.timeline.interval_rows(&dims(w.workload, run, w.interval_s)));
+        rows.extend(
+            run.timeline
+                .interval_rows(&dims(w.workload, run, w.interval_s, w.clients)),
+        );
     }
     for run in &w.runs {
         rows.push(summary_row(w, run, threshold));
@@ -668,8 +724,79 @@ pub fn run_fjall_peer(
     anyhow::bail!("parameter `fjall_peer` = `true`: this lsmlab was built without the `fjall` cargo feature")
 }
 
+/// The prefix of the queueing alternative's row kinds (`clients-interval`, `clients-summary`).
+pub const QUEUEING_KIND_PREFIX: &str = "clients-";
+
+/// The setup of the queueing alternative, when `queueing_clients` asks for one other than the
+/// default run's.
+pub fn queueing_setup(cfg: &OnlineConfig) -> Option<KvSetup> {
+    (cfg.queueing_clients > 0 && cfg.queueing_clients != cfg.setup.clients).then(|| KvSetup {
+        clients: cfg.queueing_clients,
+        ..cfg.setup.clone()
+    })
+}
+
+/// Every column of leaper-online's lsmlab rows, defined.
+pub fn columns_note() -> String {
+    format!(
+        "Rows: kind = interval (one per interval and run) and kind = summary (one per workload and policy); the \
+         queueing alternative's rows are the same with kind = {QUEUEING_KIND_PREFIX}interval / {QUEUEING_KIND_PREFIX}summary. \
+         Every lsmlab row: workload, policy, engine = lsmlab, clients (the clock's closed-loop clients), interval_s \
+         (virtual seconds per interval), cache_data_ratio, memtable_data_ratio, background_ops. Interval rows: \
+         interval (0-based), start_s (virtual), ops (operations started in it), qps = ops / interval_s, hit_ratio = \
+         cache_hits / (cache_hits + cache_misses) over the data-block reads of those operations (absent when none \
+         read a block), p95_us / p99_us of their modelled latencies, in_flush / in_compaction = the interval \
+         overlaps a flush's / compaction's T1, in_window = a compaction's T1 + T2, cache_hits, cache_misses, \
+         prefetch_hits, flushes_started, compactions_started, invalidations (cached blocks of retired runs \
+         dropped), prefetched_blocks (output blocks a policy had the cache admit). Summary rows: ops, run_s, \
+         hit_ratio and miss_ratio = 1 - hit_ratio (data blocks), qps, p95_us, p99_us, cache_hits, cache_misses; \
+         *_in_windows = over the operations that started inside a compaction's T1 + T2 window (the paper's \
+         Table 4: 'during and after compactions'): ops_in_windows, window_s (the windows' total length, overlaps \
+         merged), hit_ratio_in_windows, qps_in_windows = ops_in_windows / window_s, p95_in_windows_us, \
+         p99_in_windows_us, cache_misses_in_windows; qps_outside_windows = operations outside every flush and \
+         compaction window / that time; overhead_pct = (1 - qps_outside_windows / {BASELINE}'s) x 100 (positive \
+         = slower; the paper's Table 5 'Overall'); invalidations; latency_spikes = intervals whose p95 exceeds \
+         spike_threshold_us (see the latency-spike note); prefetched_blocks; prefetch_hits = first hits on \
+         prefetched blocks; policy_evictions = cached blocks a policy evicted itself (Leaper's phase 1); \
+         flushes, compactions (non-trivial), moves (trivial moves); wall_s = the run's wall time on this machine. \
+         Hit-ratio definitions reported beside hit_ratio (which counts data blocks only): \
+         hit_ratio_with_index_filter (and _in_windows) counts filter-block and index-page lookups as block \
+         lookups too, as RocksDB's block-cache hit ratio does with cache_index_and_filter_blocks = true (a run's \
+         filter block or index page misses the first time a lookup needs it, then hits: pinned, as RocksDB's \
+         pin_l0_filter_and_index_blocks_in_cache and high-priority index blocks keep them; accounting only, \
+         nothing priced on the clock), with index_filter_hits / index_filter_misses its counts; \
+         reads_without_io_ratio = the share of point and range reads that read nothing from the device \
+         (answered by the memtable or by cached blocks only: an operation-level hit ratio, what a row cache \
+         in front of the blocks would at best serve). Leaper's summary row also carries: leaper_predictions \
+         (key ranges scored by the model over the run), leaper_hot_ranges (those predicted hot), \
+         leaper_t1_evictions (cached input blocks phase 1 evicted as cold), leaper_admitted (output blocks \
+         phase 2 or the flush prefetch admitted), inference_ms = wall time of the model's predictions per \
+         flush or compaction (measured on this machine, varies between runs), inference_nodes = tree nodes \
+         those predictions visited per flush or compaction (counted, deterministic), inference_virtual_ms = \
+         inference_nodes x {} ns per node, in ms (the modelled inference time per flush or compaction, which \
+         the leaper-inference claim judges against the paper's 1-21 ms). Identical op streams per policy: each \
+         policy runs as far into the stream as its virtual time allows. The training passes, the models' \
+         training and the policies' runs go on up to two worker threads; each builds its own store, stream and \
+         clock, so counted and virtual figures do not depend on them (wall times do).",
+        learned::NODE_NS
+    )
+}
+
 impl TypedExperiment for LeaperOnline {
     type Config = OnlineConfig;
+
+    fn memory_estimate(
+        &self,
+        config: &OnlineConfig,
+        _data: &[crate::experiment::DataSpec],
+    ) -> Option<crate::experiment::MemoryEstimate> {
+        Some(super::memory_estimate(
+            &config.setup,
+            super::ONLINE_BYTES_PER_RECORD,
+            super::ONLINE_BYTES_PER_WARMUP_OP,
+            "leaper-online",
+        ))
+    }
 
     fn name(&self) -> &'static str {
         "leaper-online"
@@ -690,19 +817,27 @@ impl TypedExperiment for LeaperOnline {
             setup: KvSetup::defaults(scale),
             leaper: LeaperSettings::defaults(scale),
             fjall_peer: fjall_peer_default(),
+            queueing_clients: QUEUEING_CLIENTS,
+            queueing_policies: queueing_policies_default(),
         }
     }
 
     fn run(&self, cfg: &OnlineConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let peer_steps = usize::from(cfg.fjall_peer);
+        let queueing = queueing_setup(cfg);
+        let queueing_steps = if queueing.is_some() {
+            cfg.queueing_policies.len() + 2
+        } else {
+            0
+        };
         ctx.progress
-            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2 + peer_steps));
+            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2 + peer_steps + queueing_steps));
         let mut out = RunOutput {
             notes: cfg.setup.notes(),
             ..RunOutput::default()
         };
         out.notes.extend(learned::notes(&cfg.leaper));
-        let cells = cfg
+        let mut cells = cfg
             .workloads
             .iter()
             .map(|&workload| {
@@ -718,8 +853,39 @@ impl TypedExperiment for LeaperOnline {
                 )
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        for out_cell in run_cells(&cells, ctx) {
+        let defaults = cells.len();
+        if let Some(q) = &queueing {
+            for &workload in &cfg.workloads {
+                cells.push(Cell::new(
+                    q,
+                    &cfg.leaper,
+                    workload,
+                    &cfg.queueing_policies,
+                    q.cache_ratio,
+                    &|spec| Ok(spec),
+                    &format!("{workload} clients={}", q.clients),
+                    false,
+                )?);
+            }
+        }
+        let mut queueing_rows = Vec::new();
+        let mut queueing_notes = Vec::new();
+        for (i, out_cell) in run_cells(&cells, ctx).into_iter().enumerate() {
             let CellOutput { runs: w, peer } = out_cell?;
+            if i >= defaults {
+                let setup = &cells[i].setup;
+                queueing_rows.extend(workload_rows(&w, setup.spike_factor).into_iter().map(|mut r| {
+                    let kind = r.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+                    r.insert("kind".into(), format!("{QUEUEING_KIND_PREFIX}{kind}").into());
+                    r
+                }));
+                queueing_notes.push(format!(
+                    "clients = {}: {}",
+                    setup.clients,
+                    workload_note(&w, setup)
+                ));
+                continue;
+            }
             out.rows.extend(workload_rows(&w, cfg.setup.spike_factor));
             out.notes.push(workload_note(&w, &cfg.setup));
             if let Some((rows, note)) = peer {
@@ -727,19 +893,27 @@ impl TypedExperiment for LeaperOnline {
                 out.notes.push(note);
             }
         }
-        out.notes.push(format!(
-            "Rows: kind = interval (one per interval: hit_ratio, qps, p95_us, p99_us, in_flush / in_compaction = the \
-             interval overlaps a flush's / compaction's T1, in_window = a compaction's T1 + T2, and the interval's \
-             counters) and kind = summary (one per workload and policy). *_in_windows fields count the operations that \
-             started inside a compaction's T1 + T2 window (the paper's Table 4: 'during and after compactions'); \
-             qps_in_windows divides them by the windows' total length. overhead_pct = 1 - (QPS outside every flush and \
-             compaction window) / {BASELINE}'s, in percent (positive = slower; the paper's Table 5 'Overall'). \
-             prefetched_blocks = output blocks a policy had the cache admit (no device read); prefetch_hits = first \
-             hits on them. Identical op streams per policy: each policy runs as far into the stream as its virtual \
-             time allows. The training passes, the models' training and the policies' runs go on up to two worker \
-             threads; each builds its own store, stream and clock, so counted and virtual figures do not depend on \
-             them (wall times do)."
-        ));
+        out.rows.extend(queueing_rows);
+        if let Some(q) = &queueing {
+            out.notes.push(format!(
+                "Queueing alternative (rows kind = {QUEUEING_KIND_PREFIX}interval and {QUEUEING_KIND_PREFIX}summary, \
+                 field clients = {}): each workload again under {} with clients = {} instead of 1, its own training \
+                 pass, calibration (interval_s, so that a run still holds about {} background operations), model and \
+                 runs. {} The claims and Table 4 read the default rows (clients = 1); these rows show what queueing \
+                 does to the same comparison.",
+                q.clients,
+                cfg.queueing_policies
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                q.clients,
+                q.background_ops_per_run,
+                q.clients_note(),
+            ));
+            out.notes.extend(queueing_notes);
+        }
+        out.notes.push(columns_note());
         if cfg.fjall_peer {
             out.notes.push(
                 "fjall peer rows: engine = fjall and policy = fjall (lsmlab's rows: engine = lsmlab). kind = \

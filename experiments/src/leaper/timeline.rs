@@ -43,6 +43,14 @@ pub struct PartStats {
     pub hits: u64,
     pub misses: u64,
     pub latency: LatencyRecorder,
+    /// Filter and index lookups that hit / missed (accounting beside the data blocks; see
+    /// [`lsmlab_engine::kvstore::MetaLookups`]).
+    pub meta_hits: u64,
+    pub meta_misses: u64,
+    /// Point and range reads, and those that read nothing from the device (answered by the
+    /// memtable, or by cached blocks only).
+    pub reads: u64,
+    pub reads_without_io: u64,
 }
 
 impl PartStats {
@@ -56,6 +64,26 @@ impl PartStats {
     /// hits / (hits + misses); `None` when nothing was read.
     pub fn hit_ratio(&self) -> Option<f64> {
         (self.hits + self.misses > 0).then(|| self.hits as f64 / (self.hits + self.misses) as f64)
+    }
+
+    /// The hit ratio with filter and index lookups counted as block lookups (RocksDB's block-cache
+    /// hit ratio with `cache_index_and_filter_blocks = true`); `None` when nothing was looked up.
+    pub fn hit_ratio_with_meta(&self) -> Option<f64> {
+        let hits = self.hits + self.meta_hits;
+        let all = hits + self.misses + self.meta_misses;
+        (all > 0).then(|| hits as f64 / all as f64)
+    }
+
+    /// The share of reads that read nothing from the device; `None` without reads.
+    pub fn reads_without_io_ratio(&self) -> Option<f64> {
+        (self.reads > 0).then(|| self.reads_without_io as f64 / self.reads as f64)
+    }
+
+    fn add_lookups(&mut self, meta_hits: u64, meta_misses: u64, read: bool, no_io: bool) {
+        self.meta_hits += meta_hits;
+        self.meta_misses += meta_misses;
+        self.reads += u64::from(read);
+        self.reads_without_io += u64::from(read && no_io);
     }
 }
 
@@ -77,6 +105,8 @@ pub struct RunRecorder {
     /// Counters of background operations begun after the last recorded operation: they belong to
     /// the interval of the next one, which starts where they start.
     pending: Vec<(&'static str, u64)>,
+    /// The last recorded operation: (inside a compaction window, inside any window, its misses).
+    last: (bool, bool, u64),
 }
 
 /// A finished run.
@@ -111,6 +141,7 @@ impl RunRecorder {
             outside: PartStats::default(),
             prefetch_hits: 0,
             pending: Vec::new(),
+            last: (false, false, 0),
         }
     }
 
@@ -141,6 +172,21 @@ impl RunRecorder {
         }
         if !in_any {
             self.outside.add(latency, hits, misses);
+        }
+        self.last = (in_compaction, in_any, misses);
+    }
+
+    /// The filter and index lookups of the operation [`RunRecorder::op`] recorded last, and
+    /// whether it was a read (counted in the same parts of the run as the operation).
+    pub fn lookups(&mut self, meta_hits: u64, meta_misses: u64, read: bool) {
+        let (in_compaction, in_any, misses) = self.last;
+        let no_io = misses == 0;
+        self.all.add_lookups(meta_hits, meta_misses, read, no_io);
+        if in_compaction {
+            self.in_windows.add_lookups(meta_hits, meta_misses, read, no_io);
+        }
+        if !in_any {
+            self.outside.add_lookups(meta_hits, meta_misses, read, no_io);
         }
     }
 
