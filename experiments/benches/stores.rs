@@ -152,7 +152,12 @@ fn kv(c: &mut Criterion) {
             let mut n = 0usize;
             for i in 0..SCANS {
                 let lo = scatter(i) % (LOADED - SCAN_LEN);
-                n += s.scan(lo, lo + SCAN_LEN - 1).unwrap().len();
+                n += s
+                    .scan(lo, lo + SCAN_LEN - 1)
+                    .unwrap()
+                    .iter()
+                    .map(|(_, v)| v.len())
+                    .sum::<usize>();
             }
             black_box(n)
         })
@@ -165,7 +170,7 @@ fn kv(c: &mut Criterion) {
                 n += ks
                     .range(lo.to_be_bytes()..=(lo + SCAN_LEN - 1).to_be_bytes())
                     .map(|item| item.value().unwrap().len())
-                    .count();
+                    .sum::<usize>();
             }
             black_box(n)
         })

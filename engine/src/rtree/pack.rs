@@ -50,7 +50,7 @@ fn radix_sort_by_key<T: Copy>(v: &mut Vec<(u64, T)>) {
         for (k, _) in v.iter() {
             counts[((k >> shift) as usize & (BUCKETS - 1)) + 1] += 1;
         }
-        if counts.iter().any(|&c| c == v.len()) {
+        if counts.contains(&v.len()) {
             // Every key has the same digit here: the pass would not move anything.
             shift += DIGIT_BITS;
             continue;
