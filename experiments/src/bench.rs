@@ -3,7 +3,7 @@
 //!
 //! A bench group is one operation on one input; its functions whose names start with `lsmlab` are
 //! lsmlab's, every other function is a peer doing the same work (`engine/benches/peers.rs`,
-//! `engine/benches/cache.rs`). Each (lsmlab function, peer) pair of a group becomes one row with
+//! `engine/benches/cache.rs`, `experiments/benches/stores.rs`). Each (lsmlab function, peer) pair of a group becomes one row with
 //! both throughputs and `ratio` = lsmlab's throughput / the peer's (above 1: lsmlab is faster),
 //! from criterion's mean estimate of the latest run (`<criterion dir>/<group>/<function>/new/`).
 

@@ -40,7 +40,7 @@
 //! the device ([`crate::storage::FileDevice`] verifies a checksum on every read).
 
 use crate::cache::BufferCache;
-use crate::geom::{Point, Rect};
+use crate::geom::Rect;
 use crate::rtree::SpatialEntry;
 use crate::storage::{Device, PageId};
 use crate::{Error, Result};
@@ -264,29 +264,31 @@ impl DiskRTree {
             let page = cache.read(id)?;
             visited += 1;
             let count = self.check_header(id, &page, level, idx)?;
-            let mut actual = Rect::empty();
-            if level == 0 {
-                for chunk in leaf_slots(&page, count) {
-                    let e = SpatialEntry::decode(chunk);
-                    actual = actual.union_point(e.point);
-                    if rect.contains_point(e.point) {
-                        f(&e);
-                    }
-                }
+            // Each entry is decoded once, straight from the page's bytes, and serves both the
+            // structural check (the node's MBR, its children's page ids) and the query; only a
+            // result is decoded whole.
+            let actual = if level == 0 {
+                search_leaf(&page, count, rect, &mut f)
             } else {
                 let mark = stack.len();
+                let first_child = self.page_id(level - 1, idx * self.internal_cap as u64);
+                let mut acc = Bounds::EMPTY;
                 for (k, chunk) in internal_slots(&page, count).enumerate() {
-                    let (r, child) = decode_internal(chunk);
-                    let child_idx = idx * self.internal_cap as u64 + k as u64;
-                    self.check_child(id, level, child_idx, child)?;
-                    actual = actual.union(&r);
-                    if r.intersects(rect) {
-                        stack.push((level - 1, child_idx, r));
+                    let r = Bounds::read(chunk);
+                    let child = read_u64(chunk, 32);
+                    if child != first_child + k as u64 {
+                        let child_idx = idx * self.internal_cap as u64 + k as u64;
+                        self.check_child(id, level, child_idx, child)?;
+                    }
+                    acc.cover(&r);
+                    if r.meets(rect) {
+                        stack.push((level - 1, idx * self.internal_cap as u64 + k as u64, r.rect()));
                     }
                 }
                 // Visit children left to right, i.e. in packing order.
                 stack[mark..].reverse();
-            }
+                acc.rect()
+            };
             self.check_mbr(id, &actual, &expected)?;
         }
         Ok(visited)
@@ -465,20 +467,111 @@ fn encode_internal(r: &Rect, child: PageId, out: &mut [u8]) {
     out[32..40].copy_from_slice(&child.to_le_bytes());
 }
 
-fn decode_internal(b: &[u8]) -> (Rect, PageId) {
-    let word = |i: usize| -> [u8; 8] { b[i * 8..i * 8 + 8].try_into().expect("8 bytes") };
-    let f = |i: usize| f64::from_le_bytes(word(i));
-    let r = Rect {
-        min: Point::new(f(0), f(1)),
-        max: Point::new(f(2), f(3)),
+/// Reads the little-endian f64 at `b[at..at + 8]`.
+#[inline(always)]
+fn read_f64(b: &[u8], at: usize) -> f64 {
+    f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Reads the little-endian u64 at `b[at..at + 8]`.
+#[inline(always)]
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// A rectangle as the search loops accumulate it from a page's bytes. [`lesser`] and [`greater`]
+/// give the bounds [`Rect::union`] gives (equal under `==`) in one instruction each.
+#[derive(Clone, Copy)]
+struct Bounds {
+    min_x: f64,
+    min_y: f64,
+    max_x: f64,
+    max_y: f64,
+}
+
+impl Bounds {
+    const EMPTY: Bounds = Bounds {
+        min_x: f64::INFINITY,
+        min_y: f64::INFINITY,
+        max_x: f64::NEG_INFINITY,
+        max_y: f64::NEG_INFINITY,
     };
-    (r, u64::from_le_bytes(word(4)))
+
+    /// An internal entry's MBR.
+    #[inline(always)]
+    fn read(chunk: &[u8]) -> Bounds {
+        Bounds {
+            min_x: read_f64(chunk, 0),
+            min_y: read_f64(chunk, 8),
+            max_x: read_f64(chunk, 16),
+            max_y: read_f64(chunk, 24),
+        }
+    }
+
+    #[inline(always)]
+    fn cover(&mut self, r: &Bounds) {
+        self.min_x = lesser(self.min_x, r.min_x);
+        self.min_y = lesser(self.min_y, r.min_y);
+        self.max_x = greater(self.max_x, r.max_x);
+        self.max_y = greater(self.max_y, r.max_y);
+    }
+
+    /// [`Rect::intersects`].
+    #[inline(always)]
+    fn meets(&self, q: &Rect) -> bool {
+        (self.min_x <= q.max.x) & (q.min.x <= self.max_x) & (self.min_y <= q.max.y) & (q.min.y <= self.max_y)
+    }
+
+    fn rect(&self) -> Rect {
+        Rect::new(self.min_x, self.min_y, self.max_x, self.max_y)
+    }
+}
+
+/// `f64::min(acc, v)` for an accumulator that is never NaN (it starts at an infinity and only
+/// takes values that compared below it): a NaN `v` leaves it unchanged, as `f64::min` does. The
+/// only difference, which of two equal zeros of opposite sign is kept, is invisible to `==`.
+#[inline(always)]
+fn lesser(acc: f64, v: f64) -> f64 {
+    if v < acc {
+        v
+    } else {
+        acc
+    }
+}
+
+/// `f64::max` for an accumulator that is never NaN (see [`lesser`]).
+#[inline(always)]
+fn greater(acc: f64, v: f64) -> f64 {
+    if v > acc {
+        v
+    } else {
+        acc
+    }
+}
+
+/// One leaf of a search: passes every entry inside `rect` to `f` and returns the MBR of all the
+/// leaf's points (for the structural check).
+#[inline(always)]
+fn search_leaf(page: &[u8], count: usize, rect: &Rect, f: &mut impl FnMut(&SpatialEntry)) -> Rect {
+    let (mut min_x, mut min_y) = (f64::INFINITY, f64::INFINITY);
+    let (mut max_x, mut max_y) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for chunk in leaf_slots(page, count) {
+        let (x, y) = (read_f64(chunk, 0), read_f64(chunk, 8));
+        min_x = lesser(min_x, x);
+        min_y = lesser(min_y, y);
+        max_x = greater(max_x, x);
+        max_y = greater(max_y, y);
+        if (x >= rect.min.x) & (x <= rect.max.x) & (y >= rect.min.y) & (y <= rect.max.y) {
+            f(&SpatialEntry::decode(chunk));
+        }
+    }
+    Rect::new(min_x, min_y, max_x, max_y)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geom::HilbertCurve;
+    use crate::geom::{HilbertCurve, Point};
     use crate::storage::{MemDevice, DEFAULT_PAGE_SIZE};
     use proptest::prelude::*;
     use std::sync::Arc;

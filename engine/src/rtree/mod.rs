@@ -3,9 +3,11 @@
 
 pub mod disk;
 pub mod mem;
+pub mod pack;
 
 pub use disk::DiskRTree;
 pub use mem::{MemRTree, NodeId};
+pub use pack::hilbert_sort;
 
 use crate::geom::Point;
 

@@ -7,7 +7,7 @@ use super::maintenance::{Cleanup, Maintenance};
 use crate::btree::BTreeComponent;
 use crate::cache::BufferCache;
 use crate::geom::HilbertCurve;
-use crate::lsm::merge::EntryStream;
+use crate::lsm::merge::{merge_sorted_runs, EntryStream};
 use crate::lsm::{Extent, MergePlan, Merger, RunFormat, RunInfo};
 use crate::rtree::{DiskRTree, SpatialEntry};
 use crate::storage::Device;
@@ -84,8 +84,7 @@ impl SpatialRuns {
 
     /// Sorts entries along the Hilbert curve (ties by oid and timestamp).
     pub fn hilbert_sort(&self, entries: &mut [SpatialEntry]) {
-        let h = self.hilbert;
-        entries.sort_by_cached_key(|e| (h.key(e.point), e.oid, e.ts));
+        crate::rtree::hilbert_sort(&self.hilbert, entries);
     }
 
     /// Every entry of `run`'s R-tree in leaf order, read straight from the device, checked to be
@@ -179,9 +178,9 @@ impl RunFormat for SpatialRuns {
 
 /// The LSM R-tree's merge: every entry of the inputs (newest input first, each in scan order)
 /// passes the strategy's merge filter (Eager's annihilation, Validation's repair, Clean Upon
-/// Merge); the survivors are sorted in Hilbert order and bulk-loaded with the antimatter the filter
-/// keeps. What the filter decided beside the output is committed only once the executor has
-/// installed it ([`Merger::committed`]).
+/// Merge); the survivors, merged in Hilbert order (each input is sorted already), are bulk-loaded
+/// with the antimatter the filter keeps. What the filter decided beside the output is committed
+/// only once the executor has installed it ([`Merger::committed`]).
 pub(crate) struct SpatialMerger<'a> {
     pub maintenance: &'a mut dyn Maintenance,
     pending: Option<Cleanup>,
@@ -211,16 +210,20 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
             .map(|p| p.scan_antimatter(device))
             .collect::<Result<Vec<_>>>()?;
         let mut filter = self.maintenance.merge_filter(antimatter, plan.bottommost);
-        let mut entries: Vec<SpatialEntry> = Vec::new();
+        // Each input is in Hilbert order already: the survivors are merged, not re-sorted (the
+        // same order hilbert_sort gives their concatenation).
+        let mut runs: Vec<Vec<(SpatialKey, SpatialEntry)>> = Vec::with_capacity(inputs.len());
         for (input, part) in inputs.iter().enumerate() {
+            let mut kept = Vec::new();
             for e in format.scan_in_order(part)? {
                 if filter.keep(input, &e)? {
-                    entries.push(e);
+                    kept.push((format.key(&e), e));
                 }
             }
+            runs.push(kept);
         }
         let (kept_antimatter, cleanup) = filter.finish();
-        format.hilbert_sort(&mut entries);
+        let entries = merge_sorted_runs(runs).into_iter().map(|(_, e)| e).collect();
         outputs.push(format.build_component(entries, kept_antimatter)?);
         self.pending = Some(cleanup);
         Ok(())
