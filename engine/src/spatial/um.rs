@@ -154,22 +154,27 @@ impl UpdateMemo {
     }
 
     /// Algorithm 6: an update or delete of `oid` at `ts` made one more entry obsolete: put-if-absent
-    /// `(ts, 1)`, else CILS the timestamp and increment the count.
+    /// `(ts, 1)`, else increment the count and CILS the timestamp. The count is raised first, so
+    /// that a concurrent cleaning, which can see an entry obsolete only once the timestamp is
+    /// raised, never drops more obsolete entries of the object than the memo counts (raising the
+    /// timestamp first would let a flush or merge release a count not yet incremented, which
+    /// [`Self::try_release`] and [`Self::check_releases`] refuse as corruption). The end state is
+    /// the same in either order.
     pub fn record_obsolete(&self, oid: u64, ts: u64) {
         let lock = self.shard(oid);
         {
             let shard = lock.read().unwrap();
             if let Some(e) = shard.get(&oid) {
-                cils(&e.ts, ts);
                 e.cnt.fetch_add(1, Ordering::AcqRel);
+                cils(&e.ts, ts);
                 return;
             }
         }
         let mut shard = lock.write().unwrap();
         match shard.get(&oid) {
             Some(e) => {
-                cils(&e.ts, ts);
                 e.cnt.fetch_add(1, Ordering::AcqRel);
+                cils(&e.ts, ts);
             }
             None => {
                 shard.insert(
