@@ -257,19 +257,6 @@ fn fuzz<S>(
     build: impl Fn(Arc<dyn Device>) -> S,
     exercise: impl Fn(&mut S, &mut Tally),
 ) {
-    fuzz_allowing(target, page_size, build, exercise, None)
-}
-
-/// [`fuzz`], but a panic whose message contains `known` is counted and printed instead of failing
-/// the run: a limitation that is known, pinned by a named test, and not a decoder's.
-fn fuzz_allowing<S>(
-    target: &'static str,
-    page_size: usize,
-    build: impl Fn(Arc<dyn Device>) -> S,
-    exercise: impl Fn(&mut S, &mut Tally),
-    known: Option<&'static str>,
-) {
-    let known_hits = AtomicU64::new(0);
     let dog = Watchdog::start(target);
     let runs = AtomicU64::new(0);
     let hits = AtomicU64::new(0);
@@ -297,10 +284,6 @@ fn fuzz_allowing<S>(
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            if known.is_some_and(|k| msg.contains(k)) {
-                known_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
             return Err(TestCaseError::fail(format!(
                 "{target}: panic on a corrupt page: {msg}"
             )));
@@ -320,12 +303,6 @@ fn fuzz_allowing<S>(
         t.corrupt,
         t.other_err
     );
-    if let Some(k) = known {
-        println!(
-            "fuzz {target}: {} executions ended in the known panic {k:?}",
-            known_hits.load(Ordering::Relaxed)
-        );
-    }
     if let Err(e) = result {
         panic!("{e}");
     }
