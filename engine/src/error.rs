@@ -25,6 +25,12 @@ pub enum Error {
     /// A page's contents do not decode as the structure that owns it.
     #[error("corrupt page {page}: {reason}")]
     Corrupt { page: PageId, reason: String },
+    /// An entry that decodes but contradicts the index's own bookkeeping: on a device without
+    /// checksums, a garbled disk entry (e.g. an LSM R-tree leaf entry decoded as a stale version of
+    /// another object, which the Update Memo does not count). The flush or merge that met it is
+    /// refused and changes nothing.
+    #[error("corrupt entry of object {oid}: {reason}")]
+    CorruptEntry { oid: u64, reason: String },
     /// An engine that stops at its first failed update (fail-stop) refuses every later call; `cause`
     /// is the first failure's message.
     #[error("{engine} has stopped after a failed operation ({cause}) and refuses every call")]

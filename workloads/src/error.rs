@@ -7,13 +7,11 @@ use std::path::PathBuf;
 /// Everything generating or loading a workload can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
-    /// Opening or reading a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Opening or reading a file failed (a gzip stream cut short is one). The message says the
+    /// I/O error once: it is part of this error's text, not also its `source()`, so that a
+    /// printed chain of causes does not repeat it.
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     /// One line of a data file does not parse; `line` counts from 1 and includes the header.
     #[error("{}:{line}: {reason}", path.display())]
     Malformed {

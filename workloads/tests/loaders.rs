@@ -675,3 +675,87 @@ fn probe_reads_only_the_start_and_fails_like_load() {
     let err = probe(&headerless, &opts(Format::Csv), CsvDialect::default()).unwrap_err();
     assert!(matches!(err, WorkloadError::ColumnsNotGuessed { .. }), "{err:?}");
 }
+
+/// A gzip stream of `header` followed by `n` bytes of `b'7'` and no newline: a few kilobytes that
+/// inflate to one line of `n` bytes.
+fn gzip_one_long_line(header: &str, n: usize) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(header.as_bytes()).unwrap();
+    let chunk = vec![b'7'; 1 << 16];
+    for _ in 0..n / chunk.len() {
+        gz.write_all(&chunk).unwrap();
+    }
+    gz.finish().unwrap()
+}
+
+/// A gzip bomb (one line inflating past the cap) is refused by every line reader with an error
+/// naming the file and the line, after reading at most the cap of it.
+#[test]
+fn a_line_longer_than_the_cap_is_malformed() {
+    use lsmlab_workloads::load::MAX_LINE_BYTES;
+    let dir = Scratch::new("long-line");
+    let n = 8 * MAX_LINE_BYTES;
+    let bomb = gzip_one_long_line("oid,time,x,y\n1,2,3,4\n", n);
+    assert!(bomb.len() < n / 100, "{} bytes compressed", bomb.len());
+    let at_line = |err: WorkloadError, file: &Path, line: usize| {
+        let msg = err.to_string();
+        assert!(
+            matches!(err, WorkloadError::Malformed { line: l, .. } if l == line),
+            "{msg}"
+        );
+        assert!(msg.starts_with(&format!("{}:{line}:", file.display())), "{msg}");
+        assert!(msg.contains("line longer than 1048576 bytes"), "{msg}");
+    };
+    let csv = dir.0.join("bomb.csv.gz");
+    std::fs::write(&csv, &bomb).unwrap();
+    at_line(load(&csv, &opts(Format::Csv)).unwrap_err(), &csv, 3);
+
+    let delays = dir.0.join("delays.gz");
+    std::fs::write(&delays, gzip_one_long_line("5\n", n)).unwrap();
+    at_line(
+        lsmlab_workloads::ts::load_delays(&delays).unwrap_err(),
+        &delays,
+        2,
+    );
+
+    let edges = dir.0.join("edges.gz");
+    std::fs::write(&edges, gzip_one_long_line("# edges\n0 1\n", n)).unwrap();
+    at_line(
+        lsmlab_workloads::graph::load_edge_list(&edges).unwrap_err(),
+        &edges,
+        3,
+    );
+
+    // A line of exactly the cap (its newline included) still reads.
+    let mut text = String::from("1 ");
+    text.push_str(&"2".repeat(MAX_LINE_BYTES - 3));
+    text.push('\n');
+    let at_cap = dir.write("at-cap.txt", &text);
+    let msg = lsmlab_workloads::graph::load_edge_list(&at_cap)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("is not a non-negative integer vertex id"), "{msg}");
+}
+
+/// A gzip file cut short says so once, naming the file.
+#[test]
+fn a_truncated_gzip_file_says_so_once() {
+    let dir = Scratch::new("truncated-gz");
+    let mut text = String::from("oid,time,x,y\n");
+    for i in 0..3000 {
+        text.push_str(&format!("{i},{i},{}.5,{}.25\n", i % 90, i % 70));
+    }
+    let full = std::fs::read(dir.write("full.csv.gz", &text)).unwrap();
+    let cut = dir.0.join("cut.csv.gz");
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    let err = load(&cut, &opts(Format::Csv)).unwrap_err();
+    assert!(matches!(err, WorkloadError::Io { .. }), "{err}");
+    // The whole chain of causes, as the CLI prints it.
+    let mut chain = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        chain.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    assert_eq!(chain, format!("{}: incomplete deflate stream", cut.display()));
+}

@@ -179,11 +179,15 @@ impl RunFormat for SpatialRuns {
 /// The LSM R-tree's merge: every entry of the inputs (newest input first, each in scan order)
 /// passes the strategy's merge filter (Eager's annihilation, Validation's repair, Clean Upon
 /// Merge); the survivors, merged in Hilbert order (each input is sorted already), are bulk-loaded
-/// with the antimatter the filter keeps. What the filter decided beside the output is committed
-/// only once the executor has installed it ([`Merger::committed`]).
+/// with the antimatter the filter keeps. What the filter decided beside the output is checked
+/// before the output is built ([`Maintenance::check`]: a merge meeting a garbled entry fails with
+/// nothing changed) and committed only once the executor has installed it ([`Merger::committed`]).
 pub(crate) struct SpatialMerger<'a> {
     pub maintenance: &'a mut dyn Maintenance,
     pending: Option<Cleanup>,
+    /// A commit that failed (only where the check before it would have), for
+    /// [`Self::into_result`].
+    failed: Option<crate::Error>,
 }
 
 impl<'a> SpatialMerger<'a> {
@@ -191,7 +195,13 @@ impl<'a> SpatialMerger<'a> {
         SpatialMerger {
             maintenance,
             pending: None,
+            failed: None,
         }
+    }
+
+    /// The first commit error of the merges run, if any.
+    pub fn into_result(self) -> Result<()> {
+        self.failed.map_or(Ok(()), Err)
     }
 }
 
@@ -223,6 +233,7 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
             runs.push(kept);
         }
         let (kept_antimatter, cleanup) = filter.finish();
+        self.maintenance.check(&cleanup)?;
         let entries = merge_sorted_runs(runs).into_iter().map(|(_, e)| e).collect();
         outputs.push(format.build_component(entries, kept_antimatter)?);
         self.pending = Some(cleanup);
@@ -231,7 +242,9 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
 
     fn committed(&mut self) {
         if let Some(cleanup) = self.pending.take() {
-            self.maintenance.commit(cleanup);
+            if let Err(e) = self.maintenance.commit(cleanup) {
+                self.failed.get_or_insert(e);
+            }
         }
     }
 }

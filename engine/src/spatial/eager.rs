@@ -162,14 +162,15 @@ impl Maintenance for Eager {
         self.memory_deleted.keys().copied().collect()
     }
 
-    fn flushed(&mut self, cleanup: Cleanup) {
+    fn flushed(&mut self, cleanup: Cleanup) -> Result<()> {
         self.memory_deleted.clear();
-        self.commit(cleanup);
+        self.commit(cleanup)
     }
 
-    fn commit(&mut self, cleanup: Cleanup) {
+    fn commit(&mut self, cleanup: Cleanup) -> Result<()> {
         self.cleaned.add(&cleanup.cleaned);
         self.superseded_flushed += cleanup.superseded;
+        Ok(())
     }
 
     fn flush_key_indexes(&mut self) -> Result<()> {
@@ -425,7 +426,7 @@ mod tests {
             }
         }
         let (kept, cleanup) = filter.finish();
-        eager.commit(cleanup);
+        eager.commit(cleanup).unwrap();
         survivors.sort_unstable();
         (survivors, eager.cleaned.annihilated, kept)
     }
@@ -492,7 +493,7 @@ mod tests {
         let (keys, cleanup) = filter.finish();
         assert_eq!(keys, vec![1, 2, 3, 4]);
         assert_eq!(cleanup.cleaned.annihilated, 3);
-        eager.commit(cleanup);
+        eager.commit(cleanup).unwrap();
         let (keys, _) = eager.merge_filter(antimatter, true).finish();
         assert!(keys.is_empty());
     }

@@ -129,8 +129,16 @@ pub(crate) trait Maintenance: Send {
     }
 
     /// After an entry stamped by a concurrent caller entered memory leaf `leaf` (the caller has
-    /// updated the Update Memo itself).
-    fn after_external_insert(&mut self, _memory: &mut MemRTree, _leaf: NodeId, _write: MemoryWrite) {}
+    /// updated the Update Memo itself). An error (a cleaning that met an entry the Update Memo
+    /// does not count) leaves the write applied.
+    fn after_external_insert(
+        &mut self,
+        _memory: &mut MemRTree,
+        _leaf: NodeId,
+        _write: MemoryWrite,
+    ) -> Result<()> {
+        Ok(())
+    }
 
     /// Pages of the memory component beside the memory R-tree (Eager's deleted-key B+-tree).
     fn memory_antimatter_pages(&self) -> u64 {
@@ -161,14 +169,22 @@ pub(crate) trait Maintenance: Send {
         Vec::new()
     }
 
-    /// A flush succeeded: the memory R-tree was emptied (its leaf ids are void from now on), the
-    /// memory antimatter is on disk, and `cleanup` is committed.
-    fn flushed(&mut self, cleanup: Cleanup) {
-        self.commit(cleanup);
+    /// Whether `cleanup` can be committed: checked before a flush or merge installs its output,
+    /// so that one whose decisions contradict the strategy's bookkeeping (an entry read back
+    /// garbled, [`crate::Error::CorruptEntry`]) fails with nothing changed.
+    fn check(&self, _cleanup: &Cleanup) -> Result<()> {
+        Ok(())
     }
 
-    /// Applies what a successful flush or merge decided: Update Memo releases and counters.
-    fn commit(&mut self, cleanup: Cleanup);
+    /// A flush succeeded: the memory R-tree was emptied (its leaf ids are void from now on), the
+    /// memory antimatter is on disk, and `cleanup` is committed.
+    fn flushed(&mut self, cleanup: Cleanup) -> Result<()> {
+        self.commit(cleanup)
+    }
+
+    /// Applies what a successful flush or merge decided: Update Memo releases and counters. Fails
+    /// only where [`Self::check`] would have.
+    fn commit(&mut self, cleanup: Cleanup) -> Result<()>;
 
     /// Flushes the key indexes kept beside the R-tree (together with every R-tree flush, as
     /// AsterixDB flushes every index of a dataset).

@@ -55,12 +55,21 @@ impl UpdateMemoMaintenance {
     /// leaf's counter as it was; under [`CleaningCounters::AllInserts`] every entry put into the
     /// memory R-tree counts and every cleaning resets the leaf's counter. Vacuum Cleaning does not
     /// skip a leaf Buffered Cleaning has just cleaned, as in the authors' code.
-    fn after_memory_insert(&mut self, memory: &mut MemRTree, leaf: NodeId, write: MemoryWrite) {
+    ///
+    /// A release the Update Memo does not count (possible only after a garbled disk entry was
+    /// merged) is returned as an error once the leaf is cleaned; the cleaning itself stands.
+    fn after_memory_insert(&mut self, memory: &mut MemRTree, leaf: NodeId, write: MemoryWrite) -> Result<()> {
         let authors = self.counters == CleaningCounters::Updates;
         if authors && !write.update {
-            return;
+            return Ok(());
         }
         let um = &self.um;
+        let mut failed: Option<crate::Error> = None;
+        let mut release = |e: SpatialEntry| {
+            if let Err(err) = um.try_release(e.oid) {
+                failed.get_or_insert(err);
+            }
+        };
         // Under concurrent ingestion the leaf may have been split away or unlinked meanwhile.
         let live = memory.is_live_leaf(leaf);
         let counts = !(authors && write.split);
@@ -70,7 +79,7 @@ impl UpdateMemoMaintenance {
             && memory.bump_update_counter(leaf) >= self.buffered_threshold
         {
             // Algorithm 4 on the leaf whose counter hit the threshold.
-            let n = memory.clean_leaf(leaf, |e| !um.is_obsolete(e.oid, e.ts), |e| um.release(e.oid));
+            let n = memory.clean_leaf(leaf, |e| !um.is_obsolete(e.oid, e.ts), &mut release);
             self.cleaned.buffered += n as u64;
         }
         if self.switches.vacuum {
@@ -82,13 +91,14 @@ impl UpdateMemoMaintenance {
                         next,
                         !authors,
                         |e| !um.is_obsolete(e.oid, e.ts),
-                        |e| um.release(e.oid),
+                        &mut release,
                     );
                     self.cleaned.vacuum += n as u64;
                     self.vacuum_cursor = Some(next);
                 }
             }
         }
+        failed.map_or(Ok(()), Err)
     }
 
     /// Algorithm 4's test on one entry leaving memory or a merge: an obsolete entry is dropped, and
@@ -112,8 +122,7 @@ impl Maintenance for UpdateMemoMaintenance {
         let leaf = memory.insert(e);
         let split = memory.splits() > splits;
         self.um.record_insert(e.oid, e.ts);
-        self.after_memory_insert(memory, leaf, MemoryWrite { update: false, split });
-        Ok(())
+        self.after_memory_insert(memory, leaf, MemoryWrite { update: false, split })
     }
 
     /// Algorithm 6: insert the new entry, then put-if-absent / CILS + count in the UM.
@@ -122,8 +131,7 @@ impl Maintenance for UpdateMemoMaintenance {
         let leaf = memory.insert(e);
         let split = memory.splits() > splits;
         self.um.record_obsolete(e.oid, e.ts);
-        self.after_memory_insert(memory, leaf, MemoryWrite { update: true, split });
-        Ok(())
+        self.after_memory_insert(memory, leaf, MemoryWrite { update: true, split })
     }
 
     /// Only the UM changes: every entry of the object is now obsolete.
@@ -136,22 +144,33 @@ impl Maintenance for UpdateMemoMaintenance {
         Some(&self.um)
     }
 
-    fn after_external_insert(&mut self, memory: &mut MemRTree, leaf: NodeId, write: MemoryWrite) {
-        self.after_memory_insert(memory, leaf, write);
+    fn after_external_insert(
+        &mut self,
+        memory: &mut MemRTree,
+        leaf: NodeId,
+        write: MemoryWrite,
+    ) -> Result<()> {
+        self.after_memory_insert(memory, leaf, write)
     }
 
-    fn flushed(&mut self, cleanup: Cleanup) {
+    /// The memo counts every obsolete entry the flush or merge dropped.
+    fn check(&self, cleanup: &Cleanup) -> Result<()> {
+        self.um.check_releases(&cleanup.releases)
+    }
+
+    fn flushed(&mut self, cleanup: Cleanup) -> Result<()> {
         self.vacuum_cursor = None;
         self.vacuum_counter = 0;
-        self.commit(cleanup);
+        self.commit(cleanup)
     }
 
     /// Algorithm 7 for every obsolete entry the flush or merge dropped.
-    fn commit(&mut self, cleanup: Cleanup) {
-        for oid in cleanup.releases {
-            self.um.release(oid);
-        }
+    fn commit(&mut self, cleanup: Cleanup) -> Result<()> {
         self.cleaned.add(&cleanup.cleaned);
+        for oid in cleanup.releases {
+            self.um.try_release(oid)?;
+        }
+        Ok(())
     }
 
     /// Clean Upon Flush (Section 4.3): drop obsolete entries while ordering them for the flush.

@@ -10,6 +10,7 @@
 //! takes the write lock. An entry is removed (Algorithm 7) only after re-checking under the write
 //! lock that its count is still 0, so a concurrent increment is never lost.
 
+use crate::{Error, Result};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 // Under `--cfg loom` the locks and atomics are loom's, so that `engine/tests/loom_um.rs` can
@@ -22,6 +23,17 @@ use loom::sync::RwLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::sync::RwLock;
+
+/// The error of a release the memo does not count.
+fn not_counted(oid: u64, why: &str) -> Error {
+    Error::CorruptEntry {
+        oid,
+        reason: format!(
+            "an obsolete entry of it was dropped but the Update Memo cannot release it ({why}): \
+             an entry read back is not one the index wrote"
+        ),
+    }
+}
 
 /// One UM entry `<ts, cnt>`.
 #[derive(Debug)]
@@ -142,22 +154,27 @@ impl UpdateMemo {
     }
 
     /// Algorithm 6: an update or delete of `oid` at `ts` made one more entry obsolete: put-if-absent
-    /// `(ts, 1)`, else CILS the timestamp and increment the count.
+    /// `(ts, 1)`, else increment the count and CILS the timestamp. The count is raised first, so
+    /// that a concurrent cleaning, which can see an entry obsolete only once the timestamp is
+    /// raised, never drops more obsolete entries of the object than the memo counts (raising the
+    /// timestamp first would let a flush or merge release a count not yet incremented, which
+    /// [`Self::try_release`] and [`Self::check_releases`] refuse as corruption). The end state is
+    /// the same in either order.
     pub fn record_obsolete(&self, oid: u64, ts: u64) {
         let lock = self.shard(oid);
         {
             let shard = lock.read().unwrap();
             if let Some(e) = shard.get(&oid) {
-                cils(&e.ts, ts);
                 e.cnt.fetch_add(1, Ordering::AcqRel);
+                cils(&e.ts, ts);
                 return;
             }
         }
         let mut shard = lock.write().unwrap();
         match shard.get(&oid) {
             Some(e) => {
-                cils(&e.ts, ts);
                 e.cnt.fetch_add(1, Ordering::AcqRel);
+                cils(&e.ts, ts);
             }
             None => {
                 shard.insert(
@@ -184,18 +201,41 @@ impl UpdateMemo {
     }
 
     /// Algorithm 7: one obsolete entry of `oid` was removed from the index: decrement the count and
-    /// remove the UM entry when it reaches 0.
+    /// remove the UM entry when it reaches 0. Panics if the memo holds no obsolete entry of `oid`
+    /// (see [`Self::try_release`]).
     pub fn release(&self, oid: u64) {
+        if let Err(e) = self.try_release(oid) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`Self::release`], but a release the memo does not count (no entry for `oid`, or its count
+    /// already 0) is an [`Error::CorruptEntry`] naming the object and changes nothing. Healthy data
+    /// never meets it: an entry is released only after the memo saw it become obsolete. A garbled
+    /// disk entry that still decodes (a device without checksums) can.
+    pub fn try_release(&self, oid: u64) -> Result<()> {
         let lock = self.shard(oid);
         {
             let shard = lock.read().unwrap();
-            let e = shard
-                .get(&oid)
-                .expect("released an object the Update Memo does not hold");
-            let before = e.cnt.fetch_sub(1, Ordering::AcqRel);
-            assert!(before > 0, "Update Memo count of object {oid} went below zero");
+            let Some(e) = shard.get(&oid) else {
+                return Err(not_counted(oid, "it holds no entry of the object"));
+            };
+            // Decrement without ever going below zero.
+            let mut before = e.cnt.load(Ordering::Acquire);
+            loop {
+                if before == 0 {
+                    return Err(not_counted(oid, "its count of the object is already 0"));
+                }
+                match e
+                    .cnt
+                    .compare_exchange_weak(before, before - 1, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => break,
+                    Err(actual) => before = actual,
+                }
+            }
             if before > 1 {
-                return;
+                return Ok(());
             }
         }
         let mut shard = lock.write().unwrap();
@@ -206,6 +246,28 @@ impl UpdateMemo {
             shard.remove(&oid);
             self.len.fetch_sub(1, Ordering::AcqRel);
         }
+        Ok(())
+    }
+
+    /// Whether every release of `releases` (an oid per obsolete entry dropped, repeats allowed)
+    /// could be applied now: the memo counts at least that many obsolete entries of each object.
+    /// Checked before a flush or merge installs its output, so that one meeting an entry the memo
+    /// does not count fails with nothing changed. (Concurrent ingestion only ever adds counts.)
+    pub fn check_releases(&self, releases: &[u64]) -> Result<()> {
+        let mut wanted: HashMap<u64, u64, BuildHasherDefault<OidHasher>> = HashMap::default();
+        for &oid in releases {
+            *wanted.entry(oid).or_default() += 1;
+        }
+        for (oid, n) in wanted {
+            let held = self.get(oid).map_or(0, |s| s.cnt);
+            if held < n {
+                return Err(not_counted(
+                    oid,
+                    &format!("it counts {held} obsolete entries of the object, not {n}"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether any entry has count 0 (a quiescent UM never does). For tests.
@@ -276,6 +338,29 @@ mod tests {
         assert_eq!(um.get(3), None);
         assert!(um.is_empty());
         assert_eq!(um.max_len(), 1);
+    }
+
+    #[test]
+    fn a_release_the_memo_does_not_count_is_an_error_that_changes_nothing() {
+        let um = UpdateMemo::new();
+        um.record_obsolete(3, 7);
+        um.record_obsolete(3, 9);
+        assert!(um.check_releases(&[3, 3]).is_ok());
+        let err = um.check_releases(&[3, 5, 3, 3]).unwrap_err();
+        assert!(matches!(err, Error::CorruptEntry { oid: 3, .. }), "{err}");
+        assert!(err
+            .to_string()
+            .contains("counts 2 obsolete entries of the object, not 3"));
+        assert!(matches!(
+            um.try_release(5),
+            Err(Error::CorruptEntry { oid: 5, .. })
+        ));
+        um.try_release(3).unwrap();
+        um.try_release(3).unwrap();
+        assert!(um.is_empty());
+        let err = um.try_release(3).unwrap_err();
+        assert!(err.to_string().starts_with("corrupt entry of object 3:"), "{err}");
+        assert!(um.is_empty() && !um.has_zero_count_entry());
     }
 
     #[test]

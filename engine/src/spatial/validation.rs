@@ -47,8 +47,9 @@ impl Maintenance for Validation {
         self.key_index.flush()
     }
 
-    fn commit(&mut self, cleanup: Cleanup) {
+    fn commit(&mut self, cleanup: Cleanup) -> Result<()> {
         self.cleaned.add(&cleanup.cleaned);
+        Ok(())
     }
 
     fn merge_filter<'a>(&'a mut self, _antimatter: Vec<Vec<u64>>, _: bool) -> Box<dyn MergeFilter + 'a> {

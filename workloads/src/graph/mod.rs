@@ -4,10 +4,10 @@
 //! A [`Graph`] has vertices `0..vertices` and undirected edges; traversals walk an edge from
 //! either end, as OrientDB's `both()` does.
 
+use crate::load::reader::for_each_line;
 use crate::{seeded_rng, WorkloadError};
 use rand::Rng;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// Vertices `0..vertices` and edges between them (each edge once, as (from, to)).
@@ -98,35 +98,24 @@ pub fn power_law(vertices: u32, edges_per_vertex: u32, seed: u64) -> Result<Grap
 /// Loads an edge list: one edge per line, two vertex ids (non-negative integers) separated by
 /// whitespace or a comma, further columns ignored; blank lines and lines starting with `#` or `%`
 /// are comments. Vertex ids are renumbered densely in order of first appearance. A line that does
-/// not parse is an error naming the file, the line and what was expected.
+/// not parse (or is longer than [`crate::load::MAX_LINE_BYTES`]) is an error naming the file, the
+/// line and what was expected. A gzipped file (told by its magic bytes) reads as well.
 pub fn load_edge_list(path: &Path) -> Result<Graph, WorkloadError> {
-    let file = std::fs::File::open(path).map_err(|source| WorkloadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
     let mut ids: HashMap<u64, u32> = HashMap::new();
     let mut edges = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| WorkloadError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
-            continue;
-        }
+    for_each_line(path, &['#', '%'], |line, t| {
         let mut cols = t
             .split(|c: char| c.is_whitespace() || c == ',')
             .filter(|c| !c.is_empty());
         let mut id = |what: &str| -> Result<u32, WorkloadError> {
             let col = cols.next().ok_or_else(|| WorkloadError::Malformed {
                 path: path.to_path_buf(),
-                line: i + 1,
+                line,
                 reason: format!("expected two vertex ids, found no {what} in {t:?}"),
             })?;
             let raw: u64 = col.parse().map_err(|_| WorkloadError::Malformed {
                 path: path.to_path_buf(),
-                line: i + 1,
+                line,
                 reason: format!("the {what} {col:?} is not a non-negative integer vertex id"),
             })?;
             let next = ids.len() as u32;
@@ -135,7 +124,8 @@ pub fn load_edge_list(path: &Path) -> Result<Graph, WorkloadError> {
         let a = id("source")?;
         let b = id("target")?;
         edges.push((a, b));
-    }
+        Ok(())
+    })?;
     if edges.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),

@@ -13,7 +13,7 @@ mod chicago;
 mod columns;
 mod csv;
 mod geolife;
-mod reader;
+pub(crate) mod reader;
 mod snap;
 
 use std::fmt;
@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use columns::{ColumnRef, CsvColumns, IdSource};
+pub use reader::MAX_LINE_BYTES;
 
 use crate::trajectories::padded_bounds;
 use crate::{Record, Trajectories, WorkloadError};
@@ -338,9 +339,9 @@ pub fn data_files(dir: &Path) -> Result<DataFiles, WorkloadError> {
     let mut all = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
-        let io = |source| WorkloadError::Io {
+        let io = |error| WorkloadError::Io {
             path: d.clone(),
-            source,
+            error,
         };
         for entry in std::fs::read_dir(&d).map_err(io)? {
             let entry = entry.map_err(io)?;

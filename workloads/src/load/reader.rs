@@ -2,13 +2,20 @@
 //! a misnamed file still reads), and splitting lines into fields.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
 use super::Sink;
 use crate::WorkloadError;
+
+/// The longest line any data file may hold, its line ending included: 1 MiB, far above any real
+/// record (a GeoLife or CSV line is under 200 bytes). A longer line is
+/// [`WorkloadError::Malformed`] naming the file and line, so that a file that is one huge line (a
+/// gzip stream that inflates without a newline) is refused after reading at most this much,
+/// instead of being held in memory whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// A line's 1-based number and its text, or `Err(())` if it is not UTF-8.
 pub(crate) type Line<'a> = (usize, Result<&'a str, ()>);
@@ -23,9 +30,9 @@ pub(crate) struct LineReader {
 
 impl LineReader {
     pub(crate) fn open(path: &Path) -> Result<LineReader, WorkloadError> {
-        let io = |source| WorkloadError::Io {
+        let io = |error| WorkloadError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut file = BufReader::with_capacity(1 << 16, File::open(path).map_err(io)?);
         let gz = file.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
@@ -42,8 +49,6 @@ impl LineReader {
         })
     }
 
-    /// The next line (without its line ending) and its 1-based number; `Err(line)` inside the
-    /// option for a line that is not UTF-8, `None` at the end of the file.
     /// The next non-blank line (a header, or a file's first record), with its number; `None` at the
     /// end of the file. A line that is not UTF-8 is an error here: nothing after it can be read sensibly.
     pub(crate) fn first_data_line(&mut self) -> Result<Option<(usize, String)>, WorkloadError> {
@@ -89,19 +94,31 @@ impl LineReader {
         Ok(())
     }
 
+    /// The next line (without its line ending) and its 1-based number; `Err(())` inside the
+    /// option for a line that is not UTF-8, `None` at the end of the file. A line longer than
+    /// [`MAX_LINE_BYTES`] is [`WorkloadError::Malformed`], found after reading that much of it.
     pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>, WorkloadError> {
         self.buf.clear();
-        let n = self
-            .inner
+        let n = (&mut self.inner)
+            .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut self.buf)
-            .map_err(|source| WorkloadError::Io {
+            .map_err(|error| WorkloadError::Io {
                 path: self.path.clone(),
-                source,
+                error,
             })?;
         if n == 0 {
             return Ok(None);
         }
         self.line += 1;
+        if n > MAX_LINE_BYTES {
+            return Err(WorkloadError::Malformed {
+                path: self.path.clone(),
+                line: self.line,
+                reason: format!(
+                    "line longer than {MAX_LINE_BYTES} bytes (1 MiB), the most a data file's line may hold"
+                ),
+            });
+        }
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
         }
@@ -119,6 +136,32 @@ pub(crate) fn first_line(path: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// Every line of `path` (plain or gzip), trimmed, skipping blank lines and lines starting with
+/// one of `comments`, fed to `each` with its 1-based number. A line that is not UTF-8 or longer
+/// than [`MAX_LINE_BYTES`] is [`WorkloadError::Malformed`].
+pub(crate) fn for_each_line(
+    path: &Path,
+    comments: &[char],
+    mut each: impl FnMut(usize, &str) -> Result<(), WorkloadError>,
+) -> Result<(), WorkloadError> {
+    let mut lines = LineReader::open(path)?;
+    while let Some((no, line)) = lines.next_line()? {
+        let Ok(line) = line else {
+            return Err(WorkloadError::Malformed {
+                path: path.to_path_buf(),
+                line: no,
+                reason: "not valid UTF-8".into(),
+            });
+        };
+        let t = line.trim();
+        if t.is_empty() || t.starts_with(comments) {
+            continue;
+        }
+        each(no, t)?;
+    }
+    Ok(())
 }
 
 /// Splits delimited lines into fields, honouring double quotes as CSV does (`"a, b"` is one field,

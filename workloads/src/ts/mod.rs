@@ -23,13 +23,13 @@
 //! [`build_ops`] turns a stream into the authors' workloads: the first half is loaded untimed,
 //! the second half is the timed phase with reads spliced in ([`TsWorkload`]).
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::{Distribution, LogNormal};
 
+use crate::load::reader::for_each_line;
 use crate::{seeded_rng, WorkloadError};
 
 /// Where delays come from.
@@ -220,34 +220,19 @@ pub fn out_of_order_points(stream: &[u64]) -> u64 {
 }
 
 /// Reads delays, one non-negative integer per line (plain or gzip, told by its magic bytes);
-/// blank lines and lines starting with `#` are skipped. A malformed line is an error naming the
-/// file and line.
+/// blank lines and lines starting with `#` are skipped. A malformed line (or one longer than
+/// [`crate::load::MAX_LINE_BYTES`]) is an error naming the file and line.
 pub fn load_delays(path: &Path) -> Result<Vec<u64>, WorkloadError> {
-    let io = |source| WorkloadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = BufReader::new(std::fs::File::open(path).map_err(io)?);
-    let gz = file.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
-    let reader: Box<dyn Read> = if gz {
-        Box::new(flate2::read::MultiGzDecoder::new(file))
-    } else {
-        Box::new(file)
-    };
     let mut out = Vec::new();
-    for (i, line) in BufReader::new(reader).lines().enumerate() {
-        let line = line.map_err(io)?;
-        let s = line.trim();
-        if s.is_empty() || s.starts_with('#') {
-            continue;
-        }
+    for_each_line(path, &['#'], |line, s| {
         let d: u64 = s.parse().map_err(|_| WorkloadError::Malformed {
             path: path.to_path_buf(),
-            line: i + 1,
+            line,
             reason: format!("expected one non-negative integer delay, found {s:?}"),
         })?;
         out.push(d);
-    }
+        Ok(())
+    })?;
     if out.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),

@@ -44,20 +44,25 @@ impl LsmRTree {
                 cleanup.superseded += 1;
             }
         }
+        self.maintenance.check(&cleanup)?;
         self.store.format().hilbert_sort(&mut entries);
         let antimatter = self.maintenance.memory_antimatter();
         let n = entries.len() as u64;
         self.store
             .flush_with(n, move |runs| runs.build_component(entries, antimatter))?;
         self.memory.drain();
-        self.maintenance.flushed(cleanup);
+        self.maintenance.flushed(cleanup)?;
         self.maintenance.flush_key_indexes()?;
         self.compact()
     }
 
-    /// Merges as the compaction strategy asks, through the strategy's merge filter.
+    /// Merges as the compaction strategy asks, through the strategy's merge filter. A merge whose
+    /// filter dropped an entry the strategy's bookkeeping does not count (a garbled entry read
+    /// back, [`crate::Error::CorruptEntry`]) fails with its inputs in place, and so does every
+    /// retry of it.
     pub(super) fn compact(&mut self) -> Result<()> {
         let mut merger = SpatialMerger::new(self.maintenance.as_mut());
-        self.store.compact_with(&mut merger)
+        self.store.compact_with(&mut merger)?;
+        merger.into_result()
     }
 }

@@ -177,7 +177,7 @@ impl LsmRTree {
     /// whether it was an update and whether it split its leaf).
     pub(crate) fn finish_external_insert(&mut self, leaf: NodeId, write: MemoryWrite) -> Result<()> {
         self.maintenance
-            .after_external_insert(&mut self.memory, leaf, write);
+            .after_external_insert(&mut self.memory, leaf, write)?;
         self.maybe_flush()
     }
 
