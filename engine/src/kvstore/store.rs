@@ -331,15 +331,9 @@ impl KvStore {
         Ok(found.and_then(live))
     }
 
-    /// Live entries with keys in `lo..=hi`, in key order: the memtable and the overlapping data
-    /// blocks of every run (read through the cache), k-way merged, newest first. `lo > hi` is an
-    /// [`Error::Config`].
-    ///
-    /// The policy is told the part of `lo..=hi` between the smallest and the largest key the
-    /// store holds (nothing if that part is empty): Leaper's collector counts every key range of
-    /// an access, so a scan of the whole key space (`0..=u64::MAX`) told as such would walk
-    /// `u64::MAX / range_size` ranges.
-    pub fn scan(&mut self, lo: u64, hi: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+    /// What [`Self::scan`] and [`Self::scan_blocks`] both do first: refuse an inverted range,
+    /// count the scan and tell the policy the part of `lo..=hi` the store holds.
+    fn begin_scan(&mut self, lo: u64, hi: u64) -> Result<KeyRange<u64>> {
         if lo > hi {
             return Err(Error::Config(format!("scan range {lo}..={hi} is inverted")));
         }
@@ -350,7 +344,19 @@ impl KvStore {
                 self.policy.on_access(self.now, a, b, Access::Read);
             }
         }
-        let want = KeyRange::new(lo, hi);
+        Ok(KeyRange::new(lo, hi))
+    }
+
+    /// Live entries with keys in `lo..=hi`, in key order: the memtable and the overlapping data
+    /// blocks of every run (read through the cache), k-way merged, newest first. `lo > hi` is an
+    /// [`Error::Config`].
+    ///
+    /// The policy is told the part of `lo..=hi` between the smallest and the largest key the
+    /// store holds (nothing if that part is empty): Leaper's collector counts every key range of
+    /// an access, so a scan of the whole key space (`0..=u64::MAX`) told as such would walk
+    /// `u64::MAX / range_size` ranges.
+    pub fn scan(&mut self, lo: u64, hi: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        let want = self.begin_scan(lo, hi)?;
         let mut streams: Vec<EntryStream<'_, u64, KvValue>> = vec![Box::new(
             self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
         )];
@@ -380,17 +386,7 @@ impl KvStore {
     /// Returns the data blocks read. For callers that need a scan's cost and cache effects, not
     /// its answer (the experiments' op streams); counted the same as a scan in [`KvStats`].
     pub fn scan_blocks(&mut self, lo: u64, hi: u64) -> Result<u64> {
-        if lo > hi {
-            return Err(Error::Config(format!("scan range {lo}..={hi} is inverted")));
-        }
-        self.stats.scans += 1;
-        if let Some(held) = self.key_cover() {
-            let (a, b) = (lo.max(held.min), hi.min(held.max));
-            if a <= b {
-                self.policy.on_access(self.now, a, b, Access::Read);
-            }
-        }
-        let want = KeyRange::new(lo, hi);
+        let want = self.begin_scan(lo, hi)?;
         let mut read = 0;
         let mut lookups = MetaLookups::default();
         for (meta, run) in self.runs.runs() {
