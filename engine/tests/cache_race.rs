@@ -28,22 +28,14 @@ use lsmlab_engine::storage::{Device, FileDevice, IoStats, MemDevice, PageId};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+mod common;
+use common::env_u64;
+
 const PAGE: usize = 256;
 const WRITERS: usize = 2;
 const READERS: usize = 4;
 const PAGES_PER_WRITER: usize = 48;
 const IDS: usize = WRITERS * PAGES_PER_WRITER;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a non-negative integer")),
-        Err(_) => default,
-    }
-}
 
 /// A device that yields the processor in the middle of every read (after the bytes are read,
 /// before the cache takes its lock again) and before every free, to widen the windows of a miss.

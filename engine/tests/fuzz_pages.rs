@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::cluster::{self, ClusterOptions, Layout as ClusterLayout, Rid};
 use lsmlab_engine::geom::{Point, Rect};
-use lsmlab_engine::kvstore::{KvConfig, KvStore, NoWarmUp};
-use lsmlab_engine::lsm::{CompactionConfig, LeveledParams, LsmBTree, LsmKv, MergePolicyConfig};
+use lsmlab_engine::kvstore::{KvStore, NoWarmUp};
+use lsmlab_engine::lsm::{CompactionConfig, LsmBTree, LsmKv, MergePolicyConfig};
 use lsmlab_engine::series::{CompactionParams, Layout as SeriesLayout, SeriesConfig, SeriesStore};
 use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy as SpatialStrategy};
 use lsmlab_engine::storage::{Device, IoStats, MemDevice, PageId};
@@ -37,6 +37,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+mod common;
+use common::{small_kv_config, small_leveled, small_spatial_config, EXTENT};
 
 /// How a page comes back from the device.
 #[derive(Clone, Debug)]
@@ -319,17 +322,7 @@ fn rng() -> Xoshiro256PlusPlus {
 
 #[test]
 fn kvstore_blocks() {
-    let config = KvConfig {
-        memtable_bytes: 1024,
-        leveled: LeveledParams {
-            l0_trigger: 3,
-            base_level_pages: 8,
-            size_ratio: 3,
-            target_run_pages: 3,
-            max_levels: 5,
-        },
-        bloom_fp: Some(0.01),
-    };
+    let config = small_kv_config(1024);
     fuzz(
         "kvstore (SST data blocks)",
         512,
@@ -368,13 +361,7 @@ fn kvstore_blocks() {
 }
 
 fn leveled() -> CompactionConfig {
-    CompactionConfig::Leveled(LeveledParams {
-        l0_trigger: 3,
-        base_level_pages: 8,
-        size_ratio: 3,
-        target_run_pages: 3,
-        max_levels: 5,
-    })
+    CompactionConfig::Leveled(small_leveled())
 }
 
 #[test]
@@ -453,8 +440,6 @@ fn lsm_btree_pages() {
     );
 }
 
-const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
-
 fn spatial(strategy: &'static str) {
     let strategy: SpatialStrategy = strategy.parse().unwrap();
     // A leaf entry garbled into another plausible entry (same point, another object) passes every
@@ -470,14 +455,7 @@ fn spatial(strategy: &'static str) {
         512,
         move |dev| {
             let cache = Arc::new(BufferCache::new(dev, 0));
-            let mut cfg = SpatialConfig::new(strategy, EXTENT, 2);
-            cfg.merge_policy = MergePolicyConfig::Prefix {
-                max_mergeable_pages: 40,
-                max_tolerance_components: 3,
-            };
-            cfg.key_index_budget_pages = 2;
-            cfg.buffered_threshold = 2;
-            cfg.vacuum_threshold = 3;
+            let mut cfg = small_spatial_config(strategy, 2);
             cfg.bloom_fp = Some(0.01);
             let mut index = LsmRTree::new(cfg, cache).unwrap();
             let mut r = rng();

@@ -2,7 +2,7 @@
 //! put/delete/get/scan streams that cross many flushes, merges and trivial moves.
 
 use lsmlab_engine::cache::BufferCache;
-use lsmlab_engine::lsm::{CompactionConfig, EventLog, LeveledParams, LifecycleEvent, LsmKv};
+use lsmlab_engine::lsm::{CompactionConfig, EventLog, LifecycleEvent, LsmKv};
 use lsmlab_engine::storage::{Device, MemDevice};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -10,17 +10,14 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod common;
+use common::small_leveled;
+
 /// 256-byte pages hold 14 entries of a u64 key and a 9-byte slot.
 const PAGE: usize = 256;
 
 fn leveled() -> CompactionConfig {
-    CompactionConfig::Leveled(LeveledParams {
-        l0_trigger: 3,
-        base_level_pages: 8,
-        size_ratio: 3,
-        target_run_pages: 3,
-        max_levels: 5,
-    })
+    CompactionConfig::Leveled(small_leveled())
 }
 
 fn store(dev: &Arc<dyn Device>) -> LsmKv<u64> {

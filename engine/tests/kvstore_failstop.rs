@@ -21,13 +21,15 @@ use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind, WarmUpPolicy};
 use lsmlab_engine::leaper::{
     train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
 };
-use lsmlab_engine::lsm::LeveledParams;
 use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+mod common;
+use common::small_kv_config;
 
 const PAGE: usize = 512;
 /// Keys `0..KEYS`; a quarter of the accesses go to the hot keys `0..HOT`.
@@ -47,17 +49,7 @@ const CAPACITIES: [usize; 2] = [0, 32];
 /// A 1 KiB memtable (about 25 entries, two or three data blocks) and small leveled targets, so a
 /// stream crosses dozens of flushes, merges and trivial moves.
 fn config() -> KvConfig {
-    KvConfig {
-        memtable_bytes: 1024,
-        leveled: LeveledParams {
-            l0_trigger: 3,
-            base_level_pages: 8,
-            size_ratio: 3,
-            target_run_pages: 3,
-            max_levels: 5,
-        },
-        bloom_fp: Some(0.01),
-    }
+    small_kv_config(1024)
 }
 
 /// A key of the stream's distribution: hot keys a quarter of the time.

@@ -6,13 +6,15 @@
 
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{Background, BackgroundOp, KvConfig, KvStats, KvStore, WarmUpKind};
-use lsmlab_engine::lsm::LeveledParams;
 use lsmlab_engine::storage::{Device, MemDevice};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+mod common;
+use common::small_kv_config;
 
 const PAGE: usize = 512;
 const KINDS: [WarmUpKind; 4] = [
@@ -25,17 +27,7 @@ const KINDS: [WarmUpKind; 4] = [
 const CAPACITIES: [usize; 3] = [0, 4, 4096];
 
 fn config() -> KvConfig {
-    KvConfig {
-        memtable_bytes: 2048,
-        leveled: LeveledParams {
-            l0_trigger: 3,
-            base_level_pages: 8,
-            size_ratio: 3,
-            target_run_pages: 3,
-            max_levels: 5,
-        },
-        bloom_fp: Some(0.01),
-    }
+    small_kv_config(2048)
 }
 
 #[derive(Clone, Debug)]

@@ -41,21 +41,11 @@ use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+mod common;
+use common::{env_u64, hot_point, EXTENT};
 
 /// Operations per configuration under `cargo test` (`SOAK_OPS` overrides it).
 const DEFAULT_OPS: u64 = 1_500;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a non-negative integer")),
-        Err(_) => default,
-    }
-}
 
 /// Every strategy the index knows: Eager and Validation with their variants, and UM with each of
 /// the 16 subsets of F, M, B, V.
@@ -163,14 +153,6 @@ enum Op {
     Query(Rect),
 }
 
-fn point(rng: &mut impl Rng) -> Point {
-    if rng.random_bool(0.5) {
-        Point::new(40.0 + rng.random::<f64>() * 5.0, 40.0 + rng.random::<f64>() * 5.0)
-    } else {
-        Point::new(rng.random::<f64>() * 100.0, rng.random::<f64>() * 100.0)
-    }
-}
-
 /// A stream over a few hundred objects: inserts, many updates, deletes, re-inserts of deleted
 /// objects (an update of a deleted object) and queries of any size.
 fn stream(seed: u64, n: u64) -> Vec<Op> {
@@ -178,11 +160,11 @@ fn stream(seed: u64, n: u64) -> Vec<Op> {
     let objects = rng.random_range(20..400u64);
     (0..n)
         .map(|_| match rng.random_range(0..100) {
-            0..10 => Op::Insert(point(&mut rng)),
-            10..80 => Op::Update(rng.random_range(0..objects), point(&mut rng)),
+            0..10 => Op::Insert(hot_point(&mut rng)),
+            10..80 => Op::Update(rng.random_range(0..objects), hot_point(&mut rng)),
             80..86 => Op::Delete(rng.random_range(0..objects)),
             _ => {
-                let c = point(&mut rng);
+                let c = hot_point(&mut rng);
                 let side = rng.random::<f64>() * 60.0;
                 Op::Query(EXTENT.box_around(c, side / 100.0))
             }

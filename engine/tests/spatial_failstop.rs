@@ -16,7 +16,6 @@ mod failstop_common;
 use failstop_common::{cases, plan, stack, Sweep};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
-use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy};
 use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use rand::{Rng, SeedableRng};
@@ -24,7 +23,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+mod common;
+use common::{hot_point as point, small_spatial_config};
+
 const ALL: Rect = Rect::new(-1.0, -1.0, 101.0, 101.0);
 /// Healthy operations before the fault is armed, then operations with it armed.
 const WARM_UP: usize = 600;
@@ -37,26 +38,10 @@ type Variant = (Strategy, fn(&mut SpatialConfig));
 /// index, so that a stream crosses many flushes and merges.
 fn index(dev: Arc<dyn Device>, (strategy, tweak): Variant, memory_pages: u64) -> LsmRTree {
     let cache = Arc::new(BufferCache::new(dev, 16));
-    let mut cfg = SpatialConfig::new(strategy, EXTENT, memory_pages);
-    cfg.merge_policy = MergePolicyConfig::Prefix {
-        max_mergeable_pages: 40,
-        max_tolerance_components: 3,
-    };
-    cfg.key_index_budget_pages = 2;
-    cfg.buffered_threshold = 2;
-    cfg.vacuum_threshold = 3;
+    let mut cfg = small_spatial_config(strategy, memory_pages);
     cfg.bloom_fp = Some(0.01);
     tweak(&mut cfg);
     LsmRTree::new(cfg, cache).unwrap()
-}
-
-fn point(rng: &mut impl Rng) -> Point {
-    if rng.random_bool(0.5) {
-        // a hot spot, so that leaves collect many versions of the same objects
-        Point::new(40.0 + rng.random::<f64>() * 5.0, 40.0 + rng.random::<f64>() * 5.0)
-    } else {
-        Point::new(rng.random::<f64>() * 100.0, rng.random::<f64>() * 100.0)
-    }
 }
 
 fn rect(rng: &mut impl Rng) -> Rect {

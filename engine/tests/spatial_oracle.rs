@@ -14,21 +14,15 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+mod common;
+use common::{small_spatial_config, EXTENT};
 
 /// Small pages (7 entries a leaf) and a tiny memory budget, so that a few hundred operations cross
 /// many flushes and merges.
 fn small_index(strategy: Strategy, tweak: impl FnOnce(&mut SpatialConfig)) -> (LsmRTree, Arc<dyn Device>) {
     let device: Arc<dyn Device> = Arc::new(MemDevice::new(256));
     let cache = Arc::new(BufferCache::new(device.clone(), 16));
-    let mut cfg = SpatialConfig::new(strategy, EXTENT, 4);
-    cfg.merge_policy = MergePolicyConfig::Prefix {
-        max_mergeable_pages: 40,
-        max_tolerance_components: 3,
-    };
-    cfg.key_index_budget_pages = 2;
-    cfg.buffered_threshold = 2;
-    cfg.vacuum_threshold = 3;
+    let mut cfg = small_spatial_config(strategy, 4);
     tweak(&mut cfg);
     (LsmRTree::new(cfg, cache).unwrap(), device)
 }

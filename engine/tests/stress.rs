@@ -39,20 +39,11 @@ use lsmlab_engine::storage::{Device, MemDevice};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-const EXTENT: Rect = Rect::new(0.0, 0.0, 100.0, 100.0);
+mod common;
+use common::{env_u64, hot_point as point, EXTENT};
+
 const THREADS: usize = 8;
 const PHASES: usize = 4;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a non-negative integer")),
-        Err(_) => default,
-    }
-}
 
 /// One logged operation: its ticket (timestamp), object, point, and whether it was the insert.
 #[derive(Clone, Copy, Debug)]
@@ -74,14 +65,6 @@ fn open(strategy: Strategy) -> LsmRTree {
     cfg.buffered_threshold = 2;
     cfg.vacuum_threshold = 3;
     LsmRTree::new(cfg, cache).unwrap()
-}
-
-fn point(rng: &mut impl Rng) -> Point {
-    if rng.random_bool(0.5) {
-        Point::new(40.0 + rng.random::<f64>() * 5.0, 40.0 + rng.random::<f64>() * 5.0)
-    } else {
-        Point::new(rng.random::<f64>() * 100.0, rng.random::<f64>() * 100.0)
-    }
 }
 
 type Fresh = Vec<(u64, u64, u64, u64)>;
