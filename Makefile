@@ -8,6 +8,7 @@
 #                           data loaders, config parsers; prints the executions run per target
 #   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment,
 #                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity)
+#   make scaling            an experiment of no paper (the STANDALONE list), run + figures
 #   make plot report        figures and report of $(SCALE) from its existing results
 #   make SCALE=tiny|small|paper SEED=N SET="key=value key2=value2" <target>
 #
@@ -35,7 +36,11 @@ REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCAL
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
 PAPERS = rum leaper diol oep7
 
-.PHONY: all build test bench soak loom fuzz plot report clean-results $(PAPERS)
+# Experiments of no paper (registry.rs STANDALONE_EXPERIMENTS), each its own target; one line each.
+STANDALONE :=
+STANDALONE += scaling
+
+.PHONY: all build test bench soak loom fuzz plot report clean-results $(PAPERS) $(STANDALONE)
 
 all: build
 	@set -e; names="$$($(LSMLAB) list --names)"; \
@@ -108,7 +113,8 @@ report: build
 	$(REPORTS)
 
 # One experiment: run it at $(SCALE), then render the figures of that scale. One pattern rule per
-# paper prefix; the recipe refuses a name that `lsmlab list --names` does not print.
+# paper prefix, and one rule for the STANDALONE names; the recipe refuses a name that
+# `lsmlab list --names` does not print.
 define run-one-experiment
 @$(LSMLAB) list --names | grep -qx '$@' || { echo "no experiment called $@ (see: $(LSMLAB) list)" >&2; exit 1; }
 $(RUN) $@
@@ -122,6 +128,8 @@ leaper-%: build
 diol-%: build
 	$(run-one-experiment)
 oep7-%: build
+	$(run-one-experiment)
+$(STANDALONE): build
 	$(run-one-experiment)
 
 # One paper: every experiment whose name is the paper's prefix or starts with it and a dash.

@@ -36,6 +36,7 @@ pub mod leaper;
 pub mod oep7;
 pub mod peer;
 pub mod rum;
+pub mod scaling;
 // -----------------------------------------------------------------------------------------------------
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::oep7::ycsb::Oep7Ycsb,
         &crate::oep7::space::Oep7Space,
         &crate::oep7::graph::Oep7Graph,
+        // Experiments of no paper (each named in STANDALONE_EXPERIMENTS below):
+        &crate::scaling::Scaling,
         // ------------------------------------------------------------------------------------------
     ]
 }
@@ -35,6 +37,10 @@ pub fn all() -> Vec<&'static dyn Experiment> {
 /// The paper prefixes of experiment names (`rum-update`); `make <name>` has one rule per prefix. An
 /// experiment may also carry its paper's name alone (`diol`): `make <paper>` runs it with the rest.
 pub const PAPER_PREFIXES: [&str; 4] = ["rum", "leaper", "diol", "oep7"];
+
+/// Experiments that belong to no paper, by their whole name (one line each): `make <name>` runs
+/// one, as the Makefile's `STANDALONE` list says (a test checks the two lists agree).
+pub const STANDALONE_EXPERIMENTS: &[&str] = &["scaling"];
 
 /// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
 pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
@@ -78,12 +84,50 @@ mod tests {
     fn names_carry_a_paper_prefix_the_makefile_knows() {
         for e in all() {
             assert!(
-                PAPER_PREFIXES.iter().any(|p| e
-                    .name()
-                    .strip_prefix(p)
-                    .is_some_and(|rest| rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))),
-                "{} has no paper prefix",
+                STANDALONE_EXPERIMENTS.contains(&e.name())
+                    || PAPER_PREFIXES.iter().any(|p| e
+                        .name()
+                        .strip_prefix(p)
+                        .is_some_and(|rest| rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))),
+                "{} has no paper prefix and is not a standalone experiment",
                 e.name()
+            );
+        }
+    }
+
+    #[test]
+    fn the_makefile_has_a_rule_per_prefix_and_standalone_name() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../Makefile");
+        let makefile = std::fs::read_to_string(path).unwrap();
+        for p in PAPER_PREFIXES {
+            assert!(
+                makefile.lines().any(|l| l.starts_with(&format!("{p}-%:"))),
+                "the Makefile has no `{p}-%:` rule"
+            );
+        }
+        let listed: Vec<&str> = makefile
+            .lines()
+            .filter_map(|l| l.strip_prefix("STANDALONE += "))
+            .map(str::trim)
+            .collect();
+        let mut expected = STANDALONE_EXPERIMENTS.to_vec();
+        expected.sort_unstable();
+        let mut listed_sorted = listed.clone();
+        listed_sorted.sort_unstable();
+        assert_eq!(
+            listed_sorted, expected,
+            "the Makefile's STANDALONE lines and STANDALONE_EXPERIMENTS differ"
+        );
+        for name in STANDALONE_EXPERIMENTS {
+            assert!(
+                all().iter().any(|e| e.name() == *name),
+                "standalone experiment {name} is not registered"
+            );
+            assert!(
+                !PAPER_PREFIXES
+                    .iter()
+                    .any(|p| name.starts_with(&format!("{p}-")) || name == p),
+                "{name} carries a paper prefix: it needs no Makefile line"
             );
         }
     }
