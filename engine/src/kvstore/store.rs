@@ -361,14 +361,12 @@ impl KvStore {
             self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
         )];
         let mut lookups = MetaLookups::default();
-        for (meta, run) in self.runs.runs() {
-            if meta.overlaps(&want) {
-                streams.push(Box::new(
-                    run.scan_counted(&self.cache, lo, hi, &mut lookups)?
-                        .into_iter()
-                        .map(Ok),
-                ));
-            }
+        for (_, run) in self.runs.scan_order(&want) {
+            streams.push(Box::new(
+                run.scan_counted(&self.cache, lo, hi, &mut lookups)?
+                    .into_iter()
+                    .map(Ok),
+            ));
         }
         self.stats.add_meta(&lookups);
         let mut out = Vec::new();
@@ -389,10 +387,8 @@ impl KvStore {
         let want = self.begin_scan(lo, hi)?;
         let mut read = 0;
         let mut lookups = MetaLookups::default();
-        for (meta, run) in self.runs.runs() {
-            if meta.overlaps(&want) {
-                read += run.touch_counted(&self.cache, lo, hi, &mut lookups)?;
-            }
+        for (_, run) in self.runs.scan_order(&want) {
+            read += run.touch_counted(&self.cache, lo, hi, &mut lookups)?;
         }
         self.stats.add_meta(&lookups);
         Ok(read)
@@ -405,11 +401,7 @@ impl KvStore {
             .first_key_value()
             .zip(self.memtable.last_key_value())
             .map(|((&a, _), (&b, _))| KeyRange::new(a, b));
-        KeyRange::cover(
-            memtable
-                .iter()
-                .chain(self.runs.version().runs().filter_map(|r| r.keys.as_ref())),
-        )
+        KeyRange::cover(memtable.iter().chain(self.runs.version().key_cover().as_ref()))
     }
 
     /// Writes `key`. A value larger than a data block holds is an [`Error::Config`] (nothing is

@@ -191,6 +191,14 @@ impl<F: RunFormat> RunStore<F> {
         self.version.runs().map(|m| (m, &self.runs[&m.id]))
     }
 
+    /// The runs that may hold a key of `range`, newest data first ([`Version::scan_order`]).
+    pub fn scan_order<'a>(
+        &'a self,
+        range: &KeyRange<F::Key>,
+    ) -> impl Iterator<Item = (&'a RunMeta<F::Key>, &'a F::Run)> + 'a {
+        self.version.scan_order(range).map(|m| (m, &self.runs[&m.id]))
+    }
+
     /// The runs a point lookup of `key` consults, newest data first (key ranges rule out the rest).
     pub fn lookup_order(&self, key: F::Key) -> impl Iterator<Item = (&RunMeta<F::Key>, &F::Run)> {
         self.version.lookup_order(key).map(|m| (m, &self.runs[&m.id]))

@@ -144,6 +144,35 @@ impl<K: RunKey> Version<K> {
         self.level(level).iter().filter(|r| r.overlaps(range)).collect()
     }
 
+    /// The runs that may hold a key of `range`, in [`Self::runs`]' order (newest data first):
+    /// every overlapping level-0 run, then in each deeper level the overlapping stretch, found by
+    /// binary search (those levels are sorted and disjoint), so a short scan costs O(log runs) per
+    /// level rather than a test of every run.
+    pub fn scan_order<'a>(&'a self, range: &KeyRange<K>) -> impl Iterator<Item = &'a RunMeta<K>> + 'a {
+        let range = *range;
+        self.level(0)
+            .iter()
+            .filter(move |r| r.overlaps(&range))
+            .chain(self.levels.iter().skip(1).flat_map(move |runs| {
+                let i = runs.partition_point(|r| r.keys.is_none_or(|k| k.max < range.min));
+                runs[i..]
+                    .iter()
+                    .take_while(move |r| r.keys.is_none_or(|k| k.min <= range.max))
+                    .filter(move |r| r.overlaps(&range))
+            }))
+    }
+
+    /// The smallest range covering the keys of every run: each level-0 run, and of each deeper
+    /// level only its first and last non-empty runs (sorted and disjoint, they bound the level).
+    pub fn key_cover(&self) -> Option<KeyRange<K>> {
+        let mut bounds: Vec<&KeyRange<K>> = self.level(0).iter().filter_map(|r| r.keys.as_ref()).collect();
+        for runs in self.levels.iter().skip(1) {
+            bounds.extend(runs.iter().find_map(|r| r.keys.as_ref()));
+            bounds.extend(runs.iter().rev().find_map(|r| r.keys.as_ref()));
+        }
+        KeyRange::cover(bounds)
+    }
+
     /// The runs a point lookup of `key` must consult, newest data first: every level-0 run whose
     /// range holds the key, then at most one run per deeper level.
     pub fn lookup_order(&self, key: K) -> impl Iterator<Item = &RunMeta<K>> {
@@ -325,6 +354,50 @@ mod tests {
             entries: 1,
             keys: Some(KeyRange::new(min, max)),
             seqs: (id, id),
+        }
+    }
+
+    /// `scan_order` and `key_cover` take shortcuts through the sorted deeper levels; they must
+    /// give exactly what testing every run gives, for every range, on random versions.
+    #[test]
+    fn scan_order_and_key_cover_equal_testing_every_run() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for _ in 0..300 {
+            let mut v = Version::new();
+            let mut id = 0;
+            for _ in 0..rng.random_range(0..4) {
+                let a = rng.random_range(0..100);
+                v.push_flushed(run(id, a, a + rng.random_range(0..40)));
+                id += 1;
+            }
+            for level in 1..4 {
+                // disjoint sorted runs, some empty, installed by one replace per level
+                let mut outs = Vec::new();
+                let mut at = rng.random_range(0..20);
+                for _ in 0..rng.random_range(0..6) {
+                    if rng.random_bool(0.2) {
+                        let mut empty = run(id, 0, 0);
+                        empty.keys = None;
+                        outs.push(empty);
+                    } else {
+                        let w = rng.random_range(0..15);
+                        outs.push(run(id, at, at + w));
+                        at += w + 1 + rng.random_range(0..10);
+                    }
+                    id += 1;
+                }
+                v.replace(&[], outs, level).unwrap();
+            }
+            let all = KeyRange::cover(v.runs().filter_map(|r| r.keys.as_ref()));
+            assert_eq!(v.key_cover(), all);
+            for _ in 0..20 {
+                let lo = rng.random_range(0..160);
+                let range = KeyRange::new(lo, lo + rng.random_range(0..50));
+                let fast: Vec<RunId> = v.scan_order(&range).map(|r| r.id).collect();
+                let slow: Vec<RunId> = v.runs().filter(|r| r.overlaps(&range)).map(|r| r.id).collect();
+                assert_eq!(fast, slow, "range {range:?}");
+            }
         }
     }
 
