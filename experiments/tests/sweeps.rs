@@ -310,3 +310,82 @@ fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
     let bad = run_update(&repeated, &["--repeat", "0"], &[]);
     assert!(!bad.status.success());
 }
+
+/// Small sweeps of one experiment of each other paper, each a grid of at least two cells.
+const PAPER_SWEEPS: [(&str, &[&str]); 3] = [
+    (
+        "leaper-model",
+        &["--set", "workloads=synthetic,messaging", "--seed", "7"],
+    ),
+    (
+        "diol",
+        &[
+            "--set",
+            "workloads=A,recent",
+            "--set",
+            "o3_ratios=0.1,0.3",
+            "--set",
+            "delay_models=diol",
+            "--seed",
+            "7",
+        ],
+    ),
+    ("oep7-ycsb", &["--set", "workloads=ycsb-a,ycsb-e", "--seed", "7"]),
+];
+
+fn run_exp(name: &str, sets: &[&str], out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lsmlab"));
+    cmd.args(["run", name, "--scale", "tiny", "--quiet", "--out"])
+        .arg(out)
+        .args(sets)
+        .args(extra)
+        .env("LSMLAB_NO_MEMORY_CHECK", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("lsmlab runs")
+}
+
+#[test]
+fn leaper_diol_and_oep7_runs_resume_and_merge_to_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, sets) in PAPER_SWEEPS {
+        let base = dir.path().join(name);
+        let (whole, cut, shards) = (base.join("whole"), base.join("cut"), base.join("shards"));
+        ok(&run_exp(name, sets, &whole, &[], &[]));
+        let reference = read(&whole.join(format!("tiny/{name}.json")));
+        let total = reference["cells"]["total"].as_u64().unwrap();
+        assert!(total >= 2, "{name}: {total} cells");
+
+        // Interrupted after one cell, then resumed: the uninterrupted result.
+        let out = run_exp(name, sets, &cut, &[], &[("LSMLAB_ABORT_AFTER_CELLS", "1")]);
+        assert!(!out.status.success(), "{name}");
+        let result = cut.join(format!("tiny/{name}.json"));
+        assert!(!result.exists(), "{name}: no result before the last cell");
+        ok(&run_exp(name, sets, &cut, &["--resume"], &[]));
+        let resumed = read(&result);
+        assert_eq!(counted(&resumed), counted(&reference), "{name}");
+        assert_eq!(resumed["cells"]["done"].as_array().unwrap().len() as u64, total);
+
+        // Two shards, merged: the unsharded result.
+        ok(&run_exp(name, sets, &shards, &["--shard", "1/2"], &[]));
+        ok(&run_exp(name, sets, &shards, &["--shard", "2/2"], &[]));
+        let merged = base.join("merged.json");
+        let shard = |k: u32| shards.join(format!("tiny/{name}.shard-{k}-of-2.json"));
+        ok(&lsmlab(&[
+            "merge",
+            shard(1).to_str().unwrap(),
+            shard(2).to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ]));
+        assert_eq!(counted(&read(&merged)), counted(&reference), "{name}");
+        let whole_path = whole.join(format!("tiny/{name}.json"));
+        ok(&lsmlab(&[
+            "compare",
+            merged.to_str().unwrap(),
+            whole_path.to_str().unwrap(),
+            "--check",
+        ]));
+    }
+}
