@@ -309,6 +309,44 @@ fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
     );
     let bad = run_update(&repeated, &["--repeat", "0"], &[]);
     assert!(!bad.status.success());
+
+    // The figures of the repeated run draw the intervals and say so; the plain run's do not.
+    for (results, intervals) in [(&repeated, true), (&plain, false)] {
+        let plots = results.join("plots");
+        ok(&lsmlab(&[
+            "plot",
+            "--results",
+            results.to_str().unwrap(),
+            "--out",
+            plots.to_str().unwrap(),
+            "--scale",
+            "tiny",
+        ]));
+        let manifest = read(&plots.join("tiny/rum-update.figures.json"));
+        let figures: Vec<&str> = manifest["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .filter(|f| f.ends_with(".svg"))
+            .collect();
+        // The stacked bars of the paper's Figure 5 carry an error bar per segment.
+        let stacked = "rum-update-fig5-chicago.svg";
+        assert!(figures.contains(&stacked), "{figures:?}");
+        let svg = std::fs::read_to_string(plots.join("tiny").join(stacked)).unwrap();
+        assert_eq!(
+            svg.contains(lsmlab::plot::INTERVAL_NOTE),
+            intervals,
+            "{stacked} under --repeat 3: {intervals}"
+        );
+    }
+    let strokes = |dir: &Path| {
+        std::fs::read_to_string(dir.join("plots/tiny/rum-update-fig5-chicago.svg"))
+            .unwrap()
+            .matches("<polyline")
+            .count()
+    };
+    assert!(strokes(&repeated) > strokes(&plain));
 }
 
 /// Small sweeps of one experiment of each other paper, each a grid of at least two cells.
