@@ -427,3 +427,128 @@ fn leaper_diol_and_oep7_runs_resume_and_merge_to_the_whole_run() {
         ]));
     }
 }
+
+#[test]
+fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = ok(&lsmlab(&["gen", "--list"]));
+    for name in [
+        "rum-chicago",
+        "leaper-messaging",
+        "leaper-e-commerce",
+        "ycsb-a",
+        "ycsb-e",
+    ] {
+        assert!(listed.contains(name), "{listed}");
+    }
+    let unknown = lsmlab(&["gen", "rum-nowhere", "--out", "x.csv"]);
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        !unknown.status.success() && err.contains("rum-chicago, rum-berlinmod"),
+        "{err}"
+    );
+
+    let trace = dir.path().join("chicago.csv");
+    let tr = trace.to_str().unwrap();
+    let gen = [
+        "gen",
+        "rum-chicago",
+        "--scale",
+        "tiny",
+        "--seed",
+        "7",
+        "--set",
+        "records=3000",
+        "--out",
+        tr,
+    ];
+    ok(&lsmlab(&gen));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("# lsmlab-trace/1 {") && lines[0].contains(r#""seed":7"#));
+    assert_eq!(lines[1], "op,oid,time,x,y");
+    assert_eq!(lines.len(), 2 + 3000);
+
+    // The generated run and the replay of its trace: identical counted fields.
+    let sets = [
+        "--set",
+        "records=3000",
+        "--set",
+        "strategies=Eager,UM+F",
+        "--seed",
+        "7",
+    ];
+    let (generated, replayed) = (dir.path().join("generated"), dir.path().join("replayed"));
+    ok(&run_exp(
+        "rum-update",
+        &[&sets[..], &["--set", "datasets=chicago"]].concat(),
+        &generated,
+        &[],
+        &[],
+    ));
+    ok(&run_exp("rum-update", &sets, &replayed, &["--trace", tr], &[]));
+    let (a, b) = (result_path(&generated), result_path(&replayed));
+    assert_eq!(counted(&read(&a)), counted(&read(&b)));
+    ok(&lsmlab(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--check",
+    ]));
+
+    // A bad line: the file, the line and the field, a non-zero exit, no result.
+    let mut bad_lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut fields: Vec<&str> = lines[4].split(',').collect();
+    fields[3] = "east";
+    bad_lines[4] = fields.join(",");
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, bad_lines.join("\n") + "\n").unwrap();
+    let out_dir = dir.path().join("bad-run");
+    let out = run_exp(
+        "rum-update",
+        &sets,
+        &out_dir,
+        &["--trace", bad.to_str().unwrap()],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("bad.csv:5: field `x`: `east` is not a number"),
+        "{err}"
+    );
+    assert!(!result_path(&out_dir).exists());
+    // Only the rum-* experiments replay traces.
+    let out = run_exp("diol", &[], &out_dir, &["--trace", tr], &[]);
+    assert!(!out.status.success());
+
+    // The other streams: a header, then one operation per line.
+    for (workload, extra, header, n) in [
+        (
+            "leaper-synthetic",
+            &["--ops", "100"][..],
+            "seq,day,time_of_day,op,key,hi",
+            100,
+        ),
+        ("ycsb-c", &[][..], "op,key,field,len,value", 0),
+    ] {
+        let path = dir.path().join(format!("{workload}.csv"));
+        let mut args = vec![
+            "gen",
+            workload,
+            "--scale",
+            "tiny",
+            "--out",
+            path.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        ok(&lsmlab(&args));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], header);
+        assert!(
+            lines.len() > 2 && (n == 0 || lines.len() == n + 2),
+            "{workload}: {}",
+            lines.len()
+        );
+    }
+}
