@@ -391,20 +391,13 @@ impl Bars<'_> {
     }
 }
 
+/// Three strokes anchored at the interval's top: the bar, its upper cap and its lower cap.
+type ErrorMark<DB> = ComposedElement<(SegmentValue<usize>, f64), DB, PathElement<(i32, i32)>, Strokes<DB>>;
+type Strokes<DB> = ComposedElement<(i32, i32), DB, PathElement<(i32, i32)>, PathElement<(i32, i32)>>;
+
 /// An error bar: a vertical line with caps, `centre` pixels from category `i`'s left edge, from
 /// the interval's top (`top`, its anchor) down `h` pixels.
-fn error_mark<DB: DrawingBackend>(
-    i: usize,
-    top: f64,
-    h: i32,
-    centre: i32,
-    cap: i32,
-) -> ComposedElement<
-    (SegmentValue<usize>, f64),
-    DB,
-    PathElement<(i32, i32)>,
-    ComposedElement<(i32, i32), DB, PathElement<(i32, i32)>, PathElement<(i32, i32)>>,
-> {
+fn error_mark<DB: DrawingBackend>(i: usize, top: f64, h: i32, centre: i32, cap: i32) -> ErrorMark<DB> {
     let stroke = BLACK.stroke_width(1);
     EmptyElement::at((SegmentValue::Exact(i), top))
         + PathElement::new(vec![(centre, 0), (centre, h)], stroke)
