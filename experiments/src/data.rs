@@ -240,6 +240,11 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
         if !path.is_file() && !path.is_dir() {
             bail!("data file {} is neither a file nor a directory", path.display());
         }
+        if spec.format.as_deref() == Some(crate::trace::TRACE_FORMAT) {
+            // A trace of `lsmlab gen` (`--trace`); read whole, so a bad line fails here.
+            crate::trace::read_rum(path).with_context(|| format!("checking --trace {}", path.display()))?;
+            continue;
+        }
         if spec.format.as_deref() == Some(DELAYS_FORMAT) {
             // One integer per line (the DIOL experiments); read whole, so a bad line fails here.
             lsmlab_workloads::ts::load_delays(path)

@@ -28,6 +28,7 @@ pub mod result;
 pub mod rows;
 pub mod runner;
 pub mod scale;
+pub mod trace;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
 pub mod data;

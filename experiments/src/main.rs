@@ -91,6 +91,32 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+    /// Write the operation stream of a workload as a CSV trace (see `--list`), so other systems can
+    /// replay exactly what lsmlab runs; `lsmlab run rum-... --trace FILE` replays a rum-* trace.
+    Gen {
+        /// The workload: rum-<dataset>, leaper-<workload> or ycsb-<a..f> (see --list).
+        #[arg(required_unless_present = "list")]
+        workload: Option<String>,
+        /// List the workloads and exit.
+        #[arg(long)]
+        list: bool,
+        /// The trace file to write (CSV with a leading `# lsmlab-trace/1 {...}` description line).
+        #[arg(long, value_name = "FILE", required_unless_present = "list")]
+        out: Option<PathBuf>,
+        /// The scale whose parameters shape the stream (as `lsmlab run --scale`).
+        #[arg(long, value_enum, default_value_t = Scale::Small)]
+        scale: Scale,
+        /// The seed, as `lsmlab run --seed`: the same seed gives the stream that run replays.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Override a parameter of the experiment whose stream it is (rum-update, leaper-online or
+        /// oep7-ycsb), e.g. `--set records=100000`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Operations to write for a leaper-* stream (endless; default: the warm-up phase's).
+        #[arg(long, value_name = "N")]
+        ops: Option<u64>,
+    },
     /// Summarise the criterion benches that run lsmlab beside peer crates (`make bench` runs them)
     /// into one JSON file: each operation's throughputs and the ratio lsmlab / peer.
     BenchSummary {
@@ -162,6 +188,10 @@ struct RunArgs {
     /// Skip malformed lines of the --data files (counted in a note) instead of failing.
     #[arg(long, requires = "data")]
     skip_malformed: bool,
+    /// Replay a trace written by `lsmlab gen rum-<dataset>` instead of generating the dataset
+    /// (rum-* experiments). Repeatable; every line is checked before anything runs.
+    #[arg(long, value_name = "FILE", conflicts_with = "data")]
+    trace: Vec<PathBuf>,
     /// Print no progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -243,6 +273,36 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 merged.cells.as_ref().map_or(0, |c| c.done.len()),
                 merged.rows.len()
             );
+            Ok(())
+        }
+        Command::Gen {
+            workload,
+            list,
+            out,
+            scale,
+            seed,
+            sets,
+            ops,
+        } => {
+            if list {
+                for (name, about) in lsmlab::trace::WORKLOADS {
+                    println!("{name:18}  {about}");
+                }
+                return Ok(());
+            }
+            let (Some(workload), Some(out)) = (workload, out) else {
+                anyhow::bail!("give a WORKLOAD and --out FILE (see lsmlab gen --list)");
+            };
+            let request = lsmlab::trace::GenRequest {
+                workload: &workload,
+                scale,
+                seed,
+                sets: &sets,
+                ops,
+            };
+            let n = lsmlab::trace::generate(&request, &out)?;
+            println!("{}", out.display());
+            eprintln!("{n} operations of {workload} (scale {scale}, seed {seed})");
             Ok(())
         }
         Command::BenchSummary { criterion, out } => {
@@ -337,7 +397,13 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
 
 fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, &args.experiment)?;
-    let data = args
+    if !args.trace.is_empty() && !experiment.name().starts_with("rum-") {
+        anyhow::bail!(
+            "--trace replays rum-<dataset> traces in the rum-* experiments; `{}` does not take one",
+            experiment.name()
+        );
+    }
+    let mut data: Vec<DataSpec> = args
         .data
         .iter()
         .map(|path| DataSpec {
@@ -347,6 +413,12 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
             skip_malformed: args.skip_malformed,
         })
         .collect();
+    data.extend(args.trace.iter().map(|path| DataSpec {
+        path: path.clone(),
+        format: Some(lsmlab::trace::TRACE_FORMAT.to_string()),
+        columns: None,
+        skip_malformed: false,
+    }));
     let config_file = args.config.as_deref().map(ConfigFile::read).transpose()?;
     let request = runner::RunRequest {
         scale: args.scale,

@@ -309,4 +309,246 @@ fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
     );
     let bad = run_update(&repeated, &["--repeat", "0"], &[]);
     assert!(!bad.status.success());
+
+    // The figures of the repeated run draw the intervals and say so; the plain run's do not.
+    for (results, intervals) in [(&repeated, true), (&plain, false)] {
+        let plots = results.join("plots");
+        ok(&lsmlab(&[
+            "plot",
+            "--results",
+            results.to_str().unwrap(),
+            "--out",
+            plots.to_str().unwrap(),
+            "--scale",
+            "tiny",
+        ]));
+        let manifest = read(&plots.join("tiny/rum-update.figures.json"));
+        let figures: Vec<&str> = manifest["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .filter(|f| f.ends_with(".svg"))
+            .collect();
+        // The stacked bars of the paper's Figure 5 carry an error bar per segment.
+        let stacked = "rum-update-fig5-chicago.svg";
+        assert!(figures.contains(&stacked), "{figures:?}");
+        let svg = std::fs::read_to_string(plots.join("tiny").join(stacked)).unwrap();
+        assert_eq!(
+            svg.contains(lsmlab::plot::INTERVAL_NOTE),
+            intervals,
+            "{stacked} under --repeat 3: {intervals}"
+        );
+    }
+    let strokes = |dir: &Path| {
+        std::fs::read_to_string(dir.join("plots/tiny/rum-update-fig5-chicago.svg"))
+            .unwrap()
+            .matches("<polyline")
+            .count()
+    };
+    assert!(strokes(&repeated) > strokes(&plain));
+}
+
+/// Small sweeps of one experiment of each other paper, each a grid of at least two cells.
+const PAPER_SWEEPS: [(&str, &[&str]); 3] = [
+    (
+        "leaper-model",
+        &["--set", "workloads=synthetic,messaging", "--seed", "7"],
+    ),
+    (
+        "diol",
+        &[
+            "--set",
+            "workloads=A,recent",
+            "--set",
+            "o3_ratios=0.1,0.3",
+            "--set",
+            "delay_models=diol",
+            "--seed",
+            "7",
+        ],
+    ),
+    ("oep7-ycsb", &["--set", "workloads=ycsb-a,ycsb-e", "--seed", "7"]),
+];
+
+fn run_exp(name: &str, sets: &[&str], out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lsmlab"));
+    cmd.args(["run", name, "--scale", "tiny", "--quiet", "--out"])
+        .arg(out)
+        .args(sets)
+        .args(extra)
+        .env("LSMLAB_NO_MEMORY_CHECK", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("lsmlab runs")
+}
+
+#[test]
+fn leaper_diol_and_oep7_runs_resume_and_merge_to_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, sets) in PAPER_SWEEPS {
+        let base = dir.path().join(name);
+        let (whole, cut, shards) = (base.join("whole"), base.join("cut"), base.join("shards"));
+        ok(&run_exp(name, sets, &whole, &[], &[]));
+        let reference = read(&whole.join(format!("tiny/{name}.json")));
+        let total = reference["cells"]["total"].as_u64().unwrap();
+        assert!(total >= 2, "{name}: {total} cells");
+
+        // Interrupted after one cell, then resumed: the uninterrupted result.
+        let out = run_exp(name, sets, &cut, &[], &[("LSMLAB_ABORT_AFTER_CELLS", "1")]);
+        assert!(!out.status.success(), "{name}");
+        let result = cut.join(format!("tiny/{name}.json"));
+        assert!(!result.exists(), "{name}: no result before the last cell");
+        ok(&run_exp(name, sets, &cut, &["--resume"], &[]));
+        let resumed = read(&result);
+        assert_eq!(counted(&resumed), counted(&reference), "{name}");
+        assert_eq!(resumed["cells"]["done"].as_array().unwrap().len() as u64, total);
+
+        // Two shards, merged: the unsharded result.
+        ok(&run_exp(name, sets, &shards, &["--shard", "1/2"], &[]));
+        ok(&run_exp(name, sets, &shards, &["--shard", "2/2"], &[]));
+        let merged = base.join("merged.json");
+        let shard = |k: u32| shards.join(format!("tiny/{name}.shard-{k}-of-2.json"));
+        ok(&lsmlab(&[
+            "merge",
+            shard(1).to_str().unwrap(),
+            shard(2).to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ]));
+        assert_eq!(counted(&read(&merged)), counted(&reference), "{name}");
+        let whole_path = whole.join(format!("tiny/{name}.json"));
+        ok(&lsmlab(&[
+            "compare",
+            merged.to_str().unwrap(),
+            whole_path.to_str().unwrap(),
+            "--check",
+        ]));
+    }
+}
+
+#[test]
+fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = ok(&lsmlab(&["gen", "--list"]));
+    for name in [
+        "rum-chicago",
+        "leaper-messaging",
+        "leaper-e-commerce",
+        "ycsb-a",
+        "ycsb-e",
+    ] {
+        assert!(listed.contains(name), "{listed}");
+    }
+    let unknown = lsmlab(&["gen", "rum-nowhere", "--out", "x.csv"]);
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        !unknown.status.success() && err.contains("rum-chicago, rum-berlinmod"),
+        "{err}"
+    );
+
+    let trace = dir.path().join("chicago.csv");
+    let tr = trace.to_str().unwrap();
+    let gen = [
+        "gen",
+        "rum-chicago",
+        "--scale",
+        "tiny",
+        "--seed",
+        "7",
+        "--set",
+        "records=3000",
+        "--out",
+        tr,
+    ];
+    ok(&lsmlab(&gen));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("# lsmlab-trace/1 {") && lines[0].contains(r#""seed":7"#));
+    assert_eq!(lines[1], "op,oid,time,x,y");
+    assert_eq!(lines.len(), 2 + 3000);
+
+    // The generated run and the replay of its trace: identical counted fields.
+    let sets = [
+        "--set",
+        "records=3000",
+        "--set",
+        "strategies=Eager,UM+F",
+        "--seed",
+        "7",
+    ];
+    let (generated, replayed) = (dir.path().join("generated"), dir.path().join("replayed"));
+    ok(&run_exp(
+        "rum-update",
+        &[&sets[..], &["--set", "datasets=chicago"]].concat(),
+        &generated,
+        &[],
+        &[],
+    ));
+    ok(&run_exp("rum-update", &sets, &replayed, &["--trace", tr], &[]));
+    let (a, b) = (result_path(&generated), result_path(&replayed));
+    assert_eq!(counted(&read(&a)), counted(&read(&b)));
+    ok(&lsmlab(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--check",
+    ]));
+
+    // A bad line: the file, the line and the field, a non-zero exit, no result.
+    let mut bad_lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut fields: Vec<&str> = lines[4].split(',').collect();
+    fields[3] = "east";
+    bad_lines[4] = fields.join(",");
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, bad_lines.join("\n") + "\n").unwrap();
+    let out_dir = dir.path().join("bad-run");
+    let out = run_exp(
+        "rum-update",
+        &sets,
+        &out_dir,
+        &["--trace", bad.to_str().unwrap()],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("bad.csv:5: field `x`: `east` is not a number"),
+        "{err}"
+    );
+    assert!(!result_path(&out_dir).exists());
+    // Only the rum-* experiments replay traces.
+    let out = run_exp("diol", &[], &out_dir, &["--trace", tr], &[]);
+    assert!(!out.status.success());
+
+    // The other streams: a header, then one operation per line.
+    for (workload, extra, header, n) in [
+        (
+            "leaper-synthetic",
+            &["--ops", "100"][..],
+            "seq,day,time_of_day,op,key,hi",
+            100,
+        ),
+        ("ycsb-c", &[][..], "op,key,field,len,value", 0),
+    ] {
+        let path = dir.path().join(format!("{workload}.csv"));
+        let mut args = vec![
+            "gen",
+            workload,
+            "--scale",
+            "tiny",
+            "--out",
+            path.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        ok(&lsmlab(&args));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], header);
+        assert!(
+            lines.len() > 2 && (n == 0 || lines.len() == n + 2),
+            "{workload}: {}",
+            lines.len()
+        );
+    }
 }

@@ -96,6 +96,16 @@ impl TypedExperiment for DiolCompaction {
         }
     }
 
+    /// One cell per delay model (the run's outer loop): the findings sum each (layout, model,
+    /// trigger) over the out-of-order ratios, so the ratios stay in one cell. With `--data` the
+    /// file model joins every run's models ([`super::Setup::delay_models`]): one cell then.
+    fn cells(&self, cfg: &CompactionConfig, data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        if !data.is_empty() {
+            return vec![crate::cells::Cell::whole()];
+        }
+        crate::cells::Cell::grid(&[("delay_models", cfg.setup.delay_models.len())])
+    }
+
     fn run(&self, cfg: &CompactionConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let setup = &cfg.setup;
         let mut out = RunOutput {
@@ -118,8 +128,9 @@ impl TypedExperiment for DiolCompaction {
         ctx.progress
             .set_total(setup.o3_ratios.len() * models.len() * wls.len() * variants.len() * modes.len());
         let mut streams = Streams::new();
-        for &o3 in &setup.o3_ratios {
-            for (name, model) in &models {
+        // The delay model outermost: the run's cells are its models.
+        for (name, model) in &models {
+            for &o3 in &setup.o3_ratios {
                 let (stream, o3_points) = streams.get(setup, o3, name, model, ctx.seed)?;
                 for &w in &wls {
                     let ops = setup.ops(stream, w, ctx.seed)?;

@@ -76,6 +76,13 @@ impl TypedExperiment for DiolLayouts {
         }
     }
 
+    /// One cell per out-of-order ratio and delay model (the run's outer loops): each draws its own
+    /// arrival stream and runs every workload and layout on it; the findings compare layouts within
+    /// one (ratio, model), so they stay whole.
+    fn cells(&self, cfg: &LayoutsConfig, data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        crate::cells::Cell::grid(&cfg.setup.cell_keys(data, false))
+    }
+
     fn run(&self, cfg: &LayoutsConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let setup = &cfg.setup;
         let mut out = RunOutput {

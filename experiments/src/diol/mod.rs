@@ -278,6 +278,28 @@ impl Setup {
     /// Streams per (o3 ratio, delay model) name, generated once and shared by every layout and
     /// workload. The `file` model reads `--data` (the first file) or `delay_file`; when neither
     /// exists it is skipped with a note.
+    /// The cell keys of a DIOL run ([`crate::cells`]): `o3_ratios` and `delay_models`, in the
+    /// order of the run's loops (`models_first` when the delay model is the outer loop). Each
+    /// (ratio, model) draws its own arrival stream and nothing is computed across them. With
+    /// `--data` the file model is added to every run's models ([`Setup::delay_models`]), so the
+    /// models then stay in one cell.
+    pub fn cell_keys(
+        &self,
+        data: &[crate::experiment::DataSpec],
+        models_first: bool,
+    ) -> Vec<(&'static str, usize)> {
+        let o3 = ("o3_ratios", self.o3_ratios.len());
+        if !data.is_empty() {
+            return vec![o3];
+        }
+        let models = ("delay_models", self.delay_models.len());
+        if models_first {
+            vec![models, o3]
+        } else {
+            vec![o3, models]
+        }
+    }
+
     pub fn delay_models(
         &self,
         ctx: &RunContext,

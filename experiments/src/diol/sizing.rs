@@ -118,6 +118,12 @@ impl TypedExperiment for DiolSizing {
         }
     }
 
+    /// One cell per delay model and out-of-order ratio (the run's loops, model outermost): the
+    /// sizes swept in a cell are compared with that cell's iotdb reference only.
+    fn cells(&self, cfg: &SizingConfig, data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        crate::cells::Cell::grid(&cfg.setup.cell_keys(data, true))
+    }
+
     fn run(&self, cfg: &SizingConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let setup = &cfg.setup;
         let mut out = RunOutput {

@@ -140,6 +140,12 @@ impl TypedExperiment for LeaperModelExperiment {
         }
     }
 
+    /// One cell per workload: each trains and measures its own model on its own store and stream,
+    /// nothing is computed across workloads (Leaper §7.2, Figures 6 and 8, Table 3 per workload).
+    fn cells(&self, cfg: &ModelConfig, _data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        crate::cells::Cell::grid(&[("workloads", cfg.workloads.len())])
+    }
+
     fn run(&self, cfg: &ModelConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         ctx.progress.set_total(cfg.workloads.len());
         let setup = &cfg.setup;

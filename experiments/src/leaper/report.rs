@@ -168,20 +168,33 @@ pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<V
         };
         let panels: Vec<Panel> = PANELS
             .iter()
-            .map(|(field, label, factor)| Panel {
-                y_label: label.to_string(),
-                series: policies
+            .map(|(field, label, factor)| {
+                // Rows averaged over `--repeat` runs carry `<field>_ci95`: drawn as bands.
+                let ci = format!("{field}{}", crate::repeat::CI_SUFFIX);
+                let mut intervals = Vec::new();
+                let series = policies
                     .iter()
                     .map(|p| {
-                        let pts = of(p)
+                        let (pts, errs): (Vec<(f64, f64)>, Vec<f64>) = of(p)
                             .iter()
-                            .filter_map(|r| Some((num(r, "interval")?, num(r, field)? * factor)))
-                            .collect();
+                            .filter_map(|r| {
+                                let e = num(r, &ci).unwrap_or(0.0) * factor;
+                                Some(((num(r, "interval")?, num(r, field)? * factor), e))
+                            })
+                            .unzip();
+                        intervals.push(errs);
                         (p.clone(), pts)
                     })
-                    .collect(),
+                    .collect();
+                let with_ci = mine.iter().any(|r| num(r, &ci).is_some());
+                Panel {
+                    y_label: label.to_string(),
+                    series,
+                    intervals: if with_ci { intervals } else { Vec::new() },
+                }
             })
             .collect();
+        let banded = panels.iter().any(|p| !p.intervals.is_empty());
         let shaded = window_policy(&policies);
         let shades = shaded.map(|p| shades_of(&of(p))).unwrap_or_default();
         let interval_s = mine.first().and_then(|r| num(r, "interval_s")).unwrap_or(0.0);
@@ -195,6 +208,7 @@ pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<V
             "{workload}: hit ratio, QPS and p95 per interval ({} scale)",
             result.scale
         );
+        let note = plot::interval_note(note.as_deref(), banded);
         paths.extend(plot::timeline(
             &out_dir.join(format!("leaper-online-timeline-{workload}")),
             &Labels {

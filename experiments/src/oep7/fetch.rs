@@ -100,6 +100,11 @@ impl TypedExperiment for Oep7Fetch {
         }
     }
 
+    /// One cell per cluster layout: each loads, grows and fetches its own records.
+    fn cells(&self, cfg: &FetchConfig, _data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        crate::cells::Cell::grid(&[("clusters", cfg.setup.clusters.len())])
+    }
+
     fn run(&self, cfg: &FetchConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let s = &cfg.setup;
         let profile = s.profile()?;

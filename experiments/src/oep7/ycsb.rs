@@ -149,6 +149,15 @@ impl TypedExperiment for Oep7Ycsb {
         }
     }
 
+    /// One cell per cluster layout and cached fraction: each loads its own records and runs the
+    /// workloads in YCSB's order on them (the workloads share the load, so they stay in one cell).
+    fn cells(&self, cfg: &YcsbConfig, _data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        crate::cells::Cell::grid(&[
+            ("clusters", cfg.setup.clusters.len()),
+            ("cache_fractions", cfg.cache_fractions.len()),
+        ])
+    }
+
     fn run(&self, cfg: &YcsbConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let s = &cfg.setup;
         let profile = s.profile()?;

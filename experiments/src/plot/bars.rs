@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
+use plotters::element::ComposedElement;
 use plotters::prelude::*;
 
 use super::axis::{axis_label, fmt_tick};
@@ -20,7 +21,23 @@ pub fn stacked_bars(
     categories: &[String],
     series: &[(String, Vec<f64>)],
 ) -> anyhow::Result<Vec<PathBuf>> {
+    stacked_bars_with_intervals(out_stem, labels, categories, series, &[])
+}
+
+/// [`stacked_bars`] with an error bar at the top of each segment: `errors[j][i]` is the half-width
+/// of series j's interval in category i (e.g. a 95% interval of a mean over `--repeat` runs),
+/// drawn around the segment's upper edge (where the stack would end with that segment at its
+/// interval's ends); 0 or a non-finite half-width draws none. `errors` is empty (no error bars) or
+/// has one list per series.
+pub fn stacked_bars_with_intervals(
+    out_stem: &Path,
+    labels: &Labels,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    errors: &[Vec<f64>],
+) -> anyhow::Result<Vec<PathBuf>> {
     check_shape(categories, series)?;
+    check_errors(labels, categories, series, errors)?;
     for (name, values) in series {
         for (i, v) in values.iter().enumerate() {
             if !v.is_finite() || *v < 0.0 {
@@ -34,11 +51,28 @@ pub fn stacked_bars(
             labels: *labels,
             categories,
             series,
-            errors: &[],
+            errors,
             stacked: true,
             log_y: false,
         },
     )
+}
+
+fn check_errors(
+    labels: &Labels,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    errors: &[Vec<f64>],
+) -> anyhow::Result<()> {
+    if !errors.is_empty()
+        && (errors.len() != series.len() || errors.iter().any(|e| e.len() != categories.len()))
+    {
+        bail!(
+            "bar chart `{}`: the intervals do not match the series",
+            labels.title
+        );
+    }
+    Ok(())
 }
 
 /// One bar per series inside each category, side by side, a legend. Non-finite values are left
@@ -67,14 +101,7 @@ pub fn grouped_bars_with_intervals(
     log_y: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
     check_shape(categories, series)?;
-    if !errors.is_empty()
-        && (errors.len() != series.len() || errors.iter().any(|e| e.len() != categories.len()))
-    {
-        bail!(
-            "bar chart `{}`: the intervals do not match the series",
-            labels.title
-        );
-    }
+    check_errors(labels, categories, series, errors)?;
     let y_label = axis_label(labels.y, None, log_y);
     render(
         out_stem,
@@ -147,8 +174,22 @@ impl Draw for Bars<'_> {
             return draw_no_data(&plot);
         }
         if self.stacked {
+            // The stack's height, or higher where a segment's interval reaches above it.
             let top = (0..self.categories.len())
-                .map(|i| self.series.iter().map(|(_, v)| v[i]).sum::<f64>())
+                .map(|i| {
+                    let mut bottom = 0.0;
+                    let mut reach: f64 = 0.0;
+                    for (j, (_, v)) in self.series.iter().enumerate() {
+                        bottom += v[i];
+                        let e = self.errors.get(j).map_or(0.0, |e| e[i]);
+                        reach = reach.max(if e.is_finite() && e > 0.0 {
+                            bottom + e
+                        } else {
+                            bottom
+                        });
+                    }
+                    reach
+                })
                 .fold(0.0, f64::max);
             let top = if top > 0.0 { top * 1.08 } else { 1.0 };
             self.draw_chart(&plot, 0.0..top, 0.0, &colors)
@@ -255,6 +296,7 @@ impl Bars<'_> {
         if self.stacked {
             let side = (segment * 0.15).round() as u32;
             let mut bottoms = vec![baseline; n];
+            let mut tops: Vec<Vec<f64>> = Vec::new();
             for ((_, values), color) in self.series.iter().zip(colors) {
                 let bars: Vec<_> = (0..n)
                     .map(|i| {
@@ -264,6 +306,21 @@ impl Bars<'_> {
                     })
                     .collect();
                 chart.draw_series(bars).map_err(plot_err)?;
+                tops.push(bottoms.clone());
+            }
+            // Each segment's interval around its upper edge, at the bar's centre, drawn over
+            // every segment so that no later segment hides it.
+            let centre = (segment / 2.0).round() as i32;
+            let cap = ((segment * 0.7 / 8.0).round() as i32).clamp(2, 8);
+            for (errors, tops) in self.errors.iter().zip(&tops) {
+                let marks: Vec<_> = (0..n)
+                    .filter_map(|i| {
+                        let (top, h) =
+                            self.error_span(chart.plotting_area(), i, tops[i], errors[i], baseline)?;
+                        Some(error_mark::<DB>(i, top, h, centre, cap))
+                    })
+                    .collect();
+                chart.draw_series(marks).map_err(plot_err)?;
             }
         } else {
             let k = self.series.len().max(1);
@@ -285,39 +342,67 @@ impl Bars<'_> {
                     .collect();
                 chart.draw_series(bars).map_err(plot_err)?;
                 if let Some(errors) = self.errors.get(j) {
-                    // An error bar at the bar's centre: a vertical line with caps, placed in
-                    // pixels from the interval's top (anchor) down to its bottom.
                     let centre = (left + width / 2.0).round() as i32;
                     let cap = ((width / 4.0).round() as i32).clamp(2, 8);
-                    let area = chart.plotting_area();
-                    let mut marks = Vec::new();
-                    for i in (0..n).filter(|i| self.usable(values[*i])) {
-                        let (v, e) = (values[i], errors[i]);
-                        if !(e.is_finite() && e > 0.0) {
-                            continue;
-                        }
-                        let low = if self.log_y && v - e <= baseline {
-                            baseline
-                        } else {
-                            v - e
-                        };
-                        let top = area.map_coordinate(&(SegmentValue::Exact(i), v + e));
-                        let bottom = area.map_coordinate(&(SegmentValue::Exact(i), low));
-                        let h = bottom.1 - top.1;
-                        let stroke = BLACK.stroke_width(1);
-                        marks.push(
-                            EmptyElement::at((SegmentValue::Exact(i), v + e))
-                                + PathElement::new(vec![(centre, 0), (centre, h)], stroke)
-                                + PathElement::new(vec![(centre - cap, 0), (centre + cap, 0)], stroke)
-                                + PathElement::new(vec![(centre - cap, h), (centre + cap, h)], stroke),
-                        );
-                    }
+                    let marks: Vec<_> = (0..n)
+                        .filter(|i| self.usable(values[*i]))
+                        .filter_map(|i| {
+                            let (top, h) =
+                                self.error_span(chart.plotting_area(), i, values[i], errors[i], baseline)?;
+                            Some(error_mark::<DB>(i, top, h, centre, cap))
+                        })
+                        .collect();
                     chart.draw_series(marks).map_err(plot_err)?;
                 }
             }
         }
         Ok(())
     }
+}
+
+type Segmented = plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>;
+
+impl Bars<'_> {
+    /// Where an error bar in category `i` around value `v` with half-width `e` goes (none when `e`
+    /// is 0 or not finite): the interval's top, as a value, and its height in pixels.
+    #[allow(clippy::too_many_arguments)]
+    fn error_span<DB: DrawingBackend, Y>(
+        &self,
+        area: &DrawingArea<DB, Cartesian2d<Segmented, Y>>,
+        i: usize,
+        v: f64,
+        e: f64,
+        baseline: f64,
+    ) -> Option<(f64, i32)>
+    where
+        Y: Ranged<ValueType = f64>,
+    {
+        if !(e.is_finite() && e > 0.0) {
+            return None;
+        }
+        let low = if self.log_y && v - e <= baseline {
+            baseline
+        } else {
+            v - e
+        };
+        let top = area.map_coordinate(&(SegmentValue::Exact(i), v + e));
+        let bottom = area.map_coordinate(&(SegmentValue::Exact(i), low));
+        Some((v + e, bottom.1 - top.1))
+    }
+}
+
+/// Three strokes anchored at the interval's top: the bar, its upper cap and its lower cap.
+type ErrorMark<DB> = ComposedElement<(SegmentValue<usize>, f64), DB, PathElement<(i32, i32)>, Strokes<DB>>;
+type Strokes<DB> = ComposedElement<(i32, i32), DB, PathElement<(i32, i32)>, PathElement<(i32, i32)>>;
+
+/// An error bar: a vertical line with caps, `centre` pixels from category `i`'s left edge, from
+/// the interval's top (`top`, its anchor) down `h` pixels.
+fn error_mark<DB: DrawingBackend>(i: usize, top: f64, h: i32, centre: i32, cap: i32) -> ErrorMark<DB> {
+    let stroke = BLACK.stroke_width(1);
+    EmptyElement::at((SegmentValue::Exact(i), top))
+        + PathElement::new(vec![(centre, 0), (centre, h)], stroke)
+        + PathElement::new(vec![(centre - cap, 0), (centre + cap, 0)], stroke)
+        + PathElement::new(vec![(centre - cap, h), (centre + cap, h)], stroke)
 }
 
 #[cfg(test)]

@@ -23,11 +23,24 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 pub use axis::TimeUnit;
-pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars};
+pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars, stacked_bars_with_intervals};
 pub use line::{line_chart, line_chart_keyed, line_chart_with_intervals};
 pub use palette::{color_for, marker_for, style_for, Marker, Style, PALETTE, STRATEGIES};
 pub use table::{markdown_table, table_figure};
 pub use timeline::{timeline, Panel, Shade};
+
+/// What a figure says under its title when it draws the 95% intervals of rows averaged over
+/// `--repeat` runs (their `<field>_ci95`), so a reader knows what the bars or bands are.
+pub const INTERVAL_NOTE: &str = "error bars and bands: 95% interval of the mean over the repeated runs";
+
+/// `note` with [`INTERVAL_NOTE`] after it when the figure draws intervals.
+pub fn interval_note(note: Option<&str>, drawn: bool) -> Option<String> {
+    match (note, drawn) {
+        (Some(n), true) => Some(format!("{n}; {INTERVAL_NOTE}")),
+        (None, true) => Some(INTERVAL_NOTE.to_string()),
+        (n, false) => n.map(str::to_string),
+    }
+}
 
 /// Default canvas size of a chart, in pixels.
 pub const CHART_SIZE: (u32, u32) = (1024, 640);

@@ -304,11 +304,46 @@ fn render_one(
             let totals: Vec<f64> = (0..categories.len())
                 .map(|i| series.iter().map(|(_, v)| v[i]).sum())
                 .collect();
+            // Rows averaged over `--repeat` runs carry `<part>_ci95`: each segment's interval.
+            let with_ci = rows.iter().any(|r| {
+                parts
+                    .iter()
+                    .any(|(_, f)| num(r, &format!("{f}{}", crate::repeat::CI_SUFFIX)).is_some())
+            });
+            let mut errors: Vec<Vec<f64>> = if with_ci {
+                parts
+                    .iter()
+                    .map(|(_, field)| {
+                        let ci = format!("{field}{}", crate::repeat::CI_SUFFIX);
+                        categories
+                            .iter()
+                            .map(|c| {
+                                rows.iter()
+                                    .find(|r| &x_of(r) == c)
+                                    .and_then(|r| num(r, &ci))
+                                    .map_or(0.0, |v| v * spec.y_scale)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let (factor, y_label) = y_axis(spec, &totals, false);
             for (_, values) in &mut series {
                 values.iter_mut().for_each(|v| *v *= factor);
             }
-            super::stacked_bars(stem, &labels(spec, title, &y_label, note), &categories, &series)
+            for values in &mut errors {
+                values.iter_mut().for_each(|v| *v *= factor);
+            }
+            let note = super::interval_note(note, !errors.is_empty());
+            super::stacked_bars_with_intervals(
+                stem,
+                &labels(spec, title, &y_label, note.as_deref()),
+                &categories,
+                &series,
+                &errors,
+            )
         }
         Mark::Bars { y } => {
             let categories = distinct(rows.iter().map(|r| x_of(r)));
@@ -357,9 +392,10 @@ fn render_one(
             for values in &mut errors {
                 values.iter_mut().for_each(|v| *v *= factor);
             }
+            let note = super::interval_note(note, !errors.is_empty());
             super::grouped_bars_with_intervals(
                 stem,
-                &labels(spec, title, &y_label, note),
+                &labels(spec, title, &y_label, note.as_deref()),
                 &categories,
                 &series,
                 &errors,
@@ -412,9 +448,10 @@ fn render_one(
             for values in &mut errors {
                 values.iter_mut().for_each(|v| *v *= factor);
             }
+            let note = super::interval_note(note, !errors.is_empty());
             super::line_chart_with_intervals(
                 stem,
-                &labels(spec, title, &y_label, note),
+                &labels(spec, title, &y_label, note.as_deref()),
                 (spec.log_x, log_y),
                 &series,
                 &keys,
@@ -545,6 +582,38 @@ mod tests {
         for name in ["q-gowalla.svg", "bars-gowalla.svg"] {
             assert_eq!(strokes(&with, name), strokes(&plain, name) + 27, "{name}");
         }
+    }
+
+    #[test]
+    fn rows_with_intervals_draw_error_bars_on_stacked_bars_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, with) = (dir.path().join("plain"), dir.path().join("with"));
+        std::fs::create_dir_all(&plain).unwrap();
+        std::fs::create_dir_all(&with).unwrap();
+        let specs = [SPECS[1]];
+        render_specs(&specs, &result(rows()), &plain).unwrap();
+        let repeated: Vec<Row> = rows()
+            .into_iter()
+            .map(|mut r| {
+                r.insert("update_ms_ci95".into(), serde_json::json!(4.0));
+                r.insert("flush_ms_ci95".into(), serde_json::json!(1.0));
+                r
+            })
+            .collect();
+        let paths = render_specs(&specs, &result(repeated), &with).unwrap();
+        for pair in paths.chunks(2) {
+            assert_rendered(pair);
+        }
+        let svg = |dir: &Path| std::fs::read_to_string(dir.join("u-gowalla.svg")).unwrap();
+        let strokes = |dir: &Path| svg(dir).matches("<polyline").count();
+        // Two parts with intervals in each of three stacks, three strokes per error bar.
+        assert_eq!(strokes(&with), strokes(&plain) + 18);
+        let noted = |dir: &Path| {
+            svg_texts(&svg(dir))
+                .iter()
+                .any(|t| t.contains(crate::plot::INTERVAL_NOTE))
+        };
+        assert!(noted(&with) && !noted(&plain));
     }
 
     #[test]

@@ -13,10 +13,29 @@ use super::{
 };
 
 /// One panel: its y axis label and one line per series (points by x; non-finite ones skipped).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Panel {
     pub y_label: String,
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Half-widths of intervals around the lines (e.g. 95% intervals of means over `--repeat`
+    /// runs): `intervals[j][k]` belongs to point k of series j and is drawn as a band from
+    /// y - half-width to y + half-width in the series' colour; 0 or non-finite draws none there.
+    /// Empty: no bands; otherwise one list per series, as long as its points.
+    pub intervals: Vec<Vec<f64>>,
+}
+
+impl Panel {
+    /// The band of series `j`: its points with a usable half-width, as (x, low, high).
+    fn band(&self, j: usize) -> Vec<(f64, f64, f64)> {
+        let (Some((_, pts)), Some(errs)) = (self.series.get(j), self.intervals.get(j)) else {
+            return Vec::new();
+        };
+        pts.iter()
+            .zip(errs)
+            .filter(|((x, y), e)| x.is_finite() && y.is_finite() && e.is_finite() && **e > 0.0)
+            .map(|(&(x, y), &e)| (x, y - e, y + e))
+            .collect()
+    }
 }
 
 /// A span of x shaded in every panel, with the name its kind has in the legend.
@@ -149,12 +168,15 @@ impl Timeline<'_> {
         kinds: &[String],
         last: bool,
     ) -> anyhow::Result<()> {
+        let bands: Vec<Vec<(f64, f64, f64)>> = (0..panel.series.len()).map(|j| panel.band(j)).collect();
+        // The axis makes room for the bands' ends.
         let ys: Vec<f64> = panel
             .series
             .iter()
             .flat_map(|(_, pts)| pts.iter())
             .filter(|(x, y)| x.is_finite() && y.is_finite())
             .map(|p| p.1)
+            .chain(bands.iter().flatten().flat_map(|&(_, lo, hi)| [lo, hi]))
             .collect();
         let (y_lo, y_hi) = match (
             ys.iter().copied().reduce(f64::min),
@@ -192,6 +214,26 @@ impl Timeline<'_> {
                 .draw_series(std::iter::once(Rectangle::new(
                     [(s.from, y_lo), (s.to, y_hi)],
                     shade_color(k).filled(),
+                )))
+                .map_err(plot_err)?;
+        }
+        for ((name, _), band) in panel.series.iter().zip(&bands) {
+            let Some(style) = names.iter().position(|n| n == name).map(|i| styles[i]) else {
+                continue;
+            };
+            if band.len() < 2 {
+                continue;
+            }
+            // Upper edge left to right, then the lower edge back.
+            let outline: Vec<(f64, f64)> = band
+                .iter()
+                .map(|&(x, _, hi)| (x, hi))
+                .chain(band.iter().rev().map(|&(x, lo, _)| (x, lo)))
+                .collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    style.color.mix(0.22).filled(),
                 )))
                 .map_err(plot_err)?;
         }
@@ -238,6 +280,7 @@ mod tests {
                     ),
                     ("leaper".into(), line(|_| 0.97)),
                 ],
+                intervals: Vec::new(),
             },
             Panel {
                 y_label: "QPS".into(),
@@ -245,6 +288,7 @@ mod tests {
                     ("incremental-warmup".into(), line(|x| 1e5 + x * 100.0)),
                     ("leaper".into(), line(|x| 1.2e5 + x)),
                 ],
+                intervals: Vec::new(),
             },
         ];
         let shades = vec![
@@ -279,6 +323,14 @@ mod tests {
         ] {
             assert!(texts.iter().any(|t| t == want), "{want}: {texts:?}");
         }
+        // Intervals draw one band per series that has them, behind its line.
+        let mut banded = panels.clone();
+        banded[0].intervals = vec![vec![0.01; 200], vec![0.0; 200]];
+        banded[1].intervals = vec![vec![500.0; 200], vec![f64::NAN; 200]];
+        let with = timeline(&dir.path().join("banded"), &labels, &banded, &shades).unwrap();
+        assert_rendered(&with);
+        let polygons = |p: &Path| std::fs::read_to_string(p).unwrap().matches("<polygon").count();
+        assert_eq!(polygons(&with[0]), polygons(&paths[0]) + 2);
         // nothing to draw still renders
         assert_rendered(&timeline(&dir.path().join("empty"), &labels, &[], &[]).unwrap());
     }

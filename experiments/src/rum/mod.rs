@@ -437,6 +437,13 @@ impl IndexConfig {
     /// The datasets of a run: the `--data` files if any (they replace the generated datasets), else
     /// the synthetic ones named in `datasets` ([`crate::data::plan`]).
     pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
+        if ctx
+            .data
+            .iter()
+            .any(|d| d.format.as_deref() == Some(crate::trace::TRACE_FORMAT))
+        {
+            return crate::trace::load_rum_traces(ctx);
+        }
         let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
         let plan = crate::data::plan(&names, ctx.data)?;
         let (mut out, mut notes) = crate::data::load_files(&plan, self.records, ctx)?;
