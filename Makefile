@@ -34,6 +34,8 @@ REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCAL
 # Papers; experiments are registered in experiments/src/registry.rs only, each named
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
 PAPERS = rum leaper diol oep7
+# Experiments across the papers (CROSS_PAPER_PREFIXES in registry.rs), run and named the same way.
+PAPERS += combined
 
 .PHONY: all build test bench soak loom fuzz plot report clean-results $(PAPERS)
 
@@ -122,6 +124,8 @@ leaper-%: build
 diol-%: build
 	$(run-one-experiment)
 oep7-%: build
+	$(run-one-experiment)
+combined-%: build
 	$(run-one-experiment)
 
 # One paper: every experiment whose name is the paper's prefix or starts with it and a dash.

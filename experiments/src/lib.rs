@@ -30,6 +30,7 @@ pub mod runner;
 pub mod scale;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
+pub mod combined;
 pub mod data;
 pub mod diol;
 pub mod leaper;

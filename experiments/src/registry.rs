@@ -28,6 +28,8 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::oep7::ycsb::Oep7Ycsb,
         &crate::oep7::space::Oep7Space,
         &crate::oep7::graph::Oep7Graph,
+        // Across the papers (src/combined/):
+        &crate::combined::Combined,
         // ------------------------------------------------------------------------------------------
     ]
 }
@@ -35,6 +37,10 @@ pub fn all() -> Vec<&'static dyn Experiment> {
 /// The paper prefixes of experiment names (`rum-update`); `make <name>` has one rule per prefix. An
 /// experiment may also carry its paper's name alone (`diol`): `make <paper>` runs it with the rest.
 pub const PAPER_PREFIXES: [&str; 4] = ["rum", "leaper", "diol", "oep7"];
+
+/// Prefixes of experiments that belong to no single paper (`combined`); the Makefile has a rule
+/// for each beside the papers'.
+pub const CROSS_PAPER_PREFIXES: [&str; 1] = ["combined"];
 
 /// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
 pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
@@ -78,7 +84,7 @@ mod tests {
     fn names_carry_a_paper_prefix_the_makefile_knows() {
         for e in all() {
             assert!(
-                PAPER_PREFIXES.iter().any(|p| e
+                PAPER_PREFIXES.iter().chain(&CROSS_PAPER_PREFIXES).any(|p| e
                     .name()
                     .strip_prefix(p)
                     .is_some_and(|rest| rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))),

@@ -201,6 +201,9 @@ struct Warmer {
 
 type SpatialKey = (u64, u64, u64);
 
+/// A page of a new component: its id, bytes, and Hilbert key interval when it is an R-tree leaf.
+type OfferedPage = (u64, Vec<u8>, Option<(u64, u64)>);
+
 impl Warmer {
     fn offer(
         &self,
@@ -217,7 +220,7 @@ impl Warmer {
         let page_size = device.page_size();
         let reads_before = device.stats().page_reads;
         // Every page of every output, with its leaf key range when it is an R-tree leaf.
-        let mut pages: Vec<(u64, Vec<u8>, Option<(u64, u64)>)> = Vec::new();
+        let mut pages: Vec<OfferedPage> = Vec::new();
         for out in outputs {
             for (i, ext) in out.extents.iter().enumerate() {
                 for id in ext.first..ext.first + ext.pages {
