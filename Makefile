@@ -35,6 +35,8 @@ REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCAL
 # Papers; experiments are registered in experiments/src/registry.rs only, each named
 # <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
 PAPERS = rum leaper diol oep7
+# Experiments across the papers (CROSS_PAPER_PREFIXES in registry.rs), run and named the same way.
+PAPERS += combined
 
 # Experiments of no paper (registry.rs STANDALONE_EXPERIMENTS), each its own target; one line each.
 STANDALONE :=
@@ -130,6 +132,8 @@ diol-%: build
 oep7-%: build
 	$(run-one-experiment)
 $(STANDALONE): build
+	$(run-one-experiment)
+combined-%: build
 	$(run-one-experiment)
 
 # One paper: every experiment whose name is the paper's prefix or starts with it and a dash.

@@ -24,6 +24,7 @@
 pub mod btree;
 pub mod cache;
 pub mod cluster;
+pub mod combined;
 pub mod error;
 pub mod geom;
 pub mod kvstore;

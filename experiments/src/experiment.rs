@@ -81,6 +81,12 @@ pub trait TypedExperiment: Sync {
     fn cells(&self, _config: &Self::Config, _data: &[DataSpec]) -> Vec<Cell> {
         vec![Cell::whole()]
     }
+    /// Notes computed from the rows of every cell together (a finding across the grid), appended
+    /// once a result covers the whole grid: by the runner when its last cell is done, and by
+    /// `lsmlab merge` when the shards are joined. A cell's own run sees only its own rows.
+    fn summary_notes(&self, _rows: &[Row]) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// An experiment as the runner, registry and report see it: its config travels as JSON.
@@ -105,6 +111,10 @@ pub trait Experiment: Sync {
     ) -> anyhow::Result<Option<MemoryEstimate>>;
     /// The cells of a config [`Experiment::resolve`] returned ([`TypedExperiment::cells`]).
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>>;
+    /// Notes from the rows of the whole grid ([`TypedExperiment::summary_notes`]).
+    fn summary_notes(&self, _rows: &[Row]) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<T: TypedExperiment> Experiment for T {
@@ -153,6 +163,10 @@ impl<T: TypedExperiment> Experiment for T {
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>> {
         let config: T::Config = config::from_map(config)?;
         Ok(TypedExperiment::cells(self, &config, data))
+    }
+
+    fn summary_notes(&self, rows: &[Row]) -> Vec<String> {
+        TypedExperiment::summary_notes(self, rows)
     }
 }
 

@@ -31,6 +31,7 @@ pub mod scale;
 pub mod trace;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
+pub mod combined;
 pub mod data;
 pub mod diol;
 pub mod leaper;

@@ -264,7 +264,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
             for path in &shards {
                 read.push((path.as_path(), ResultFile::read(path)?));
             }
-            let merged = lsmlab::merge::merge(&read).context("lsmlab merge failed; nothing written")?;
+            let mut merged = lsmlab::merge::merge(&read).context("lsmlab merge failed; nothing written")?;
+            if let Ok(experiment) = lsmlab::registry::find(&merged.experiment) {
+                lsmlab::runner::add_summary_notes(experiment, &mut merged);
+            }
             merged.write_atomic(&out)?;
             println!("{}", out.display());
             eprintln!(

@@ -30,6 +30,8 @@ pub fn all() -> Vec<&'static dyn Experiment> {
         &crate::oep7::graph::Oep7Graph,
         // Experiments of no paper (each named in STANDALONE_EXPERIMENTS below):
         &crate::scaling::Scaling,
+        // Across the papers (src/combined/):
+        &crate::combined::Combined,
         // ------------------------------------------------------------------------------------------
     ]
 }
@@ -41,6 +43,9 @@ pub const PAPER_PREFIXES: [&str; 4] = ["rum", "leaper", "diol", "oep7"];
 /// Experiments that belong to no paper, by their whole name (one line each): `make <name>` runs
 /// one, as the Makefile's `STANDALONE` list says (a test checks the two lists agree).
 pub const STANDALONE_EXPERIMENTS: &[&str] = &["scaling"];
+/// Prefixes of experiments that belong to no single paper (`combined`); the Makefile has a rule
+/// for each beside the papers'.
+pub const CROSS_PAPER_PREFIXES: [&str; 1] = ["combined"];
 
 /// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
 pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
@@ -85,7 +90,7 @@ mod tests {
         for e in all() {
             assert!(
                 STANDALONE_EXPERIMENTS.contains(&e.name())
-                    || PAPER_PREFIXES.iter().any(|p| e
+                    || PAPER_PREFIXES.iter().chain(&CROSS_PAPER_PREFIXES).any(|p| e
                         .name()
                         .strip_prefix(p)
                         .is_some_and(|rest| rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))),

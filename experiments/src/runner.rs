@@ -393,10 +393,28 @@ fn run_checked(
     if let Some(log) = state.cells.as_mut() {
         log.done.sort_by_key(|d| d.index);
     }
+    add_summary_notes(experiment, &mut state);
     state.provenance = Some(Provenance::current());
     state.write_atomic(path)?;
     let _ = fs::remove_file(&partial);
     Ok(path.to_path_buf())
+}
+
+/// Appends the experiment's notes on the whole grid ([`Experiment::summary_notes`]), each once,
+/// when `result` holds every cell of its grid (a shard's result waits for `lsmlab merge`).
+pub fn add_summary_notes(experiment: &dyn Experiment, result: &mut ResultFile) {
+    let complete = result
+        .cells
+        .as_ref()
+        .is_none_or(|log| log.shard.is_none() && log.done.len() == log.total);
+    if !complete {
+        return;
+    }
+    for note in experiment.summary_notes(&result.rows) {
+        if !result.notes.contains(&note) {
+            result.notes.push(note);
+        }
+    }
 }
 
 /// Appends one cell's rows, notes (each once) and derived config to `state`.
