@@ -687,16 +687,17 @@ mod tests {
     }
 
     #[test]
-    fn rum_estimates_grow_with_the_records_of_every_dataset() {
+    fn rum_estimates_grow_with_the_records_of_the_largest_dataset() {
         let rum = crate::registry::find("rum-update").unwrap();
         let mut small = rum.resolve(Scale::Small, &Overlay::default()).unwrap();
         let at_small = rum.memory_estimate(&small, &[]).unwrap().unwrap();
         small.insert("records".into(), serde_json::json!(0));
         let at_paper = rum.memory_estimate(&small, &[]).unwrap().unwrap();
-        // Paper scale holds 77.8 million records against small's few million.
+        // A run goes dataset by dataset: paper scale's largest, BerlinMOD, has 56.1 million
+        // records against small's 2 million.
         assert!(at_paper.bytes > 10 * at_small.bytes, "{at_small:?} {at_paper:?}");
         assert!(
-            at_paper.basis.contains("77,814,113 records"),
+            at_paper.basis.contains("56,129,943 records"),
             "{}",
             at_paper.basis
         );

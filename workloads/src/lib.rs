@@ -37,4 +37,4 @@ pub use gen::{default_objects, generate, generate_spec, paper_objects, paper_rec
 pub use kv::{KvOp, KvStream, KvWorkload, TimedOp};
 pub use load::{load, ColumnRef, CsvColumns, Format, LoadOptions, LoadReport};
 pub use rng::{fnv1a64, seeded_rng, splitmix64};
-pub use trajectories::{Record, SpatialOp, Trajectories};
+pub use trajectories::{OpStream, Record, SpatialOp, Trajectories};

@@ -1,6 +1,6 @@
 //! Location records, the time-ordered stream they form, and the index operations it replays as.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lsmlab_engine::geom::{Point, Rect};
 use serde::{Deserialize, Serialize};
@@ -39,6 +39,50 @@ impl SpatialOp {
     }
 }
 
+/// The LSM RUM-tree paper's operation stream (Section 6) over records in time order, computed one
+/// operation at a time: the first record of an object is an insert, every later one an update that
+/// carries the object's previous location. It keeps the last location of each object seen so far,
+/// so a stream of any length needs memory for its objects only.
+pub struct OpStream<I> {
+    records: I,
+    last: HashMap<u64, Point>,
+}
+
+impl<I: Iterator<Item = Record>> OpStream<I> {
+    pub fn new(records: I) -> Self {
+        OpStream {
+            records,
+            last: HashMap::new(),
+        }
+    }
+}
+
+impl<I: Iterator<Item = Record>> Iterator for OpStream<I> {
+    type Item = SpatialOp;
+
+    #[inline]
+    fn next(&mut self) -> Option<SpatialOp> {
+        let r = self.records.next()?;
+        Some(match self.last.insert(r.oid, r.point) {
+            None => SpatialOp::Insert {
+                oid: r.oid,
+                at: r.point,
+            },
+            Some(from) => SpatialOp::Update {
+                oid: r.oid,
+                from,
+                to: r.point,
+            },
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.records.size_hint()
+    }
+}
+
+impl<I: ExactSizeIterator<Item = Record>> ExactSizeIterator for OpStream<I> {}
+
 /// A dataset: records of moving objects in time order, plus the extent of the space they live in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trajectories {
@@ -68,28 +112,21 @@ impl Trajectories {
     /// The stream the LSM RUM-tree paper ingests (Section 6): records in time order, the first record
     /// of an object an insert, every later one an update that carries the object's previous location.
     pub fn to_ops(&self) -> Vec<SpatialOp> {
-        let mut last: HashMap<u64, Point> = HashMap::with_capacity(self.records.len().min(1 << 20));
-        self.records
-            .iter()
-            .map(|r| match last.insert(r.oid, r.point) {
-                None => SpatialOp::Insert {
-                    oid: r.oid,
-                    at: r.point,
-                },
-                Some(from) => SpatialOp::Update {
-                    oid: r.oid,
-                    from,
-                    to: r.point,
-                },
-            })
-            .collect()
+        self.ops().collect()
+    }
+
+    /// The same stream as [`Trajectories::to_ops`], computed as it is consumed: it holds one
+    /// location per object, not one operation per record.
+    pub fn ops(&self) -> OpStream<std::iter::Copied<std::slice::Iter<'_, Record>>> {
+        OpStream::new(self.records.iter().copied())
     }
 
     /// The number of distinct objects.
     pub fn objects(&self) -> usize {
-        let mut oids: Vec<u64> = self.records.iter().map(|r| r.oid).collect();
-        oids.sort_unstable();
-        oids.dedup();
+        let mut oids: HashSet<u64> = HashSet::new();
+        for r in &self.records {
+            oids.insert(r.oid);
+        }
         oids.len()
     }
 
@@ -179,6 +216,8 @@ mod tests {
             ],
         );
         let ops = t.to_ops();
+        assert_eq!(t.ops().len(), 4);
+        assert_eq!(t.ops().collect::<Vec<_>>(), ops);
         assert_eq!(
             ops,
             vec![

@@ -99,15 +99,13 @@ impl Config for MixedConfig {
     }
 }
 
-/// One step of the mixed stream: the i-th update of the data, or a query box.
-enum Step {
-    Update(usize),
-    Query(Rect),
-}
+/// The mixed stream's queries: the box of each, and the update it comes before (the index of
+/// the record in the data). The updates themselves are the data's operation stream in order.
+type Queries = Vec<(usize, Rect)>;
 
 /// The mixed stream: every record in order, and before each one a query with probability `q`
-/// (the same stream for every strategy).
-fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64) -> Vec<Step> {
+/// (the same stream for every strategy). Only the queries are returned (see [`Queries`]).
+fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64) -> Queries {
     let mut rng = lsmlab_workloads::seeded_rng(seed, &format!("rum-mixed/{}/{q}/{skew:?}", data.name));
     let ext = data.extent;
     // hot spots: records spread over the stream, so every spot exists from early on
@@ -116,7 +114,7 @@ fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64)
         .map(|k| data.records[(k * n / HOT_SPOTS).min(n - 1) / 4].point)
         .collect();
     let zipf_total: f64 = (1..=HOT_SPOTS).map(|r| 1.0 / r as f64).sum();
-    let mut steps = Vec::with_capacity(n + (n as f64 * q * 1.2) as usize);
+    let mut steps = Vec::with_capacity((n as f64 * q * 1.2) as usize);
     for i in 0..n {
         if i > 0 && rng.random_bool(q) {
             let centre = match skew {
@@ -135,9 +133,8 @@ fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64)
                     spots[rank]
                 }
             };
-            steps.push(Step::Query(ext.box_around(centre, s)));
+            steps.push((i, ext.box_around(centre, s)));
         }
-        steps.push(Step::Update(i));
     }
     steps
 }
@@ -201,10 +198,10 @@ impl TypedExperiment for RumMixed {
             .set_total(datasets.len() * fractions.len() * skews.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
-            let ops = data.to_ops();
             for &q in fractions {
                 for &skew in skews {
-                    let steps = mixed_stream(data, q, skew, sel, ctx.seed);
+                    let queries_at = mixed_stream(data, q, skew, sel, ctx.seed);
+                    let steps = data.len() + queries_at.len();
                     for &strategy in strategies {
                         ctx.progress
                             .begin(format!("{} {strategy} q={q} {skew:?}", data.name));
@@ -215,46 +212,43 @@ impl TypedExperiment for RumMixed {
                         let stats_start = bed.index.stats();
                         let mut q_io = IoStats::default();
                         let start = Instant::now();
-                        for (n, step) in steps.iter().enumerate() {
-                            match step {
-                                Step::Update(i) => {
-                                    let t = Instant::now();
-                                    apply(&mut bed.index, &ops[*i]).with_context(|| format!("update {i}"))?;
-                                    upd.record(t.elapsed());
-                                }
-                                Step::Query(rect) => {
-                                    let io = bed.io();
-                                    let t = Instant::now();
-                                    let out = bed.index.query(rect)?;
-                                    qry.record(t.elapsed());
-                                    queries += 1;
-                                    let io = bed.io().since(&io);
-                                    q_reads += io.page_reads;
-                                    q_io.page_reads += io.page_reads;
-                                    q_io.page_writes += io.page_writes;
-                                    q_cands += out.candidates;
-                                    q_lookups += out.validation_lookups;
-                                }
+                        let mut next_query = queries_at.iter().peekable();
+                        let mut n = 0usize;
+                        for (i, op) in data.ops().enumerate() {
+                            while let Some((_, rect)) = next_query.next_if(|(at, _)| *at == i) {
+                                let io = bed.io();
+                                let t = Instant::now();
+                                let out = bed.index.query(rect)?;
+                                qry.record(t.elapsed());
+                                queries += 1;
+                                let io = bed.io().since(&io);
+                                q_reads += io.page_reads;
+                                q_io.page_reads += io.page_reads;
+                                q_io.page_writes += io.page_writes;
+                                q_cands += out.candidates;
+                                q_lookups += out.validation_lookups;
+                                n += 1;
                             }
-                            if n % 65_536 == 0 {
-                                ctx.progress.tick(|| format!("{n} / {} operations", steps.len()));
+                            let t = Instant::now();
+                            apply(&mut bed.index, &op).with_context(|| format!("update {i}"))?;
+                            upd.record(t.elapsed());
+                            if n.is_multiple_of(65_536) {
+                                ctx.progress.tick(|| format!("{n} / {steps} operations"));
                             }
+                            n += 1;
                         }
                         let elapsed = start.elapsed();
                         let io = bed.io().since(&io_start);
-                        let updates = ops.len() as u64;
+                        let updates = data.len() as u64;
                         let per = |n: u64| if n == 0 { 1.0 } else { n as f64 };
                         let mut row = p
                             .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
                             .str("strategy", strategy.to_string())
                             .num("query_fraction", q)
                             .str("query_skew", skew.name())
-                            .int("ops", steps.len() as u64)
+                            .int("ops", steps as u64)
                             .int("queries", queries)
-                            .num(
-                                "throughput_ops_s",
-                                steps.len() as f64 / elapsed.as_secs_f64().max(1e-9),
-                            )
+                            .num("throughput_ops_s", steps as f64 / elapsed.as_secs_f64().max(1e-9))
                             .num("avg_update_us", us(upd.total()) / per(updates))
                             .num("p99_update_us", upd.quantile_us(0.99))
                             .num("p99_9_update_us", upd.quantile_us(0.999))

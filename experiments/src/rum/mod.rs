@@ -27,6 +27,7 @@ use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::{GenSpec, SpatialOp, Trajectories};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const PAPER: &str = "LSM RUM-tree";
@@ -117,11 +118,12 @@ pub struct IndexConfig {
 }
 
 impl IndexConfig {
-    /// The run's peak memory: every dataset's stream is held at once, with the index of the one
-    /// being run, so the peak grows with the records of all datasets; `bytes_per_record` is the
-    /// experiment's measured slope (peak RSS between 250,000 and 1,000,000 BerlinMOD records at
-    /// small, all strategies). `None` for `--data` files without a `records` cap (their size is
-    /// known only once loaded).
+    /// The run's peak memory: a run goes dataset by dataset (each generated dataset is its own
+    /// cell, and a process keeps one generated dataset at a time), so the peak grows with the
+    /// records of the largest dataset; `--data` files are all loaded at once, so with them it grows
+    /// with the records of all files. `bytes_per_record` is the experiment's measured slope (peak
+    /// RSS against records at small, all strategies). `None` for `--data` files without a
+    /// `records` cap (their size is known only once loaded).
     pub fn memory_estimate(&self, bytes_per_record: u64, data: &[DataSpec]) -> Option<MemoryEstimate> {
         if !data.is_empty() && self.records == 0 {
             return None;
@@ -133,7 +135,8 @@ impl IndexConfig {
                     0 => d.paper_records() as u64,
                     n => n as u64,
                 })
-                .sum()
+                .max()
+                .unwrap_or(0)
         } else {
             self.records as u64 * data.len() as u64
         };
@@ -369,8 +372,12 @@ impl IndexConfig {
     /// The fields every RUM row carries about the data against the memory component: `objects`
     /// (distinct objects in the data), `memory_capacity_entries` and their ratio.
     pub fn data_fields(&self, row: RowBuilder, data: &Trajectories, storage: &StorageConfig) -> RowBuilder {
+        self.objects_fields(row, data.objects() as u64, storage)
+    }
+
+    /// [`IndexConfig::data_fields`] for data of `objects` distinct objects.
+    pub fn objects_fields(&self, row: RowBuilder, objects: u64, storage: &StorageConfig) -> RowBuilder {
         let capacity = self.memory_capacity_entries(storage);
-        let objects = data.objects() as u64;
         row.int("objects", objects)
             .int("memory_capacity_entries", capacity)
             .num(
@@ -427,8 +434,8 @@ impl IndexConfig {
         ctx: &RunContext,
         storage: &StorageConfig,
         strategies: &[Strategy],
-    ) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
-        let (datasets, mut notes) = self.load_datasets(ctx)?;
+    ) -> anyhow::Result<(Vec<Arc<Trajectories>>, Vec<String>)> {
+        let (datasets, mut notes) = self.load_datasets_shared(ctx)?;
         notes.extend(storage.device_note()?);
         notes.extend(fidelity_notes(self, strategies));
         Ok((datasets, notes))
@@ -437,16 +444,28 @@ impl IndexConfig {
     /// The datasets of a run: the `--data` files if any (they replace the generated datasets), else
     /// the synthetic ones named in `datasets` ([`crate::data::plan`]).
     pub fn load_datasets(&self, ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
+        let (shared, notes) = self.load_datasets_shared(ctx)?;
+        Ok((shared.into_iter().map(Arc::unwrap_or_clone).collect(), notes))
+    }
+
+    /// [`IndexConfig::load_datasets`], with each generated dataset shared with the next cells of
+    /// the run that generate the same one ([`generated`]).
+    pub fn load_datasets_shared(
+        &self,
+        ctx: &RunContext,
+    ) -> anyhow::Result<(Vec<Arc<Trajectories>>, Vec<String>)> {
         if ctx
             .data
             .iter()
             .any(|d| d.format.as_deref() == Some(crate::trace::TRACE_FORMAT))
         {
-            return crate::trace::load_rum_traces(ctx);
+            let (traces, notes) = crate::trace::load_rum_traces(ctx)?;
+            return Ok((traces.into_iter().map(Arc::new).collect(), notes));
         }
         let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
         let plan = crate::data::plan(&names, ctx.data)?;
-        let (mut out, mut notes) = crate::data::load_files(&plan, self.records, ctx)?;
+        let (files, mut notes) = crate::data::load_files(&plan, self.records, ctx)?;
+        let mut out: Vec<Arc<Trajectories>> = files.into_iter().map(Arc::new).collect();
         for &dataset in self.datasets.iter().filter(|d| plan.generates(d.as_str())) {
             let n = if self.records == 0 {
                 dataset.paper_records()
@@ -454,16 +473,174 @@ impl IndexConfig {
                 self.records
             };
             let objects = self.objects_for(dataset, n);
-            ctx.progress
-                .message(format!("generating {dataset} ({n} records, {objects} objects)"));
-            let spec = GenSpec::new(n).with_objects(objects);
-            let t = lsmlab_workloads::generate_spec(dataset.as_str(), &spec, ctx.seed)
-                .with_context(|| format!("generating {dataset}"))?;
+            let t = generated(dataset, n, objects, ctx)?;
             notes.push(self.objects_note(dataset, n, objects));
             out.push(t);
         }
         Ok((out, notes))
     }
+}
+
+/// Records from which `rum-update` streams a generated BerlinMOD dataset instead of holding it:
+/// the paper's 56,129,943 records would take 1.8 GB as records; streamed, the run holds the
+/// simulation's vehicles and road network only and generates the stream again for each strategy.
+pub const STREAM_MIN_RECORDS: usize = 8_000_000;
+
+/// A dataset of a run that may stream it ([`IndexConfig::streamed_datasets_and_notes`]).
+pub enum RunData {
+    /// Held in memory.
+    Held(Arc<Trajectories>),
+    /// Generated anew each time it is ingested; `header` has the name and extent, no records.
+    Streamed {
+        header: Trajectories,
+        records: usize,
+        objects: usize,
+    },
+}
+
+impl RunData {
+    /// The dataset's name and extent (and its records when held).
+    pub fn header(&self) -> &Trajectories {
+        match self {
+            RunData::Held(t) => t,
+            RunData::Streamed { header, .. } => header,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            RunData::Held(t) => t.len(),
+            RunData::Streamed { records, .. } => *records,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Distinct objects.
+    pub fn objects(&self) -> usize {
+        match self {
+            RunData::Held(t) => t.objects(),
+            RunData::Streamed { objects, .. } => *objects,
+        }
+    }
+
+    /// Ingests the dataset's operation stream ([`ingest_ops`]).
+    pub fn ingest(&self, bed: &mut Testbed, ctx: &RunContext) -> anyhow::Result<IngestCost> {
+        match self {
+            RunData::Held(t) => ingest_ops(bed, t.ops(), t.len(), ctx),
+            RunData::Streamed { records, objects, .. } => {
+                let params = lsmlab_workloads::gen::BerlinModParams {
+                    vehicles: Some(*objects),
+                    ..Default::default()
+                };
+                let stream = lsmlab_workloads::gen::berlinmod_stream(*records, ctx.seed, &params)
+                    .context("generating berlinmod")?;
+                ingest_ops(bed, lsmlab_workloads::OpStream::new(stream), *records, ctx)
+            }
+        }
+    }
+}
+
+impl IndexConfig {
+    /// [`IndexConfig::datasets_and_notes`] for a run that only ingests each dataset's stream: a
+    /// generated BerlinMOD dataset of at least [`STREAM_MIN_RECORDS`] records is streamed
+    /// ([`RunData::Streamed`]), every other dataset is held.
+    pub fn streamed_datasets_and_notes(
+        &self,
+        ctx: &RunContext,
+        storage: &StorageConfig,
+        strategies: &[Strategy],
+    ) -> anyhow::Result<(Vec<RunData>, Vec<String>)> {
+        let n = |d: Dataset| {
+            if self.records == 0 {
+                d.paper_records()
+            } else {
+                self.records
+            }
+        };
+        let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
+        let plan = crate::data::plan(&names, ctx.data)?;
+        let streams =
+            |d: Dataset| d == Dataset::Berlinmod && plan.generates(d.as_str()) && n(d) >= STREAM_MIN_RECORDS;
+        if !self.datasets.iter().any(|&d| streams(d)) {
+            let (t, notes) = self.datasets_and_notes(ctx, storage, strategies)?;
+            return Ok((t.into_iter().map(RunData::Held).collect(), notes));
+        }
+        // Only generated datasets from here (`--data` files replace them all): in their order.
+        let (mut out, mut notes) = (Vec::new(), Vec::new());
+        for &d in &self.datasets {
+            if !streams(d) {
+                let one = IndexConfig {
+                    datasets: vec![d],
+                    ..self.clone()
+                };
+                let (t, n) = one.load_datasets_shared(ctx)?;
+                out.extend(t.into_iter().map(RunData::Held));
+                notes.extend(n);
+                continue;
+            }
+            let records = n(d);
+            let objects = self.objects_for(d, records);
+            notes.push(self.objects_note(d, records, objects));
+            notes.push(format!(
+                "{d} is streamed: generated anew for each strategy as it is ingested, never held \
+                 ({} records or more are streamed).",
+                thousands(STREAM_MIN_RECORDS as u64)
+            ));
+            out.push(RunData::Streamed {
+                header: Trajectories {
+                    name: d.as_str().to_string(),
+                    extent: lsmlab_workloads::gen::BERLINMOD_EXTENT,
+                    records: Vec::new(),
+                },
+                records,
+                objects,
+            });
+        }
+        notes.extend(storage.device_note()?);
+        notes.extend(fidelity_notes(self, strategies));
+        Ok((out, notes))
+    }
+}
+
+/// What identifies a generated dataset: the generator, records, objects and seed decide it.
+type GenKey = (Dataset, usize, usize, u64);
+
+/// The last generated dataset, kept for the next cell: a run's cells go dataset by dataset (the
+/// dataset is the outermost grid key), so every cell of one dataset after the first finds it here
+/// instead of generating it again. One dataset at most is kept, so a run holds no more than the
+/// cell running needs.
+static GENERATED: Mutex<Option<(GenKey, Arc<Trajectories>)>> = Mutex::new(None);
+
+/// The dataset `dataset` with `records` records over `objects` objects from the run's seed:
+/// generated, or the same one a previous cell of this process generated.
+fn generated(
+    dataset: Dataset,
+    records: usize,
+    objects: usize,
+    ctx: &RunContext,
+) -> anyhow::Result<Arc<Trajectories>> {
+    let key = (dataset, records, objects, ctx.seed);
+    let mut slot = GENERATED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((k, t)) = slot.as_ref() {
+        if *k == key {
+            return Ok(Arc::clone(t));
+        }
+    }
+    // Let the previous dataset go before generating the next, so two are never held at once.
+    *slot = None;
+    ctx.progress.message(format!(
+        "generating {dataset} ({records} records, {objects} objects)"
+    ));
+    let spec = GenSpec::new(records).with_objects(objects);
+    let t = Arc::new(
+        lsmlab_workloads::generate_spec(dataset.as_str(), &spec, ctx.seed)
+            .with_context(|| format!("generating {dataset}"))?,
+    );
+    *slot = Some((key, Arc::clone(&t)));
+    Ok(t)
 }
 
 /// What the baselines and the memory component do, and where lsmlab departs from the authors'
@@ -734,26 +911,34 @@ pub fn apply(index: &mut LsmRTree, op: &SpatialOp) -> lsmlab_engine::Result<()> 
 /// Ingests `ops` synchronously (flushes and merges happen inside the stream, as the authors ran
 /// them) and splits the wall time into update, flush and merge time.
 pub fn ingest(bed: &mut Testbed, ops: &[SpatialOp], ctx: &RunContext) -> anyhow::Result<IngestCost> {
+    ingest_ops(bed, ops.iter().copied(), ops.len(), ctx)
+}
+
+/// [`ingest`] of a stream computed as it is consumed (for instance [`Trajectories::ops`]), so that
+/// a run holds no operation per record; `total` is the stream's length, for the progress display.
+pub fn ingest_ops(
+    bed: &mut Testbed,
+    ops: impl Iterator<Item = SpatialOp>,
+    total: usize,
+    ctx: &RunContext,
+) -> anyhow::Result<IngestCost> {
     let io_before = bed.io();
     let before = bed.index.stats();
     let start = Instant::now();
-    for (i, op) in ops.iter().enumerate() {
-        apply(&mut bed.index, op).with_context(|| format!("operation {i} ({op:?})"))?;
+    let mut count = 0u64;
+    for (i, op) in ops.enumerate() {
+        apply(&mut bed.index, &op).with_context(|| format!("operation {i} ({op:?})"))?;
+        count += 1;
         if i % 65_536 == 0 {
-            ctx.progress.tick(|| {
-                format!(
-                    "{} / {} operations",
-                    crate::progress::thousands(i as u64),
-                    ops.len()
-                )
-            });
+            ctx.progress
+                .tick(|| format!("{} / {} operations", crate::progress::thousands(i as u64), total));
         }
     }
     let total = start.elapsed();
     let after = bed.index.stats();
     let io = bed.io().since(&io_before);
     Ok(IngestCost {
-        ops: ops.len() as u64,
+        ops: count,
         total,
         flush: after.flush_time() - before.flush_time(),
         merge: after.merge_time() - before.merge_time(),

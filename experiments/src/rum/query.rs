@@ -2,7 +2,9 @@
 //! paper's Figure 6). Every strategy answers the same queries, and the run fails if any two
 //! strategies return different result sets.
 
-use super::{check_strategies, ingest, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP};
+use super::{
+    check_strategies, ingest_ops, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP,
+};
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
@@ -136,15 +138,14 @@ impl TypedExperiment for RumQuery {
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
-            let ops = data.to_ops();
             let boxes: Vec<Vec<Rect>> = sels.iter().map(|&s| query_boxes(data, s, nq, ctx.seed)).collect();
             // fingerprints[sel][query] of the first strategy, to check the others against
             let mut reference: Option<(Strategy, Vec<Vec<Fingerprint>>)> = None;
             for &strategy in strategies {
                 ctx.progress.begin(format!("{} {strategy}", data.name));
                 let mut bed = p.testbed(&cfg.storage, strategy, data)?;
-                let cost =
-                    ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
+                let cost = ingest_ops(&mut bed, data.ops(), data.len(), ctx)
+                    .with_context(|| format!("{} under {strategy}", data.name))?;
                 ctx.progress.message("querying");
                 let mut prints = Vec::with_capacity(sels.len());
                 for (si, &s) in sels.iter().enumerate() {

@@ -5,7 +5,7 @@
 //! trade-off; its authors swept th over 2, 4, 8, 16, 32, 64).
 
 use super::query::query_boxes;
-use super::{ingest, ms, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
+use super::{ingest_ops, ms, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
 use crate::config::{check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
@@ -122,7 +122,6 @@ impl TypedExperiment for RumTuning {
         let nq = cfg.queries;
         let mut rows = Vec::new();
         for data in &datasets {
-            let ops = data.to_ops();
             let boxes = query_boxes(data, sel, nq, ctx.seed);
             for &(knob, threshold, strategy) in &cells {
                 ctx.progress
@@ -134,8 +133,8 @@ impl TypedExperiment for RumTuning {
                 }
                 let (b_th, v_th) = (index_cfg.buffered_threshold, index_cfg.vacuum_threshold);
                 let mut bed = Testbed::new(&cfg.storage, index_cfg)?;
-                let cost =
-                    ingest(&mut bed, &ops, ctx).with_context(|| format!("{} under {strategy}", data.name))?;
+                let cost = ingest_ops(&mut bed, data.ops(), data.len(), ctx)
+                    .with_context(|| format!("{} under {strategy}", data.name))?;
                 let io = bed.io();
                 let start = Instant::now();
                 let mut cands = 0u64;

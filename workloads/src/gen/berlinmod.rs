@@ -517,15 +517,15 @@ const MINUTE_MS: i64 = 60_000;
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
 
-struct Simulation<'a> {
-    net: &'a RoadNetwork,
-    p: &'a BerlinModParams,
+struct Simulation {
+    net: RoadNetwork,
+    p: BerlinModParams,
     router: Router,
     rng: Xoshiro256PlusPlus,
     start_ms: i64,
 }
 
-impl Simulation<'_> {
+impl Simulation {
     /// Departure time on `day` around `mean_h` hours (Gaussian `sigma_min` minutes, clamped to
     /// `lo_h..hi_h`).
     fn around(&mut self, day: i64, mean_h: f64, sigma_min: f64, lo_h: f64, hi_h: f64) -> i64 {
@@ -571,25 +571,25 @@ impl Simulation<'_> {
             v.leg = match (v.place, place) {
                 (Place::Home, Place::Work) => {
                     if v.to_work.is_none() {
-                        v.to_work = Some(self.router.route(self.net, v.home, v.work));
+                        v.to_work = Some(self.router.route(&self.net, v.home, v.work));
                     }
                     Leg::ToWork
                 }
                 (Place::Work, Place::Home) => {
                     if v.to_home_from_work.is_none() {
-                        v.to_home_from_work = Some(self.router.route(self.net, v.work, v.home));
+                        v.to_home_from_work = Some(self.router.route(&self.net, v.work, v.home));
                     }
                     Leg::ToHome
                 }
-                _ => Leg::Other(self.router.route(self.net, v.at, dest)),
+                _ => Leg::Other(self.router.route(&self.net, v.at, dest)),
             };
             // A random phase for the first position, so that the daily commute along the same route
             // reports new points each day (a GPS unit samples by time, not at fixed marks).
             let first_m = self.p.spacing_m * (1.0 - self.rng.random::<f64>());
-            v.cursor = Cursor::start(self.net, v.at, depart, first_m);
+            v.cursor = Cursor::start(&self.net, v.at, depart, first_m);
             v.at = dest;
             v.place = place;
-            if let Some(first) = v.advance(self.net, self.p.spacing_m) {
+            if let Some(first) = v.advance(&self.net, self.p.spacing_m) {
                 return first;
             }
             // Nowhere to drive (same junction): stay, and plan the next leg from there.
@@ -600,6 +600,38 @@ impl Simulation<'_> {
 
 /// Generates `records` BerlinMOD-like vehicle positions (see the module docs for the shape).
 pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Trajectories, WorkloadError> {
+    let stream = berlinmod_stream(records, seed, p)?;
+    let mut out = Trajectories {
+        name: "berlinmod".to_string(),
+        extent: BERLIN,
+        records: Vec::with_capacity(records),
+    };
+    out.records.extend(stream);
+    debug_assert_eq!(out.records.len(), records);
+    Ok(out)
+}
+
+/// The records of [`berlinmod`], in the same order, produced one at a time as the simulation
+/// runs: it holds the road network, the fleet and the event queue, never the records, so a stream
+/// of any length (the paper's 56 million positions) needs memory for its vehicles only.
+pub struct BerlinModStream {
+    sim: Simulation,
+    fleet: Vec<Vehicle>,
+    /// Each vehicle's next position, earliest first, ties by vehicle. A vehicle leaves the queue
+    /// once it has reported its share, so the queue empties after `records`.
+    queue: BinaryHeap<Reverse<(i64, u32)>>,
+    left: usize,
+}
+
+/// The extent of every BerlinMOD-like stream (the paper's Berlin bounds).
+pub const BERLINMOD_EXTENT: Rect = BERLIN;
+
+/// [`berlinmod`] as a stream of records (see [`BerlinModStream`]); the same checks of `p`.
+pub fn berlinmod_stream(
+    records: usize,
+    seed: u64,
+    p: &BerlinModParams,
+) -> Result<BerlinModStream, WorkloadError> {
     const G: &str = "berlinmod";
     for (what, v) in [
         ("spacing_m", p.spacing_m),
@@ -621,13 +653,28 @@ pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Traje
         });
     }
     let vehicles = resolve_objects(G, "vehicles", records, p.vehicles, p.vehicles_for(records))?;
-    let mut out = Trajectories {
-        name: G.to_string(),
-        extent: BERLIN,
-        records: Vec::with_capacity(records),
-    };
     if records == 0 {
-        return Ok(out);
+        return Ok(BerlinModStream {
+            sim: Simulation {
+                net: RoadNetwork {
+                    cols: 0,
+                    rows: 0,
+                    block_m: p.block_m,
+                    junctions: Vec::new(),
+                    first: Vec::new(),
+                    segments: Vec::new(),
+                    reachable: Vec::new(),
+                    max_speed_mps: 0.0,
+                },
+                p: p.clone(),
+                router: Router::new(0),
+                rng: seeded_rng(seed, "berlinmod/schedule"),
+                start_ms: p.start * 1000,
+            },
+            fleet: Vec::new(),
+            queue: BinaryHeap::new(),
+            left: 0,
+        });
     }
     let net = RoadNetwork::build(seed, p);
     let mut place_rng = seeded_rng(seed, "berlinmod/places");
@@ -652,45 +699,61 @@ pub fn berlinmod(records: usize, seed: u64, p: &BerlinModParams) -> Result<Traje
         })
         .collect();
     let mut sim = Simulation {
-        net: &net,
-        p,
         router: Router::new(net.junctions.len()),
+        net,
+        p: p.clone(),
         rng: seeded_rng(seed, "berlinmod/schedule"),
         start_ms: p.start * 1000,
     };
-    // The event queue: each vehicle's next position, earliest first, ties by vehicle. A vehicle
-    // leaves the queue once it has reported its share, so the queue empties after `records`.
     let mut queue = BinaryHeap::with_capacity(vehicles);
     for (i, v) in fleet.iter_mut().enumerate() {
         let (t, point) = sim.plan(v, sim.start_ms - DAY_MS);
         v.pending = point;
         queue.push(Reverse((t, i as u32)));
     }
-    while let Some(Reverse((t, i))) = queue.pop() {
-        let v = &mut fleet[i as usize];
-        out.records.push(Record {
+    Ok(BerlinModStream {
+        sim,
+        fleet,
+        queue,
+        left: records,
+    })
+}
+
+impl Iterator for BerlinModStream {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        let Reverse((t, i)) = self.queue.pop()?;
+        self.left -= 1;
+        let v = &mut self.fleet[i as usize];
+        let record = Record {
             oid: u64::from(i),
             time: t.div_euclid(1000),
             point: v.pending,
-        });
+        };
         v.remaining -= 1;
         if v.remaining == 0 {
             // Parked for good: drop its routes.
             v.to_work = None;
             v.to_home_from_work = None;
             v.leg = Leg::Other(Vec::new());
-            continue;
+            return Some(record);
         }
-        let (next_t, point) = match v.advance(&net, p.spacing_m) {
+        let (next_t, point) = match v.advance(&self.sim.net, self.sim.p.spacing_m) {
             Some(next) => next,
-            None => sim.plan(v, t),
+            None => self.sim.plan(v, t),
         };
         v.pending = point;
-        queue.push(Reverse((next_t, i)));
+        self.queue.push(Reverse((next_t, i)));
+        Some(record)
     }
-    debug_assert_eq!(out.records.len(), records);
-    Ok(out)
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
 }
+
+impl ExactSizeIterator for BerlinModStream {}
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ pub mod berlinmod;
 pub mod chicago;
 pub mod gowalla;
 
-pub use berlinmod::{berlinmod, BerlinModParams};
+pub use berlinmod::{berlinmod, berlinmod_stream, BerlinModParams, BerlinModStream, BERLINMOD_EXTENT};
 pub use chicago::{chicago, ChicagoParams};
 pub use gowalla::{gowalla, GowallaParams};
 

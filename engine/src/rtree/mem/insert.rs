@@ -11,7 +11,7 @@
 //! criteria; in non-degenerate input they change nothing but exact ties. Coordinates must not be
 //! NaN (a NaN point would never be found again by `search` or `remove`).
 
-use super::{area_ne, margin_ne, slot_of, MemRTree, NodeId, NO_NODE};
+use super::{area_ne, margin_ne, max_nn, min_nn, slot_of, MemRTree, NodeId, NO_NODE};
 use crate::geom::{Point, Rect};
 use crate::rtree::SpatialEntry;
 
@@ -25,8 +25,8 @@ fn choose_subtree(rects: &[Rect], p: Point) -> usize {
     let (mut best_enl, mut best_area) = (f64::INFINITY, f64::INFINITY);
     for (i, r) in rects.iter().enumerate() {
         let area = area_ne(r);
-        let grown_w = r.max.x.max(p.x) - r.min.x.min(p.x);
-        let grown_h = r.max.y.max(p.y) - r.min.y.min(p.y);
+        let grown_w = max_nn(r.max.x, p.x) - min_nn(r.min.x, p.x);
+        let grown_h = max_nn(r.max.y, p.y) - min_nn(r.min.y, p.y);
         let enl = grown_w * grown_h - area;
         if enl < best_enl || (enl == best_enl && area < best_area) {
             (best, best_enl, best_area) = (i, enl, area);

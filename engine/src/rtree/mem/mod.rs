@@ -135,6 +135,28 @@ fn area_ne(r: &Rect) -> f64 {
     (r.max.x - r.min.x) * (r.max.y - r.min.y)
 }
 
+/// The larger of two numbers that are not NaN, as one compare-and-select (`f64::max` also has to
+/// handle NaN, which costs several instructions in the innermost loops). Equal to `f64::max` up to
+/// the sign of a zero, which no comparison below distinguishes; stored MBRs still use `Rect::union`.
+#[inline(always)]
+fn max_nn(a: f64, b: f64) -> f64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The smaller of two numbers that are not NaN (see [`max_nn`]).
+#[inline(always)]
+fn min_nn(a: f64, b: f64) -> f64 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
 /// Half-perimeter of a rectangle known to be non-empty.
 #[inline]
 fn margin_ne(r: &Rect) -> f64 {
