@@ -113,6 +113,8 @@ fn every_figure_spec_reads_fields_its_rows_have() {
             lsmlab::oep7::report::figure_specs(&result.experiment)
         } else if result.experiment == "scaling" {
             lsmlab::scaling::report::figure_specs(&result.experiment)
+        } else if result.experiment == "combined" {
+            lsmlab::combined::report::figure_specs(&result.experiment)
         } else {
             lsmlab::rum::report::figure_specs(&result.experiment)
         };

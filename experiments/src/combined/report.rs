@@ -58,6 +58,14 @@ const FIGURES: &[FigureSpec] = &[
     },
 ];
 
+/// The figure specs of `experiment` (every figure of `combined` is drawn from one).
+pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
+    match experiment {
+        "combined" => FIGURES,
+        _ => &[],
+    }
+}
+
 pub fn figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(FIGURES, result, out_dir)
 }
