@@ -326,6 +326,34 @@ fn shrink(setup: &Setup, ops: &[Op], first: &Mismatch) -> (Vec<Op>, String) {
 }
 
 /// Delta debugging over `ops` with the failure test `fails` (which must fail on `ops` itself).
+/// Replays `ops` on a fresh engine of `setup`, counting the stream in `totals`; on a mismatch,
+/// shrinks the stream to a minimal failing one and returns the failure's report: `name`, the
+/// seed, the configuration and the shrunk operations.
+fn check_stream<S: fmt::Debug, T: Clone + fmt::Debug>(
+    name: &str,
+    seed: u64,
+    setup: &S,
+    ops: &[T],
+    totals: &mut Totals,
+    replay: impl Fn(&S, &[T], &mut Totals) -> Result<(), Mismatch>,
+) -> Option<String> {
+    totals.streams += 1;
+    let m = replay(setup, ops, totals).err()?;
+    totals.mismatches += 1;
+    let fails = |ops: &[T]| {
+        replay(setup, ops, &mut Totals::default())
+            .err()
+            .map(|m| m.to_string())
+    };
+    let (minimal, why) = shrink_with(&ops[..(m.step + 1).min(ops.len())], fails);
+    Some(format!(
+        "{name} (seed {seed}): {m}\n  config: {setup:?}\n  shrunk to {} ops ({}):\n    {:?}",
+        minimal.len(),
+        why.unwrap_or_default(),
+        minimal
+    ))
+}
+
 fn shrink_with<T: Clone>(ops: &[T], fails: impl Fn(&[T]) -> Option<String>) -> (Vec<T>, Option<String>) {
     let mut cur = ops.to_vec();
     let mut why = None;
@@ -659,23 +687,14 @@ fn every_warm_up_baseline_of_the_key_value_store_matches_the_oracle() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x4b56);
         let setup = KvSetup::draw(*kind, &mut rng);
         let ops = kv_stream(seed, ops_per_config);
-        totals.streams += 1;
-        if let Err(m) = kv_replay(&setup, &ops, &mut totals) {
-            totals.mismatches += 1;
-            let fails = |ops: &[KvOp]| {
-                kv_replay(&setup, ops, &mut Totals::default())
-                    .err()
-                    .map(|m| m.to_string())
-            };
-            let (minimal, why) = shrink_with(&ops[..(m.step + 1).min(ops.len())], fails);
-            failures.push(format!(
-                "{} (seed {seed}): {m}\n  config: {setup:?}\n  shrunk to {} ops ({}):\n    {:?}",
-                kind.name(),
-                minimal.len(),
-                why.unwrap_or_default(),
-                minimal
-            ));
-        }
+        failures.extend(check_stream(
+            kind.name(),
+            seed,
+            &setup,
+            &ops,
+            &mut totals,
+            kv_replay,
+        ));
     }
     totals.print("key-value store", "gets and scans", "flushes", "compactions");
     println!(

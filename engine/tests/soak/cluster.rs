@@ -5,7 +5,7 @@
 //! against a map of the live records. After each stream: every record after a cold cache, the live
 //! count, every allocated page a page of the cluster's files, and every cached page one of them.
 
-use super::{env_u64, shrink_with, Mismatch, Totals, DEFAULT_OPS};
+use super::{check_stream, env_u64, Mismatch, Totals, DEFAULT_OPS};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::cluster::{self, ClusterOptions, Layout, Lookup, Rid};
 use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
@@ -272,22 +272,14 @@ fn both_cluster_layouts_match_the_oracle() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xc105);
         let setup = Setup::draw(*layout, &mut rng);
         let ops = stream(seed, ops_per_config);
-        totals.streams += 1;
-        if let Err(m) = replay(&setup, &ops, &mut totals) {
-            totals.mismatches += 1;
-            let fails = |ops: &[Op]| {
-                replay(&setup, ops, &mut Totals::default())
-                    .err()
-                    .map(|m| m.to_string())
-            };
-            let (minimal, why) = shrink_with(&ops[..(m.step + 1).min(ops.len())], fails);
-            failures.push(format!(
-                "{layout} (seed {seed}): {m}\n  config: {setup:?}\n  shrunk to {} ops ({}):\n    {:?}",
-                minimal.len(),
-                why.unwrap_or_default(),
-                minimal
-            ));
-        }
+        failures.extend(check_stream(
+            &layout.to_string(),
+            seed,
+            &setup,
+            &ops,
+            &mut totals,
+            replay,
+        ));
     }
     totals.print("record clusters", "fetches", "page write-backs", "record moves");
     assert!(failures.is_empty(), "{}", failures.join("\n"));

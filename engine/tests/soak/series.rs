@@ -6,7 +6,7 @@
 //! the insert count, the memtable limit, no page held outside the store's files, then everything
 //! flushed (memory empty) and compacted (no delay file left), checked again.
 
-use super::{env_u64, shrink_with, Mismatch, Totals, DEFAULT_OPS};
+use super::{check_stream, env_u64, Mismatch, Totals, DEFAULT_OPS};
 use lsmlab_engine::series::{CompactionParams, Layout, M1Pick, SeriesConfig, SeriesStore};
 use lsmlab_engine::storage::{Device, FileDevice, MemDevice};
 use rand::{Rng, SeedableRng};
@@ -274,23 +274,14 @@ fn every_time_series_layout_matches_the_oracle() {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7535);
             let setup = Setup::draw(layout, pick, compaction, &mut rng);
             let ops = stream(seed, ops_per_config);
-            totals.streams += 1;
-            if let Err(m) = replay(&setup, &ops, &mut totals) {
-                totals.mismatches += 1;
-                let fails = |ops: &[Op]| {
-                    replay(&setup, ops, &mut Totals::default())
-                        .err()
-                        .map(|m| m.to_string())
-                };
-                let (minimal, why) = shrink_with(&ops[..(m.step + 1).min(ops.len())], fails);
-                failures.push(format!(
-                    "{} (seed {seed}): {m}\n  config: {setup:?}\n  shrunk to {} ops ({}):\n    {:?}",
-                    setup.name(),
-                    minimal.len(),
-                    why.unwrap_or_default(),
-                    minimal
-                ));
-            }
+            failures.extend(check_stream(
+                &setup.name(),
+                seed,
+                &setup,
+                &ops,
+                &mut totals,
+                replay,
+            ));
         }
     }
     totals.print(
