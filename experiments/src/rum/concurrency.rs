@@ -192,7 +192,7 @@ impl TypedExperiment for RumConcurrency {
                 .iter()
                 .map(|s| s.parse().expect("Update Memo variant names parse"))
                 .collect(),
-            storage: index.storage_defaults(),
+            storage: index.storage_defaults_at(scale),
             index,
             threads: vec![1, 2, 4, 8],
         }

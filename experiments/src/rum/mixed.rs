@@ -167,7 +167,7 @@ impl TypedExperiment for RumMixed {
         let index = IndexConfig::defaults_with(scale, 1_000_000);
         MixedConfig {
             strategies: Strategy::paper_strategies(),
-            storage: index.storage_defaults(),
+            storage: index.storage_defaults_at(scale),
             index,
             query_fractions: vec![0.001, 0.01],
             query_skews: vec![QuerySkew::Data, QuerySkew::Hot],

@@ -116,7 +116,7 @@ impl TypedExperiment for RumQuery {
         let index = IndexConfig::defaults(scale);
         QueryConfig {
             strategies: super::reported_strategies(),
-            storage: index.storage_defaults(),
+            storage: index.storage_defaults_at(scale),
             index,
             queries: if scale == Scale::Tiny { 20 } else { 100 },
             selectivities: SELECTIVITIES.to_vec(),

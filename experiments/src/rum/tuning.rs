@@ -88,7 +88,7 @@ impl TypedExperiment for RumTuning {
     fn defaults(&self, scale: Scale) -> TuningConfig {
         let index = IndexConfig::defaults_with(scale, 1_000_000);
         TuningConfig {
-            storage: index.storage_defaults(),
+            storage: index.storage_defaults_at(scale),
             index,
             vacuum_thresholds: THRESHOLDS.to_vec(),
             buffered_thresholds: THRESHOLDS.to_vec(),

@@ -3,10 +3,11 @@
 //! maximum Update Memo size).
 
 use super::{check_strategies, modelled_note, ms, IndexConfig, PAPER, PHASE_NOTE, STRATEGIES_HELP};
-use crate::config::{self, Config, KeyHelp, StorageConfig};
+use crate::config::{self, Config, DeviceKind, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
+use crate::progress::thousands;
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
@@ -43,13 +44,57 @@ impl Config for UpdateConfig {
 impl TypedExperiment for RumUpdate {
     type Config = UpdateConfig;
 
-    /// Peak RSS grows by about 100 B per record of the largest dataset (measured at small with
-    /// the records held and the operation stream computed as it is ingested: 259 MB at 2,000,000
-    /// records; rounded up). A streamed BerlinMOD dataset ([`super::STREAM_MIN_RECORDS`]) holds no
-    /// records, but the index on the in-memory device keeps every page: 540 MB at the paper's
-    /// settings after 8,000,000 records under Eager and Validation, so the same slope holds.
+    /// Peak RSS, per dataset (the largest counts, as datasets run one after another): the records
+    /// it holds, about 40 B each with the operation stream computed as they are ingested (none
+    /// for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus the index's pages,
+    /// about 60 B per record on the in-memory device, which keeps every page (measured: 259 MB at
+    /// 2,000,000 held records at small; 540 MB at the paper's settings over 8,000,000 streamed
+    /// records under Eager and Validation). On `device = file` the pages live in the file and
+    /// only the buffer cache and the memory component stay in memory, so the index's part is at
+    /// most the cache plus four memory components (the component, its entries' overhead and a
+    /// flush in progress; rounded up from the paper-scale run's peak).
     fn memory_estimate(&self, config: &UpdateConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.memory_estimate(100, data)
+        const HELD_B: u64 = 40;
+        const INDEX_B: u64 = 60;
+        if !data.is_empty() {
+            return config.index.memory_estimate(HELD_B + INDEX_B, data);
+        }
+        let index = &config.index;
+        let page = config.storage.page_size as u64;
+        let index_cap = match config.storage.device {
+            DeviceKind::Mem => u64::MAX,
+            DeviceKind::File => (config.storage.cache_pages as u64 + 4 * index.memory_pages) * page,
+        };
+        let per_dataset = |d: super::Dataset| {
+            let n = match index.records {
+                0 => d.paper_records(),
+                n => n,
+            } as u64;
+            let streamed = d == super::Dataset::Berlinmod && n >= super::STREAM_MIN_RECORDS as u64;
+            let held = if streamed { 0 } else { n * HELD_B };
+            (held + (n * INDEX_B).min(index_cap), n, streamed)
+        };
+        let (bytes, n, streamed) = index.datasets.iter().map(|&d| per_dataset(d)).max()?;
+        let held = match streamed {
+            true => "streamed, none held".to_string(),
+            false => format!("{HELD_B} B per held record"),
+        };
+        let pages = match config.storage.device {
+            DeviceKind::Mem => format!("{INDEX_B} B per record for the index's pages"),
+            DeviceKind::File => format!(
+                "{INDEX_B} B per record for the index's pages up to the cache and four memory \
+                 components ({} MiB, device=file)",
+                index_cap >> 20
+            ),
+        };
+        Some(MemoryEstimate {
+            bytes: bytes + super::RUN_BASE_BYTES,
+            basis: format!(
+                "{} records ({held}); {pages}; + {} MiB",
+                thousands(n),
+                super::RUN_BASE_BYTES >> 20
+            ),
+        })
     }
 
     fn name(&self) -> &'static str {
@@ -68,7 +113,7 @@ impl TypedExperiment for RumUpdate {
         let index = IndexConfig::defaults(scale);
         UpdateConfig {
             strategies: super::reported_strategies(),
-            storage: index.storage_defaults(),
+            storage: index.storage_defaults_at(scale),
             index,
         }
     }
