@@ -19,7 +19,9 @@
 //!   in-memory device; rstar builds its nodes in memory);
 //! - `update_memo_1t` / `update_memo_2t`: the Update Memo's record / check / release cycle on 5,000
 //!   hot objects against a `HashMap` behind a `Mutex` and a `DashMap` holding the same (ts, count)
-//!   entries, on one thread and on two.
+//!   entries, on one thread and on two. The peers keep less: ours also counts its entries and the
+//!   most it has held (the paper's Table 2), two shared atomics updated whenever an entry is created
+//!   or removed (one record in ten and one release in ten here).
 //!
 //! Run: `make bench` (all benches, then the summary), or
 //! `cargo bench -p lsmlab-engine --bench peers -- --warm-up-time 1 --measurement-time 3`.
