@@ -400,12 +400,8 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
 
 fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, &args.experiment)?;
-    if !args.trace.is_empty() && !experiment.name().starts_with("rum-") {
-        anyhow::bail!(
-            "--trace replays rum-<dataset> traces in the rum-* experiments; `{}` does not take one",
-            experiment.name()
-        );
-    }
+    // The traces' kind before anything else (each is read whole by the run's data check).
+    lsmlab::trace::check_for(experiment.name(), &args.trace)?;
     let mut data: Vec<DataSpec> = args
         .data
         .iter()
