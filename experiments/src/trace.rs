@@ -753,7 +753,7 @@ impl KvTraceReader {
                 let lo = initial(key, 4)?;
                 let hi = f.u64(5, "the scan's last key (an integer >= 0)")?;
                 if hi < lo || hi >= self.next_id {
-                    return Err(f.bad(5, &format!("a last key in {lo}..{}", self.next_id)));
+                    return Err(f.bad(5, &format!("a last key in {lo}..={}", self.next_id - 1)));
                 }
                 KvOp::Scan { lo, hi }
             }
@@ -1209,6 +1209,246 @@ mod tests {
                 let msg = format!("{e:#}");
                 prop_assert!(msg.contains("fuzz.csv"), "{}", msg);
             }
+        }
+
+        /// Fuzz target of the Leaper, YCSB and DIOL trace readers (through [`check`], as a run's
+        /// preflight reads them): valid traces with bytes replaced, inserted or cut never panic;
+        /// a refusal names the file.
+        #[test]
+        fn the_stream_trace_readers_never_panic(
+            which in 0usize..3,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 0..8),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("fuzz.csv");
+            let mut valid = [LEAPER_OK, YCSB_OK, DIOL_OK][which].as_bytes().to_vec();
+            for (at, byte, kind) in edits {
+                let at = at % (valid.len() + 1);
+                match kind {
+                    0 if at < valid.len() => valid[at] = byte,
+                    1 => valid.insert(at, byte),
+                    _ => valid.truncate(at),
+                }
+            }
+            std::fs::write(&path, &valid).unwrap();
+            if let Err(e) = check(&path) {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.contains("fuzz.csv"), "{}", msg);
+            }
+        }
+    }
+
+    const LEAPER_OK: &str = "# lsmlab-trace/1 {\"workload\":\"leaper-synthetic\",\"params\":{\"records\":10,\"value_bytes\":16,\"day_ops\":2,\"ops\":4}}\n\
+        seq,day,time_of_day,op,key,hi\n0,0,0,get,3,\n1,0,0.5,scan,8,9\n2,1,0,insert,10,\n3,1,0.5,update,9,\n";
+    const YCSB_OK: &str = "# lsmlab-trace/1 {\"workload\":\"ycsb-d\",\"params\":{\"records\":5,\"warmup_operations\":1,\"operations\":2}}\n\
+        op,key,field,len,value\nread,4,,,\ninsert,5,,,\nread,5,,,\n";
+    const DIOL_OK: &str =
+        "# lsmlab-trace/1 {\"workload\":\"diol-lognormal\",\"params\":{\"points\":4,\"o3_ratio\":0.25}}\n\
+        arrival,time\n0,1\n1,3\n2,4\n3,2\n";
+
+    fn put(dir: &Path, text: &str) -> std::path::PathBuf {
+        let path = dir.join("t.csv");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `text` with line `n` (1-based) replaced.
+    fn with_line(text: &str, n: usize, line: &str) -> String {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[n - 1] = line;
+        lines.join("\n") + "\n"
+    }
+
+    #[test]
+    fn a_leaper_trace_replays_its_operations_and_bad_lines_name_file_line_and_field() {
+        use lsmlab_workloads::kv::KvOp;
+        let dir = tempfile::tempdir().unwrap();
+        let t = KvTrace::open(&put(dir.path(), LEAPER_OK)).unwrap();
+        assert_eq!((t.records, t.value_bytes, t.day_ops, t.ops), (10, 16, 2, 4));
+        let mut r = t.reader().unwrap();
+        let mut ops = Vec::new();
+        while let Some(op) = r.next_op().unwrap() {
+            ops.push(op);
+        }
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[1].op, KvOp::Scan { lo: 8, hi: 9 });
+        assert_eq!((ops[1].day, ops[1].time_of_day), (0, 0.5));
+        assert_eq!(ops[2].op, KvOp::Insert(10));
+        assert_eq!(ops[3].write_version(), Some(4));
+        for (n, line, needle) in [
+            (3, "0,0,0,get,x,", "t.csv:3: field `key`: `x` is not a key"),
+            (3, "1,0,0,get,3,", "t.csv:3: field `seq`: `1` is not 0"),
+            (
+                3,
+                "0,0,1.5,get,3,",
+                "t.csv:3: field `time_of_day`: `1.5` is not a fraction",
+            ),
+            (
+                3,
+                "0,0,0,delete,3,",
+                "t.csv:3: field `op`: `delete` is not get, scan",
+            ),
+            (
+                3,
+                "0,0,0,get,10,",
+                "t.csv:3: field `key`: `10` is not a key among the initial records 0..10",
+            ),
+            (3, "0,0,0,get,3", "t.csv:3: 5 fields, expected 6"),
+            (
+                4,
+                "1,0,0.5,scan,8,10",
+                "t.csv:4: field `hi`: `10` is not a last key in 8..=9",
+            ),
+            (
+                5,
+                "2,1,0,insert,11,",
+                "t.csv:5: field `key`: `11` is not the next new id 10",
+            ),
+            (6, "3,1,0.5,update,9,9", "t.csv:6: field `hi`: `9` is not empty"),
+        ] {
+            let err = format!(
+                "{:#}",
+                check(&put(dir.path(), &with_line(LEAPER_OK, n, line))).unwrap_err()
+            );
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+        // Truncated: fewer operations than the description says; more is refused too.
+        let cut: String = LEAPER_OK.lines().take(5).map(|l| format!("{l}\n")).collect();
+        let err = format!("{:#}", check(&put(dir.path(), &cut)).unwrap_err());
+        assert!(
+            err.contains("t.csv:6: the trace ends after 3 operations; its description says ops = 4"),
+            "{err}"
+        );
+        let long = format!("{LEAPER_OK}4,2,0,get,1,\n");
+        let err = format!("{:#}", check(&put(dir.path(), &long)).unwrap_err());
+        assert!(
+            err.contains("t.csv:7: more operations than the description's ops = 4"),
+            "{err}"
+        );
+        let no_params = LEAPER_OK.replace("\"records\":10,", "");
+        let err = format!("{:#}", check(&put(dir.path(), &no_params)).unwrap_err());
+        assert!(
+            err.contains("t.csv:1: the description's params lack `records`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_ycsb_trace_replays_its_operations_and_bad_lines_name_file_line_and_field() {
+        use lsmlab_workloads::ycsb::Op;
+        let dir = tempfile::tempdir().unwrap();
+        let t = YcsbTrace::open(&put(dir.path(), YCSB_OK)).unwrap();
+        let mut r = t.reader().unwrap();
+        assert_eq!(r.next_op().unwrap(), Op::Read { key: 4 });
+        assert_eq!(r.next_op().unwrap(), Op::Insert { key: 5 });
+        assert_eq!((r.next_op().unwrap(), r.newest()), (Op::Read { key: 5 }, 5));
+        r.finish().unwrap();
+        let value = "41".repeat(100);
+        let upd = format!("update,2,9,,{value}");
+        let text = with_line(YCSB_OK, 3, &upd);
+        let mut r = YcsbTrace::open(&put(dir.path(), &text))
+            .unwrap()
+            .reader()
+            .unwrap();
+        assert_eq!(
+            r.next_op().unwrap(),
+            Op::Update {
+                key: 2,
+                field: 9,
+                value: vec![b'A'; 100]
+            }
+        );
+        let short = format!("update,2,9,,{}", &value[..198]);
+        for (line, needle) in [
+            (
+                "read,5,,,",
+                "t.csv:3: field `key`: `5` is not an existing key (0..=4)",
+            ),
+            ("insert,6,,,", "t.csv:3: field `key`: `6` is not the next key 5"),
+            ("scan,1,,0,", "t.csv:3: field `len`: `0` is not a scan length"),
+            (
+                "update,2,10,,",
+                "t.csv:3: field `field`: `10` is not a field number 0..10",
+            ),
+            (short.as_str(), "t.csv:3: field `value`"),
+            ("read,1,2,,", "t.csv:3: field `field`: `2` is not empty"),
+            ("write,1,,,", "t.csv:3: field `op`: `write` is not read, insert"),
+        ] {
+            let err = format!(
+                "{:#}",
+                check(&put(dir.path(), &with_line(YCSB_OK, 3, line))).unwrap_err()
+            );
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+        let cut: String = YCSB_OK.lines().take(4).map(|l| format!("{l}\n")).collect();
+        let err = format!("{:#}", check(&put(dir.path(), &cut)).unwrap_err());
+        assert!(
+            err.contains("t.csv:5: the trace ends after 2 operations; its description says 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_diol_trace_reads_back_its_arrival_stream_and_bad_lines_name_file_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = read_diol(&put(dir.path(), DIOL_OK)).unwrap();
+        assert_eq!(
+            (t.delay_model.as_str(), t.o3_ratio, t.points),
+            ("lognormal", 0.25, 4)
+        );
+        assert_eq!(t.stream, vec![1, 3, 4, 2]);
+        for (line, needle) in [
+            ("1,1", "t.csv:3: field `arrival`: `1` is not 0"),
+            ("0,5", "t.csv:3: field `time`: `5` is not a timestamp of 1..=4"),
+            ("0,0", "t.csv:3: field `time`: `0` is not a timestamp"),
+            ("0,abc", "t.csv:3: field `time`: `abc` is not a timestamp"),
+            (
+                "0,3",
+                "t.csv:4: field `time`: `3` is not a timestamp not seen before",
+            ),
+        ] {
+            let err = format!(
+                "{:#}",
+                check(&put(dir.path(), &with_line(DIOL_OK, 3, line))).unwrap_err()
+            );
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+        let cut: String = DIOL_OK.lines().take(5).map(|l| format!("{l}\n")).collect();
+        let err = format!("{:#}", check(&put(dir.path(), &cut)).unwrap_err());
+        assert!(
+            err.contains("t.csv:6: the trace ends after 3 arrivals; its description says points = 4"),
+            "{err}"
+        );
+        let other = DIOL_OK.replace("diol-lognormal", "diol-gamma");
+        let err = format!("{:#}", check(&put(dir.path(), &other)).unwrap_err());
+        assert!(
+            err.contains("t.csv:1: a diol-gamma trace, not a diol-<diol|lognormal|file> one"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_experiment_replays_only_its_own_kind_of_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = put(dir.path(), YCSB_OK);
+        check_for("oep7-ycsb", std::slice::from_ref(&path)).unwrap();
+        for (experiment, needle) in [
+            (
+                "leaper-online",
+                "t.csv:1: a ycsb-d trace; `leaper-online` replays leaper-* traces",
+            ),
+            ("rum-update", "`rum-update` replays rum-* traces"),
+            (
+                "leaper-sensitivity",
+                "`leaper-sensitivity` does not replay traces: its cells each draw",
+            ),
+            ("oep7-space", "`oep7-space` generates no stream a trace holds"),
+        ] {
+            let err = format!(
+                "{:#}",
+                check_for(experiment, std::slice::from_ref(&path)).unwrap_err()
+            );
+            assert!(err.contains(needle), "{experiment}: {err}");
         }
     }
 
