@@ -1,6 +1,6 @@
 //! Operation traces: `lsmlab gen WORKLOAD --out FILE` writes the operation stream an experiment
 //! runs as CSV, so another system can replay exactly what lsmlab ran, and `lsmlab run --trace FILE`
-//! replays one (the RUM-tree experiments) instead of generating it.
+//! replays one instead of generating it.
 //!
 //! A trace is plain text: a first line `# lsmlab-trace/1 {...}` whose JSON says what the stream is
 //! (workload, the experiment whose stream it is, scale, seed, the parameters that shaped it and, for
@@ -8,19 +8,42 @@
 //! operation per line. Lines are written as they are generated (never the whole stream in memory
 //! twice) into a temporary file renamed into place once complete.
 //!
-//! The streams ([`WORKLOADS`]):
+//! The streams ([`WORKLOADS`]) and who replays them ([`family_of_experiment`]):
 //! - `rum-<dataset>` (gowalla, chicago, berlinmod): the location records the RUM-tree experiments
 //!   replay, in time order (LSM RUM-tree paper Section 6: each record is an insert of a new object
 //!   or an update of a known one, replayed in time order). Columns `op,oid,time,x,y`; `op` is
 //!   `insert` for an object's first record and `update` after. `x`, `y` are printed in Rust's
-//!   shortest round-trip form, so they read back bit for bit.
+//!   shortest round-trip form, so they read back bit for bit. Replayed by every rum-* experiment
+//!   under the dataset name and extent it records ([`load_rum_traces`]).
 //! - `leaper-<workload>` (synthetic, e-commerce, messaging): the key-value stream every Leaper
 //!   policy draws from (Leaper Table 2). Columns `seq,day,time_of_day,op,key,hi`: `op` is
-//!   get, scan (keys `key..=hi`), update or insert.
+//!   get, scan (keys `key..=hi`), update or insert; a write stores the value of version `seq + 1`.
+//!   The stream is endless and a run's length is decided on its virtual clock, so `gen` writes
+//!   `--ops N`, by default [`LEAPER_DEFAULT_WARMUPS`] warm-up phases. Replayed by leaper-online and
+//!   leaper-model: each trace's workload replaces the config's `workloads` (every policy's run,
+//!   the training pass and the queueing alternative read the trace from its start, line by line);
+//!   a trace whose `records`, `value_bytes` or day length (`warmup_ops / 2`) differ from the run's
+//!   is refused naming the `--set` that fixes it (they shape the bulk-loaded data and the values
+//!   written); a trace that ends before the run is done stops it. The fjall peer draws its own
+//!   stream, so it is not run on a replay. leaper-sensitivity varies the stream per cell and
+//!   replays none.
 //! - `ycsb-a` .. `ycsb-f`: the run phase of a YCSB core workload as oep7-ycsb runs it (warm-up and
 //!   measured operations). Columns `op,key,field,len,value`: read, update (field, value),
 //!   insert, scan (len records from key), rmw (read-modify-write of field with value); values are
-//!   hex-encoded bytes.
+//!   hex-encoded bytes. Replayed by oep7-ycsb: the traces' workloads replace the config's (in
+//!   YCSB's order, on the same loads); `records`, `operations` and `warmup_operations`
+//!   (`scan_operations` for E) must be the run's.
+//! - `diol-<delay model>` (diol, lognormal, file): the arrival stream of one series at one
+//!   out-of-order ratio (`--set o3_ratios=R`), as the DIOL experiments insert it. Columns
+//!   `arrival,time`: the arrival order from 0 and the point's generation time (its timestamp,
+//!   1..=points, each once). Replayed by `diol`: the trace's stream replaces the o3 ratio x delay
+//!   model grid, its rows labelled with the trace's ratio and model (so they match the generated
+//!   run's rows at that ratio and model); `points` must be the run's; one trace per run.
+//!
+//! Every line of a trace is checked before a run starts ([`check`], the run's data preflight): a
+//! bad one is an error naming the file, the line and the field, so a bad trace writes no result.
+//! A Leaper or YCSB trace is read one line at a time, never held; a RUM or DIOL trace is read into
+//! the dataset or arrival stream the experiment holds anyway.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
