@@ -1100,10 +1100,14 @@ pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
         bail!("{p}:1: the description's points ({points}) must be 4 to 2^40");
     }
     let mut lines = Lines::open(path)?;
-    let mut seen = vec![false; points as usize + 1];
-    let mut stream = Vec::with_capacity(points as usize);
+    // Nothing is sized by the description alone (a garbled `points` must not allocate): the
+    // stream grows with the lines read, and uniqueness is checked once their count is `points`.
+    let mut stream = Vec::new();
     while let Some((n, line)) = lines.next_line()? {
         let f = Fields::split(path, n, line, &DIOL_COLUMNS)?;
+        if stream.len() as u64 >= points {
+            bail!("{}: more arrivals than the description's points = {points}", f.at);
+        }
         let arrival = f.u64(0, "an arrival number (an integer >= 0)")?;
         if arrival != stream.len() as u64 {
             return Err(f.bad(
@@ -1115,9 +1119,6 @@ pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
         if t == 0 || t > points {
             return Err(f.bad(1, &format!("a timestamp of 1..={points}")));
         }
-        if std::mem::replace(&mut seen[t as usize], true) {
-            return Err(f.bad(1, "a timestamp not seen before (each point arrives once)"));
-        }
         stream.push(t);
     }
     if (stream.len() as u64) < points {
@@ -1126,6 +1127,17 @@ pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
             lines.line(),
             stream.len()
         );
+    }
+    let mut seen = vec![0u64; (points / 64 + 1) as usize];
+    for (i, &t) in stream.iter().enumerate() {
+        let (word, bit) = ((t / 64) as usize, 1u64 << (t % 64));
+        if seen[word] & bit != 0 {
+            bail!(
+                "{p}:{}: field `time`: `{t}` is not a timestamp not seen before (each point arrives once)",
+                i + 3
+            );
+        }
+        seen[word] |= bit;
     }
     Ok(DiolTrace {
         delay_model: model,
