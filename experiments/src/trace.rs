@@ -551,6 +551,9 @@ pub fn family_of_experiment(experiment: &str) -> Result<&'static str, String> {
              leaper-online and leaper-model replay leaper-<workload> traces"
                 .into(),
         ),
+        "diol-compaction" | "diol-sizing" => {
+            Err("its streams are not replayed from traces; `diol` replays a diol-<delay model> trace".into())
+        }
         e => Err(format!(
             "`{e}` generates no stream a trace holds; rum-* experiments replay rum-<dataset> traces, \
              leaper-online and leaper-model leaper-<workload>, oep7-ycsb ycsb-<a..f>, diol diol-<delay model>"
