@@ -242,7 +242,7 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
         }
         if spec.format.as_deref() == Some(crate::trace::TRACE_FORMAT) {
             // A trace of `lsmlab gen` (`--trace`); read whole, so a bad line fails here.
-            crate::trace::read_rum(path).with_context(|| format!("checking --trace {}", path.display()))?;
+            crate::trace::check(path).with_context(|| format!("checking --trace {}", path.display()))?;
             continue;
         }
         if spec.format.as_deref() == Some(DELAYS_FORMAT) {

@@ -92,9 +92,10 @@ enum Command {
         out: PathBuf,
     },
     /// Write the operation stream of a workload as a CSV trace (see `--list`), so other systems can
-    /// replay exactly what lsmlab runs; `lsmlab run rum-... --trace FILE` replays a rum-* trace.
+    /// replay exactly what lsmlab runs; `lsmlab run EXPERIMENT --trace FILE` replays one.
     Gen {
-        /// The workload: rum-<dataset>, leaper-<workload> or ycsb-<a..f> (see --list).
+        /// The workload: rum-<dataset>, leaper-<workload>, ycsb-<a..f> or diol-<delay model> (see
+        /// --list).
         #[arg(required_unless_present = "list")]
         workload: Option<String>,
         /// List the workloads and exit.
@@ -109,11 +110,13 @@ enum Command {
         /// The seed, as `lsmlab run --seed`: the same seed gives the stream that run replays.
         #[arg(long, default_value_t = 42)]
         seed: u64,
-        /// Override a parameter of the experiment whose stream it is (rum-update, leaper-online or
-        /// oep7-ycsb), e.g. `--set records=100000`.
+        /// Override a parameter of the experiment whose stream it is (rum-update, leaper-online,
+        /// oep7-ycsb or diol), e.g. `--set records=100000`; a diol-* trace needs one
+        /// `--set o3_ratios=R`.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
-        /// Operations to write for a leaper-* stream (endless; default: the warm-up phase's).
+        /// Operations to write for a leaper-* stream (endless; default: 8 warm-up phases, which
+        /// covered leaper-online at tiny and small, up to 5.6; a replay that runs out stops).
         #[arg(long, value_name = "N")]
         ops: Option<u64>,
     },
@@ -188,8 +191,16 @@ struct RunArgs {
     /// Skip malformed lines of the --data files (counted in a note) instead of failing.
     #[arg(long, requires = "data")]
     skip_malformed: bool,
-    /// Replay a trace written by `lsmlab gen rum-<dataset>` instead of generating the dataset
-    /// (rum-* experiments). Repeatable; every line is checked before anything runs.
+    /// Replay a trace written by `lsmlab gen` instead of generating the stream. Repeatable.
+    ///
+    /// rum-* experiments replay rum-<dataset> traces (under the dataset name they record);
+    /// leaper-online and leaper-model leaper-<workload> traces, oep7-ycsb ycsb-<a..f> traces (the
+    /// traces' workloads replace the config's `workloads`); diol one diol-<delay model> trace (it
+    /// replaces the o3_ratios x delay_models grid). Parameters that shaped the data the run loads
+    /// (records, points, value bytes, operation counts) must be the run's: a mismatch is refused
+    /// naming the --set that fixes it. Every line is checked before anything runs; a trace of
+    /// another experiment's kind, a truncated one or a bad line stops the run with the file, the
+    /// line and the field, and no result is written.
     #[arg(long, value_name = "FILE", conflicts_with = "data")]
     trace: Vec<PathBuf>,
     /// Print no progress on stderr.
@@ -400,12 +411,8 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
 
 fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, &args.experiment)?;
-    if !args.trace.is_empty() && !experiment.name().starts_with("rum-") {
-        anyhow::bail!(
-            "--trace replays rum-<dataset> traces in the rum-* experiments; `{}` does not take one",
-            experiment.name()
-        );
-    }
+    // The traces' kind before anything else (each is read whole by the run's data check).
+    lsmlab::trace::check_for(experiment.name(), &args.trace)?;
     let mut data: Vec<DataSpec> = args
         .data
         .iter()

@@ -1,6 +1,6 @@
 //! Operation traces: `lsmlab gen WORKLOAD --out FILE` writes the operation stream an experiment
 //! runs as CSV, so another system can replay exactly what lsmlab ran, and `lsmlab run --trace FILE`
-//! replays one (the RUM-tree experiments) instead of generating it.
+//! replays one instead of generating it.
 //!
 //! A trace is plain text: a first line `# lsmlab-trace/1 {...}` whose JSON says what the stream is
 //! (workload, the experiment whose stream it is, scale, seed, the parameters that shaped it and, for
@@ -8,23 +8,46 @@
 //! operation per line. Lines are written as they are generated (never the whole stream in memory
 //! twice) into a temporary file renamed into place once complete.
 //!
-//! The streams ([`WORKLOADS`]):
+//! The streams ([`WORKLOADS`]) and who replays them ([`family_of_experiment`]):
 //! - `rum-<dataset>` (gowalla, chicago, berlinmod): the location records the RUM-tree experiments
 //!   replay, in time order (LSM RUM-tree paper Section 6: each record is an insert of a new object
 //!   or an update of a known one, replayed in time order). Columns `op,oid,time,x,y`; `op` is
 //!   `insert` for an object's first record and `update` after. `x`, `y` are printed in Rust's
-//!   shortest round-trip form, so they read back bit for bit.
+//!   shortest round-trip form, so they read back bit for bit. Replayed by every rum-* experiment
+//!   under the dataset name and extent it records ([`load_rum_traces`]).
 //! - `leaper-<workload>` (synthetic, e-commerce, messaging): the key-value stream every Leaper
 //!   policy draws from (Leaper Table 2). Columns `seq,day,time_of_day,op,key,hi`: `op` is
-//!   get, scan (keys `key..=hi`), update or insert.
+//!   get, scan (keys `key..=hi`), update or insert; a write stores the value of version `seq + 1`.
+//!   The stream is endless and a run's length is decided on its virtual clock, so `gen` writes
+//!   `--ops N`, by default [`LEAPER_DEFAULT_WARMUPS`] warm-up phases. Replayed by leaper-online and
+//!   leaper-model: each trace's workload replaces the config's `workloads` (every policy's run,
+//!   the training pass and the queueing alternative read the trace from its start, line by line);
+//!   a trace whose `records`, `value_bytes` or day length (`warmup_ops / 2`) differ from the run's
+//!   is refused naming the `--set` that fixes it (they shape the bulk-loaded data and the values
+//!   written); a trace that ends before the run is done stops it. The fjall peer draws its own
+//!   stream, so it is not run on a replay. leaper-sensitivity varies the stream per cell and
+//!   replays none.
 //! - `ycsb-a` .. `ycsb-f`: the run phase of a YCSB core workload as oep7-ycsb runs it (warm-up and
 //!   measured operations). Columns `op,key,field,len,value`: read, update (field, value),
 //!   insert, scan (len records from key), rmw (read-modify-write of field with value); values are
-//!   hex-encoded bytes.
+//!   hex-encoded bytes. Replayed by oep7-ycsb: the traces' workloads replace the config's (in
+//!   YCSB's order, on the same loads); `records`, `operations` and `warmup_operations`
+//!   (`scan_operations` for E) must be the run's.
+//! - `diol-<delay model>` (diol, lognormal, file): the arrival stream of one series at one
+//!   out-of-order ratio (`--set o3_ratios=R`), as the DIOL experiments insert it. Columns
+//!   `arrival,time`: the arrival order from 0 and the point's generation time (its timestamp,
+//!   1..=points, each once). Replayed by `diol`: the trace's stream replaces the o3 ratio x delay
+//!   model grid, its rows labelled with the trace's ratio and model (so they match the generated
+//!   run's rows at that ratio and model); `points` must be the run's; one trace per run.
+//!
+//! Every line of a trace is checked before a run starts ([`check`], the run's data preflight): a
+//! bad one is an error naming the file, the line and the field, so a bad trace writes no result.
+//! A Leaper or YCSB trace is read one line at a time, never held; a RUM or DIOL trace is read into
+//! the dataset or arrival stream the experiment holds anyway.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use lsmlab_engine::geom::{Point, Rect};
@@ -32,7 +55,7 @@ use lsmlab_workloads::{Record, Trajectories};
 use serde_json::{json, Value};
 
 use crate::config::Overlay;
-use crate::experiment::{RunContext, Scale};
+use crate::experiment::{DataSpec, RunContext, Scale};
 use crate::progress::Progress;
 
 /// The first word of a trace's first line.
@@ -45,7 +68,7 @@ pub const TRACE_FORMAT: &str = "lsmlab-trace";
 pub const RUM_COLUMNS: [&str; 5] = ["op", "oid", "time", "x", "y"];
 
 /// Every workload `lsmlab gen` writes, with what it is.
-pub const WORKLOADS: [(&str, &str); 12] = [
+pub const WORKLOADS: [(&str, &str); 15] = [
     (
         "rum-gowalla",
         "RUM-tree update stream of the gowalla dataset (rum-* experiments)",
@@ -76,6 +99,18 @@ pub const WORKLOADS: [(&str, &str); 12] = [
     ("ycsb-d", "YCSB workload D run phase (oep7-ycsb)"),
     ("ycsb-e", "YCSB workload E run phase (oep7-ycsb)"),
     ("ycsb-f", "YCSB workload F run phase (oep7-ycsb)"),
+    (
+        "diol-diol",
+        "DIOL arrival stream, the authors' delay mixture, one o3 ratio (diol)",
+    ),
+    (
+        "diol-lognormal",
+        "DIOL arrival stream, lognormal delays, one o3 ratio (diol)",
+    ),
+    (
+        "diol-file",
+        "DIOL arrival stream, delays drawn from delay_file, one o3 ratio (diol)",
+    ),
 ];
 
 /// What `lsmlab gen` was asked for.
@@ -106,6 +141,8 @@ pub fn generate(req: &GenRequest, out: &Path) -> anyhow::Result<u64> {
             gen_rum(req, dataset, &mut w)?
         } else if let Some(workload) = req.workload.strip_prefix("leaper-") {
             gen_leaper(req, workload, &mut w)?
+        } else if let Some(model) = req.workload.strip_prefix("diol-") {
+            gen_diol(req, model, &mut w)?
         } else {
             gen_ycsb(req, &mut w)?
         };
@@ -167,7 +204,7 @@ fn gen_leaper(req: &GenRequest, workload: &str, w: &mut impl Write) -> anyhow::R
     let setup = &cfg.setup;
     let kind: crate::leaper::Workload = serde_json::from_value(json!(workload))?;
     let spec = setup.workload_spec(kind, crate::leaper::online::day_ops(setup))?;
-    let n = req.ops.unwrap_or(setup.warmup_ops);
+    let n = req.ops.unwrap_or(LEAPER_DEFAULT_WARMUPS * setup.warmup_ops);
     let meta = json!({
         "workload": req.workload, "experiment": "leaper-*", "scale": req.scale.to_string(), "seed": req.seed,
         "params": {"records": spec.records, "value_bytes": setup.value_bytes, "day_ops": spec.day_ops,
@@ -276,30 +313,11 @@ pub fn read_rum(path: &Path) -> anyhow::Result<Trajectories> {
     if !(x0.is_finite() && y0.is_finite() && x1 > x0 && y1 > y0 && x1.is_finite() && y1.is_finite()) {
         bail!("{p}:1: the description's `extent` [{x0}, {y0}, {x1}, {y1}] is not a box of positive area");
     }
-    let mut reader = BufReader::new(File::open(path)?);
+    let mut lines = Lines::open(path)?;
     let mut records = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut last_time = i64::MIN;
-    let mut buf = Vec::new();
-    for n in 1.. {
-        buf.clear();
-        // At most MAX_LINE bytes of a line are ever held.
-        let read = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("{p}:{n}: unreadable line"))?;
-        if read == 0 {
-            break;
-        }
-        if buf.len() > MAX_LINE {
-            bail!("{p}:{n}: line longer than {MAX_LINE} bytes");
-        }
-        if n <= 2 {
-            continue;
-        }
-        let line = std::str::from_utf8(&buf)
-            .map_err(|_| anyhow::anyhow!("{p}:{n}: not UTF-8 text"))?
-            .trim_end_matches(['\n', '\r']);
+    while let Some((n, line)) = lines.next_line()? {
         let fields: Vec<&str> = line.split(',').collect();
         if fields.len() != RUM_COLUMNS.len() {
             bail!(
@@ -386,6 +404,805 @@ pub fn load_rum_traces(ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, V
     Ok((out, notes))
 }
 
+/// A trace's data lines read one at a time (the description and column lines skipped), at most
+/// [`MAX_LINE`] bytes of a line ever held; each comes with its 1-based line number.
+pub struct Lines {
+    path: PathBuf,
+    reader: BufReader<File>,
+    buf: Vec<u8>,
+    line: usize,
+}
+
+impl Lines {
+    /// The data lines of `path` (the first two lines, description and columns, are skipped).
+    pub fn open(path: &Path) -> anyhow::Result<Lines> {
+        let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
+        let mut lines = Lines {
+            path: path.to_path_buf(),
+            reader: BufReader::new(file),
+            buf: Vec::new(),
+            line: 0,
+        };
+        for _ in 0..2 {
+            if lines.raw()?.is_none() {
+                break;
+            }
+        }
+        Ok(lines)
+    }
+
+    fn raw(&mut self) -> anyhow::Result<Option<()>> {
+        self.buf.clear();
+        self.line += 1;
+        let (p, n) = (self.path.display(), self.line);
+        let read = (&mut self.reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut self.buf)
+            .with_context(|| format!("{p}:{n}: unreadable line"))?;
+        if read == 0 {
+            return Ok(None);
+        }
+        if self.buf.len() > MAX_LINE {
+            bail!("{p}:{n}: line longer than {MAX_LINE} bytes");
+        }
+        Ok(Some(()))
+    }
+
+    /// The next data line without its line end, with its line number; `None` at the end.
+    pub fn next_line(&mut self) -> anyhow::Result<Option<(usize, &str)>> {
+        if self.raw()?.is_none() {
+            return Ok(None);
+        }
+        let n = self.line;
+        let line = std::str::from_utf8(&self.buf)
+            .map_err(|_| anyhow::anyhow!("{}:{n}: not UTF-8 text", self.path.display()))?
+            .trim_end_matches(['\n', '\r']);
+        Ok(Some((n, line)))
+    }
+
+    /// The line number of the last line read.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+}
+
+/// A data line split into its fields, checked against the columns, for parsing with errors that
+/// name the file, the line and the field.
+struct Fields<'a> {
+    at: String,
+    columns: &'a [&'a str],
+    fields: Vec<&'a str>,
+}
+
+impl<'a> Fields<'a> {
+    fn split(path: &Path, n: usize, line: &'a str, columns: &'a [&'a str]) -> anyhow::Result<Fields<'a>> {
+        let at = format!("{}:{n}", path.display());
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != columns.len() {
+            bail!(
+                "{at}: {} fields, expected {} ({})",
+                fields.len(),
+                columns.len(),
+                columns.join(",")
+            );
+        }
+        Ok(Fields { at, columns, fields })
+    }
+
+    fn bad(&self, col: usize, what: &str) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{}: field `{}`: `{}` is not {what}",
+            self.at,
+            self.columns[col],
+            self.fields[col]
+        )
+    }
+
+    fn str(&self, col: usize) -> &'a str {
+        self.fields[col]
+    }
+
+    fn u64(&self, col: usize, what: &str) -> anyhow::Result<u64> {
+        self.fields[col].parse().map_err(|_| self.bad(col, what))
+    }
+}
+
+/// The trace files among a run's data files (`--trace`).
+pub fn trace_paths(data: &[DataSpec]) -> Vec<&Path> {
+    data.iter()
+        .filter(|d| d.format.as_deref() == Some(TRACE_FORMAT))
+        .map(|d| d.path.as_path())
+        .collect()
+}
+
+/// The family of a trace's workload: `rum`, `leaper`, `ycsb` or `diol`.
+fn family(workload: &str) -> Option<&'static str> {
+    ["rum", "leaper", "ycsb", "diol"]
+        .into_iter()
+        .find(|f| workload.starts_with(&format!("{f}-")))
+}
+
+/// The `workload` of a trace's description.
+pub fn workload_of(path: &Path, meta: &Value) -> anyhow::Result<String> {
+    let w = meta["workload"].as_str().with_context(|| {
+        format!(
+            "{}:1: the description lacks `workload` (a string such as `leaper-synthetic`)",
+            path.display()
+        )
+    })?;
+    if family(w).is_none() {
+        bail!(
+            "{}:1: the description's workload `{w}` is none lsmlab writes (`lsmlab gen --list`)",
+            path.display()
+        );
+    }
+    Ok(w.to_string())
+}
+
+/// The trace family an experiment replays, and what it says when it takes none.
+pub fn family_of_experiment(experiment: &str) -> Result<&'static str, String> {
+    match experiment {
+        e if e.starts_with("rum-") => Ok("rum"),
+        "leaper-online" | "leaper-model" => Ok("leaper"),
+        "oep7-ycsb" => Ok("ycsb"),
+        "diol" => Ok("diol"),
+        "leaper-sensitivity" => Err(
+            "its cells each draw a different stream (zipf, range share), which one trace cannot hold; \
+             leaper-online and leaper-model replay leaper-<workload> traces"
+                .into(),
+        ),
+        "diol-compaction" | "diol-sizing" => {
+            Err("its streams are not replayed from traces; `diol` replays a diol-<delay model> trace".into())
+        }
+        e => Err(format!(
+            "`{e}` generates no stream a trace holds; rum-* experiments replay rum-<dataset> traces, \
+             leaper-online and leaper-model leaper-<workload>, oep7-ycsb ycsb-<a..f>, diol diol-<delay model>"
+        )),
+    }
+}
+
+/// Checks that every trace is one `experiment` replays (its description's workload family) and
+/// reads each whole (every line checked), before anything runs.
+pub fn check_for(experiment: &str, traces: &[PathBuf]) -> anyhow::Result<()> {
+    if traces.is_empty() {
+        return Ok(());
+    }
+    let want = family_of_experiment(experiment)
+        .map_err(|why| anyhow::anyhow!("--trace: `{experiment}` does not replay traces: {why}"))?;
+    for path in traces {
+        let (meta, _) = read_header(path)?;
+        let w = workload_of(path, &meta)?;
+        if family(&w) != Some(want) {
+            bail!(
+                "{}:1: a {w} trace; `{experiment}` replays {want}-* traces (`lsmlab gen --list`)",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reads a trace whole, checking every line (what `lsmlab run` does before anything runs); holds
+/// at most one line of a Leaper or YCSB trace.
+pub fn check(path: &Path) -> anyhow::Result<()> {
+    let (meta, _) = read_header(path)?;
+    match family(&workload_of(path, &meta)?) {
+        Some("rum") => read_rum(path).map(drop),
+        Some("leaper") => KvTrace::open(path)?.check(),
+        Some("ycsb") => YcsbTrace::open(path)?.check(),
+        _ => read_diol(path).map(drop),
+    }
+}
+
+/// A number of the description's `params`.
+fn param_u64(path: &Path, meta: &Value, key: &str) -> anyhow::Result<u64> {
+    meta["params"][key].as_u64().with_context(|| {
+        format!(
+            "{}:1: the description's params lack `{key}` (an integer >= 0)",
+            path.display()
+        )
+    })
+}
+
+/// Refuses a trace whose `key` differs from the run's: it shaped the stream or the data it runs on.
+fn must_match(
+    path: &Path,
+    key: &str,
+    trace: impl std::fmt::Display,
+    run: impl std::fmt::Display,
+) -> anyhow::Result<()> {
+    let (t, r) = (trace.to_string(), run.to_string());
+    if t != r {
+        bail!(
+            "{}: the trace was written with {key} = {t}, the run has {key} = {r}: run with --set {key}={t} \
+             (or write the trace with the run's parameters)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A Leaper trace's default length in warm-up phases (`warmup_ops`): a run's length is decided on
+/// its virtual clock (the warm-up extended to cover the model's slots, then `intervals` of the
+/// calibrated length), so it is known only once run; leaper-online at the scales' defaults used up
+/// to 5.6 warm-ups (e-commerce at tiny), leaper-model `days / 2`.
+pub const LEAPER_DEFAULT_WARMUPS: u64 = 8;
+
+/// The columns of a Leaper trace.
+pub const LEAPER_COLUMNS: [&str; 6] = ["seq", "day", "time_of_day", "op", "key", "hi"];
+
+/// A `leaper-<workload>` trace: its description, checked; [`KvTrace::reader`] replays it.
+#[derive(Clone, Debug)]
+pub struct KvTrace {
+    pub path: PathBuf,
+    /// The workload (`synthetic`, `e-commerce`, `messaging`).
+    pub workload: crate::leaper::Workload,
+    /// The initial records (ids `0..records`), value bytes, day length and operations it holds.
+    pub records: u64,
+    pub value_bytes: u64,
+    pub day_ops: u64,
+    pub ops: u64,
+    pub seed: Option<u64>,
+}
+
+impl KvTrace {
+    /// Reads and checks the description of the Leaper trace at `path`.
+    pub fn open(path: &Path) -> anyhow::Result<KvTrace> {
+        let (meta, columns) = read_header(path)?;
+        let p = path.display();
+        let w = workload_of(path, &meta)?;
+        let name = w
+            .strip_prefix("leaper-")
+            .with_context(|| format!("{p}:1: a {w} trace, not a leaper-<workload> one"))?;
+        let workload: crate::leaper::Workload = serde_json::from_value(json!(name)).map_err(|_| {
+            anyhow::anyhow!("{p}:1: `{w}` names no Leaper workload (synthetic, e-commerce, messaging)")
+        })?;
+        if columns != LEAPER_COLUMNS {
+            bail!(
+                "{p}:2: the columns are `{}`, a Leaper trace has `{}`",
+                columns.join(","),
+                LEAPER_COLUMNS.join(",")
+            );
+        }
+        let trace = KvTrace {
+            path: path.to_path_buf(),
+            workload,
+            records: param_u64(path, &meta, "records")?,
+            value_bytes: param_u64(path, &meta, "value_bytes")?,
+            day_ops: param_u64(path, &meta, "day_ops")?,
+            ops: param_u64(path, &meta, "ops")?,
+            seed: meta["seed"].as_u64(),
+        };
+        if trace.records == 0 || trace.day_ops == 0 {
+            bail!("{p}:1: the description's records and day_ops must be at least 1");
+        }
+        Ok(trace)
+    }
+
+    /// Refuses a trace whose records, value bytes or day length differ from the run's spec (the
+    /// store is bulk-loaded with the run's records and a write stores a value of the run's size;
+    /// the model's day is the spec's).
+    pub fn check_spec(&self, spec: &lsmlab_workloads::kv::KvWorkload) -> anyhow::Result<()> {
+        must_match(&self.path, "records", self.records, spec.records)?;
+        must_match(&self.path, "value_bytes", self.value_bytes, spec.value_bytes)?;
+        // The day is warmup_ops / 2 (leaper::online::day_ops): name the key a user sets.
+        must_match(&self.path, "warmup_ops", self.day_ops * 2, spec.day_ops * 2)
+    }
+
+    /// Reads every line (one held at a time).
+    pub fn check(&self) -> anyhow::Result<()> {
+        let mut r = self.reader()?;
+        while r.next_op()?.is_some() {}
+        Ok(())
+    }
+
+    /// The trace's operations, read line by line.
+    pub fn reader(&self) -> anyhow::Result<KvTraceReader> {
+        Ok(KvTraceReader {
+            lines: Lines::open(&self.path)?,
+            trace: self.clone(),
+            seq: 0,
+            next_id: self.records,
+        })
+    }
+}
+
+/// The operations of a [`KvTrace`], one line at a time, each checked: `seq` counts from 0 (a
+/// write stores the value of version `seq + 1`), point, update and scan keys lie among the initial
+/// records, an insert takes the next new id, a scan's `hi` is between its key and the newest id.
+pub struct KvTraceReader {
+    lines: Lines,
+    trace: KvTrace,
+    seq: u64,
+    next_id: u64,
+}
+
+impl KvTraceReader {
+    /// The trace read.
+    pub fn trace(&self) -> &KvTrace {
+        &self.trace
+    }
+
+    /// The next operation; `None` after the last, once as many as the description says were read
+    /// (fewer is a truncated trace: an error).
+    pub fn next_op(&mut self) -> anyhow::Result<Option<lsmlab_workloads::kv::TimedOp>> {
+        use lsmlab_workloads::kv::{KvOp, TimedOp};
+        let path = self.trace.path.clone();
+        let Some((n, line)) = self.lines.next_line()? else {
+            if self.seq < self.trace.ops {
+                bail!(
+                    "{}:{}: the trace ends after {} operations; its description says ops = {} (truncated?)",
+                    path.display(),
+                    self.lines.line(),
+                    self.seq,
+                    self.trace.ops
+                );
+            }
+            return Ok(None);
+        };
+        let f = Fields::split(&path, n, line, &LEAPER_COLUMNS)?;
+        if self.seq >= self.trace.ops {
+            bail!(
+                "{}: more operations than the description's ops = {}",
+                f.at,
+                self.trace.ops
+            );
+        }
+        let seq = f.u64(0, "an operation number (an integer >= 0)")?;
+        if seq != self.seq {
+            return Err(f.bad(
+                0,
+                &format!("{} (operations are numbered from 0, one per line)", self.seq),
+            ));
+        }
+        let day = f.u64(1, "a day (an integer >= 0)")?;
+        let time_of_day: f64 = f
+            .str(2)
+            .parse()
+            .ok()
+            .filter(|t: &f64| (0.0..1.0).contains(t))
+            .ok_or_else(|| f.bad(2, "a fraction of the day in [0, 1)"))?;
+        let key = f.u64(4, "a key (an integer >= 0)")?;
+        let initial = |k: u64, col: usize| -> anyhow::Result<u64> {
+            if k >= self.trace.records {
+                return Err(f.bad(
+                    col,
+                    &format!("a key among the initial records 0..{}", self.trace.records),
+                ));
+            }
+            Ok(k)
+        };
+        let op = match f.str(3) {
+            "get" => KvOp::Get(initial(key, 4)?),
+            "update" => KvOp::Update(initial(key, 4)?),
+            "scan" => {
+                let lo = initial(key, 4)?;
+                let hi = f.u64(5, "the scan's last key (an integer >= 0)")?;
+                if hi < lo || hi >= self.next_id {
+                    return Err(f.bad(5, &format!("a last key in {lo}..={}", self.next_id - 1)));
+                }
+                KvOp::Scan { lo, hi }
+            }
+            "insert" => {
+                if key != self.next_id {
+                    return Err(f.bad(4, &format!("the next new id {}", self.next_id)));
+                }
+                self.next_id += 1;
+                KvOp::Insert(key)
+            }
+            _ => return Err(f.bad(3, "get, scan, update or insert")),
+        };
+        if !matches!(op, KvOp::Scan { .. }) && !f.str(5).is_empty() {
+            return Err(f.bad(5, "empty (only a scan has a last key)"));
+        }
+        self.seq += 1;
+        Ok(Some(TimedOp {
+            seq,
+            day,
+            time_of_day,
+            op,
+        }))
+    }
+}
+
+/// The Leaper traces of a run (`--trace`), checked against `spec_of(workload)`, the spec the run
+/// would generate: one per workload.
+pub fn kv_traces(
+    data: &[DataSpec],
+    spec_of: &dyn Fn(crate::leaper::Workload) -> anyhow::Result<lsmlab_workloads::kv::KvWorkload>,
+) -> anyhow::Result<Vec<std::sync::Arc<KvTrace>>> {
+    let mut out: Vec<std::sync::Arc<KvTrace>> = Vec::new();
+    for path in trace_paths(data) {
+        let t = KvTrace::open(path)?;
+        t.check_spec(&spec_of(t.workload)?)?;
+        if let Some(other) = out.iter().find(|o| o.workload == t.workload) {
+            bail!(
+                "{}: a second {} trace (after {}); give one trace per workload",
+                path.display(),
+                t.workload,
+                other.path.display()
+            );
+        }
+        out.push(std::sync::Arc::new(t));
+    }
+    Ok(out)
+}
+
+/// The columns of a YCSB trace.
+pub const YCSB_COLUMNS: [&str; 5] = ["op", "key", "field", "len", "value"];
+
+/// A `ycsb-<x>` trace: its description, checked; [`YcsbTrace::reader`] replays it.
+#[derive(Clone, Debug)]
+pub struct YcsbTrace {
+    pub path: PathBuf,
+    pub workload: lsmlab_workloads::ycsb::Workload,
+    pub records: u64,
+    pub warmup: u64,
+    pub operations: u64,
+}
+
+impl YcsbTrace {
+    /// Reads and checks the description of the YCSB trace at `path`.
+    pub fn open(path: &Path) -> anyhow::Result<YcsbTrace> {
+        let (meta, columns) = read_header(path)?;
+        let p = path.display();
+        let w = workload_of(path, &meta)?;
+        if !w.starts_with("ycsb-") {
+            bail!("{p}:1: a {w} trace, not a ycsb-<a..f> one");
+        }
+        let workload = w
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{p}:1: `{w}` names no YCSB workload (ycsb-a .. ycsb-f)"))?;
+        if columns != YCSB_COLUMNS {
+            bail!(
+                "{p}:2: the columns are `{}`, a YCSB trace has `{}`",
+                columns.join(","),
+                YCSB_COLUMNS.join(",")
+            );
+        }
+        let t = YcsbTrace {
+            path: path.to_path_buf(),
+            workload,
+            records: param_u64(path, &meta, "records")?,
+            warmup: param_u64(path, &meta, "warmup_operations")?,
+            operations: param_u64(path, &meta, "operations")?,
+        };
+        if t.records < 2 {
+            bail!("{p}:1: the description's records must be at least 2");
+        }
+        Ok(t)
+    }
+
+    /// Reads every line (one held at a time).
+    pub fn check(&self) -> anyhow::Result<()> {
+        let mut r = self.reader()?;
+        for _ in 0..self.warmup + self.operations {
+            r.next_op()?;
+        }
+        r.finish()
+    }
+
+    /// The trace's operations, read line by line.
+    pub fn reader(&self) -> anyhow::Result<YcsbTraceReader> {
+        Ok(YcsbTraceReader {
+            lines: Lines::open(&self.path)?,
+            trace: self.clone(),
+            read: 0,
+            newest: self.records - 1,
+        })
+    }
+}
+
+/// The operations of a [`YcsbTrace`], one line at a time, each checked: keys of reads, updates and
+/// scans exist (at most the newest key), an insert takes the next key, a field is 0..10, a value
+/// is 100 hex-encoded bytes.
+pub struct YcsbTraceReader {
+    lines: Lines,
+    trace: YcsbTrace,
+    read: u64,
+    newest: u64,
+}
+
+impl YcsbTraceReader {
+    /// The newest key (as [`lsmlab_workloads::ycsb::Stream::newest`]).
+    pub fn newest(&self) -> u64 {
+        self.newest
+    }
+
+    /// The next operation; a trace that ends before it is an error (truncated).
+    pub fn next_op(&mut self) -> anyhow::Result<lsmlab_workloads::ycsb::Op> {
+        use lsmlab_workloads::ycsb::{Op, FIELD_COUNT, FIELD_LENGTH};
+        let path = self.trace.path.clone();
+        let total = self.trace.warmup + self.trace.operations;
+        let Some((n, line)) = self.lines.next_line()? else {
+            bail!(
+                "{}:{}: the trace ends after {} operations; its description says {} (warm-up {} + {}; truncated?)",
+                path.display(),
+                self.lines.line(),
+                self.read,
+                total,
+                self.trace.warmup,
+                self.trace.operations
+            );
+        };
+        let f = Fields::split(&path, n, line, &YCSB_COLUMNS)?;
+        if self.read >= total {
+            bail!("{}: more operations than the description's {total}", f.at);
+        }
+        let key = f.u64(1, "a key (an integer >= 0)")?;
+        let existing = |k: u64| -> anyhow::Result<u64> {
+            if k > self.newest {
+                return Err(f.bad(1, &format!("an existing key (0..={})", self.newest)));
+            }
+            Ok(k)
+        };
+        let field = || -> anyhow::Result<usize> {
+            f.str(2)
+                .parse()
+                .ok()
+                .filter(|&x: &usize| x < FIELD_COUNT)
+                .ok_or_else(|| f.bad(2, &format!("a field number 0..{FIELD_COUNT}")))
+        };
+        let value = || -> anyhow::Result<Vec<u8>> {
+            let v = unhex(f.str(4))
+                .filter(|v| v.len() == FIELD_LENGTH)
+                .ok_or_else(|| f.bad(4, &format!("a value of {FIELD_LENGTH} hex-encoded bytes")))?;
+            Ok(v)
+        };
+        let empty = |cols: &[usize]| -> anyhow::Result<()> {
+            for &c in cols {
+                if !f.str(c).is_empty() {
+                    return Err(f.bad(c, &format!("empty (a {} has no {})", f.str(0), YCSB_COLUMNS[c])));
+                }
+            }
+            Ok(())
+        };
+        let op = match f.str(0) {
+            "read" => {
+                empty(&[2, 3, 4])?;
+                Op::Read { key: existing(key)? }
+            }
+            "insert" => {
+                empty(&[2, 3, 4])?;
+                if key != self.newest + 1 {
+                    return Err(f.bad(1, &format!("the next key {}", self.newest + 1)));
+                }
+                Op::Insert { key }
+            }
+            "scan" => {
+                empty(&[2, 4])?;
+                let len = f
+                    .str(3)
+                    .parse()
+                    .ok()
+                    .filter(|&l: &usize| l >= 1)
+                    .ok_or_else(|| f.bad(3, "a scan length (an integer >= 1)"))?;
+                Op::Scan {
+                    start: existing(key)?,
+                    len,
+                }
+            }
+            "update" | "rmw" => {
+                empty(&[3])?;
+                let (key, field, value) = (existing(key)?, field()?, value()?);
+                if f.str(0) == "update" {
+                    Op::Update { key, field, value }
+                } else {
+                    Op::ReadModifyWrite { key, field, value }
+                }
+            }
+            _ => return Err(f.bad(0, "read, insert, scan, update or rmw")),
+        };
+        if let Op::Insert { key } = op {
+            self.newest = key;
+        }
+        self.read += 1;
+        Ok(op)
+    }
+
+    /// Checks that no line follows the last operation.
+    pub fn finish(&mut self) -> anyhow::Result<()> {
+        if let Some((n, _)) = self.lines.next_line()? {
+            bail!(
+                "{}:{n}: more operations than the description's {}",
+                self.trace.path.display(),
+                self.trace.warmup + self.trace.operations
+            );
+        }
+        Ok(())
+    }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// The YCSB traces of a run (`--trace`), checked against the run's records and operation counts
+/// (`operations(workload)` gives the run's (warm-up, measured) for a workload): one per workload.
+pub fn ycsb_traces(
+    data: &[DataSpec],
+    records: u64,
+    operations: &dyn Fn(lsmlab_workloads::ycsb::Workload) -> (u64, u64),
+) -> anyhow::Result<Vec<YcsbTrace>> {
+    let mut out: Vec<YcsbTrace> = Vec::new();
+    for path in trace_paths(data) {
+        let t = YcsbTrace::open(path)?;
+        must_match(path, "records", t.records, records)?;
+        let (warmup, measured) = operations(t.workload);
+        let e = t.workload == lsmlab_workloads::ycsb::Workload::E;
+        // Workload E's warm-up is half its measured operations (scan_operations).
+        let key = if e { "scan_operations" } else { "operations" };
+        must_match(path, key, t.operations, measured)?;
+        if !e {
+            must_match(path, "warmup_operations", t.warmup, warmup)?;
+        } else if t.warmup != warmup {
+            bail!(
+                "{}: the trace's warm-up has {} operations, workload E's is scan_operations / 2 = {warmup}",
+                path.display(),
+                t.warmup
+            );
+        }
+        if let Some(other) = out.iter().find(|o| o.workload == t.workload) {
+            bail!(
+                "{}: a second {} trace (after {}); give one trace per workload",
+                path.display(),
+                t.workload.name(),
+                other.path.display()
+            );
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// The columns of a DIOL trace.
+pub const DIOL_COLUMNS: [&str; 2] = ["arrival", "time"];
+
+/// A `diol-<delay model>` trace: the out-of-order arrival stream of one series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiolTrace {
+    /// The delay model it was drawn with (`diol`, `lognormal`, `file`), its rows' `delay_model`.
+    pub delay_model: String,
+    pub o3_ratio: f64,
+    pub points: u64,
+    /// The generation times (timestamps 1..=points, each once) in arrival order.
+    pub stream: Vec<u64>,
+}
+
+/// Reads a `diol-<delay model>` trace whole (the DIOL experiments hold the arrival stream), every
+/// line checked: `arrival` counts from 0, `time` is a timestamp of 1..=points not seen before, and
+/// every timestamp arrives.
+pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
+    let (meta, columns) = read_header(path)?;
+    let p = path.display();
+    let w = workload_of(path, &meta)?;
+    let model = w
+        .strip_prefix("diol-")
+        .filter(|m| crate::diol::DELAY_MODELS.contains(m))
+        .with_context(|| format!("{p}:1: a {w} trace, not a diol-<diol|lognormal|file> one"))?
+        .to_string();
+    if columns != DIOL_COLUMNS {
+        bail!(
+            "{p}:2: the columns are `{}`, a DIOL trace has `{}`",
+            columns.join(","),
+            DIOL_COLUMNS.join(",")
+        );
+    }
+    let points = param_u64(path, &meta, "points")?;
+    let o3_ratio = meta["params"]["o3_ratio"]
+        .as_f64()
+        .filter(|r| (0.0..1.0).contains(r))
+        .with_context(|| format!("{p}:1: the description's params lack `o3_ratio` (a number in [0, 1))"))?;
+    if !(4..=1 << 40).contains(&points) {
+        bail!("{p}:1: the description's points ({points}) must be 4 to 2^40");
+    }
+    let mut lines = Lines::open(path)?;
+    // Nothing is sized by the description alone (a garbled `points` must not allocate): the
+    // stream grows with the lines read, and uniqueness is checked once their count is `points`.
+    let mut stream = Vec::new();
+    while let Some((n, line)) = lines.next_line()? {
+        let f = Fields::split(path, n, line, &DIOL_COLUMNS)?;
+        if stream.len() as u64 >= points {
+            bail!("{}: more arrivals than the description's points = {points}", f.at);
+        }
+        let arrival = f.u64(0, "an arrival number (an integer >= 0)")?;
+        if arrival != stream.len() as u64 {
+            return Err(f.bad(
+                0,
+                &format!("{} (arrivals are numbered from 0, one per line)", stream.len()),
+            ));
+        }
+        let t = f.u64(1, "a timestamp (an integer >= 1)")?;
+        if t == 0 || t > points {
+            return Err(f.bad(1, &format!("a timestamp of 1..={points}")));
+        }
+        stream.push(t);
+    }
+    if (stream.len() as u64) < points {
+        bail!(
+            "{p}:{}: the trace ends after {} arrivals; its description says points = {points} (truncated?)",
+            lines.line(),
+            stream.len()
+        );
+    }
+    let mut seen = vec![0u64; (points / 64 + 1) as usize];
+    for (i, &t) in stream.iter().enumerate() {
+        let (word, bit) = ((t / 64) as usize, 1u64 << (t % 64));
+        if seen[word] & bit != 0 {
+            bail!(
+                "{p}:{}: field `time`: `{t}` is not a timestamp not seen before (each point arrives once)",
+                i + 3
+            );
+        }
+        seen[word] |= bit;
+    }
+    Ok(DiolTrace {
+        delay_model: model,
+        o3_ratio,
+        points,
+        stream,
+    })
+}
+
+/// The DIOL trace of a run (`--trace`; at most one), checked against the run's points.
+pub fn diol_trace(data: &[DataSpec], points: u64) -> anyhow::Result<Option<DiolTrace>> {
+    let paths = trace_paths(data);
+    let Some(&path) = paths.first() else {
+        return Ok(None);
+    };
+    if paths.len() > 1 {
+        bail!(
+            "{}: a DIOL run replays one trace (its rows are that stream's); give one --trace",
+            paths[1].display()
+        );
+    }
+    let t = read_diol(path)?;
+    must_match(path, "points", t.points, points)?;
+    Ok(Some(t))
+}
+
+fn gen_diol(req: &GenRequest, model: &str, w: &mut impl Write) -> anyhow::Result<u64> {
+    let map = resolved("diol", req, &[format!("delay_models={model}")])?;
+    let cfg: crate::diol::layouts::LayoutsConfig = crate::config::from_map(&map)?;
+    let setup = &cfg.setup;
+    let [o3] = setup.o3_ratios[..] else {
+        bail!(
+            "a DIOL trace holds the stream of one out-of-order ratio and the config has {:?}: pick one with \
+             --set o3_ratios=R",
+            setup.o3_ratios
+        );
+    };
+    let progress = Progress::silent();
+    let ctx = RunContext {
+        scale: req.scale,
+        seed: req.seed,
+        data: &[],
+        progress: &progress,
+    };
+    let mut notes = Vec::new();
+    let models = setup.delay_models(&ctx, &mut notes)?;
+    let Some((_, delay)) = models.iter().find(|(name, _)| name == model) else {
+        bail!("delay model {model} not available: {}", notes.join(" "));
+    };
+    let stream = setup.stream(o3, delay, req.seed)?;
+    let meta = json!({
+        "workload": req.workload, "experiment": "diol", "scale": req.scale.to_string(), "seed": req.seed,
+        "params": {"points": setup.points, "o3_ratio": o3, "delay_model": model,
+                   "delay_scale": setup.delay_scale(), "out_of_order_points": lsmlab_workloads::ts::out_of_order_points(&stream)},
+    });
+    header(w, &meta, &DIOL_COLUMNS)?;
+    for (i, t) in stream.iter().enumerate() {
+        writeln!(w, "{i},{t}")?;
+    }
+    Ok(stream.len() as u64)
+}
+
 /// The longest line a trace reader accepts (as the data loaders cap theirs).
 pub const MAX_LINE: usize = 1 << 20;
 
@@ -430,6 +1247,246 @@ mod tests {
                 let msg = format!("{e:#}");
                 prop_assert!(msg.contains("fuzz.csv"), "{}", msg);
             }
+        }
+
+        /// Fuzz target of the Leaper, YCSB and DIOL trace readers (through [`check`], as a run's
+        /// preflight reads them): valid traces with bytes replaced, inserted or cut never panic;
+        /// a refusal names the file.
+        #[test]
+        fn the_stream_trace_readers_never_panic(
+            which in 0usize..3,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 0..8),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("fuzz.csv");
+            let mut valid = [LEAPER_OK, YCSB_OK, DIOL_OK][which].as_bytes().to_vec();
+            for (at, byte, kind) in edits {
+                let at = at % (valid.len() + 1);
+                match kind {
+                    0 if at < valid.len() => valid[at] = byte,
+                    1 => valid.insert(at, byte),
+                    _ => valid.truncate(at),
+                }
+            }
+            std::fs::write(&path, &valid).unwrap();
+            if let Err(e) = check(&path) {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.contains("fuzz.csv"), "{}", msg);
+            }
+        }
+    }
+
+    const LEAPER_OK: &str = "# lsmlab-trace/1 {\"workload\":\"leaper-synthetic\",\"params\":{\"records\":10,\"value_bytes\":16,\"day_ops\":2,\"ops\":4}}\n\
+        seq,day,time_of_day,op,key,hi\n0,0,0,get,3,\n1,0,0.5,scan,8,9\n2,1,0,insert,10,\n3,1,0.5,update,9,\n";
+    const YCSB_OK: &str = "# lsmlab-trace/1 {\"workload\":\"ycsb-d\",\"params\":{\"records\":5,\"warmup_operations\":1,\"operations\":2}}\n\
+        op,key,field,len,value\nread,4,,,\ninsert,5,,,\nread,5,,,\n";
+    const DIOL_OK: &str =
+        "# lsmlab-trace/1 {\"workload\":\"diol-lognormal\",\"params\":{\"points\":4,\"o3_ratio\":0.25}}\n\
+        arrival,time\n0,1\n1,3\n2,4\n3,2\n";
+
+    fn put(dir: &Path, text: &str) -> std::path::PathBuf {
+        let path = dir.join("t.csv");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `text` with line `n` (1-based) replaced.
+    fn with_line(text: &str, n: usize, line: &str) -> String {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[n - 1] = line;
+        lines.join("\n") + "\n"
+    }
+
+    #[test]
+    fn a_leaper_trace_replays_its_operations_and_bad_lines_name_file_line_and_field() {
+        use lsmlab_workloads::kv::KvOp;
+        let dir = tempfile::tempdir().unwrap();
+        let t = KvTrace::open(&put(dir.path(), LEAPER_OK)).unwrap();
+        assert_eq!((t.records, t.value_bytes, t.day_ops, t.ops), (10, 16, 2, 4));
+        let mut r = t.reader().unwrap();
+        let mut ops = Vec::new();
+        while let Some(op) = r.next_op().unwrap() {
+            ops.push(op);
+        }
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[1].op, KvOp::Scan { lo: 8, hi: 9 });
+        assert_eq!((ops[1].day, ops[1].time_of_day), (0, 0.5));
+        assert_eq!(ops[2].op, KvOp::Insert(10));
+        assert_eq!(ops[3].write_version(), Some(4));
+        for (n, line, needle) in [
+            (3, "0,0,0,get,x,", "t.csv:3: field `key`: `x` is not a key"),
+            (3, "1,0,0,get,3,", "t.csv:3: field `seq`: `1` is not 0"),
+            (
+                3,
+                "0,0,1.5,get,3,",
+                "t.csv:3: field `time_of_day`: `1.5` is not a fraction",
+            ),
+            (
+                3,
+                "0,0,0,delete,3,",
+                "t.csv:3: field `op`: `delete` is not get, scan",
+            ),
+            (
+                3,
+                "0,0,0,get,10,",
+                "t.csv:3: field `key`: `10` is not a key among the initial records 0..10",
+            ),
+            (3, "0,0,0,get,3", "t.csv:3: 5 fields, expected 6"),
+            (
+                4,
+                "1,0,0.5,scan,8,10",
+                "t.csv:4: field `hi`: `10` is not a last key in 8..=9",
+            ),
+            (
+                5,
+                "2,1,0,insert,11,",
+                "t.csv:5: field `key`: `11` is not the next new id 10",
+            ),
+            (6, "3,1,0.5,update,9,9", "t.csv:6: field `hi`: `9` is not empty"),
+        ] {
+            let err = format!(
+                "{:#}",
+                check(&put(dir.path(), &with_line(LEAPER_OK, n, line))).unwrap_err()
+            );
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+        // Truncated: fewer operations than the description says; more is refused too.
+        let cut: String = LEAPER_OK.lines().take(5).map(|l| format!("{l}\n")).collect();
+        let err = format!("{:#}", check(&put(dir.path(), &cut)).unwrap_err());
+        assert!(
+            err.contains("t.csv:6: the trace ends after 3 operations; its description says ops = 4"),
+            "{err}"
+        );
+        let long = format!("{LEAPER_OK}4,2,0,get,1,\n");
+        let err = format!("{:#}", check(&put(dir.path(), &long)).unwrap_err());
+        assert!(
+            err.contains("t.csv:7: more operations than the description's ops = 4"),
+            "{err}"
+        );
+        let no_params = LEAPER_OK.replace("\"records\":10,", "");
+        let err = format!("{:#}", check(&put(dir.path(), &no_params)).unwrap_err());
+        assert!(
+            err.contains("t.csv:1: the description's params lack `records`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_ycsb_trace_replays_its_operations_and_bad_lines_name_file_line_and_field() {
+        use lsmlab_workloads::ycsb::Op;
+        let dir = tempfile::tempdir().unwrap();
+        let t = YcsbTrace::open(&put(dir.path(), YCSB_OK)).unwrap();
+        let mut r = t.reader().unwrap();
+        assert_eq!(r.next_op().unwrap(), Op::Read { key: 4 });
+        assert_eq!(r.next_op().unwrap(), Op::Insert { key: 5 });
+        assert_eq!((r.next_op().unwrap(), r.newest()), (Op::Read { key: 5 }, 5));
+        r.finish().unwrap();
+        let value = "41".repeat(100);
+        let upd = format!("update,2,9,,{value}");
+        let text = with_line(YCSB_OK, 3, &upd);
+        let mut r = YcsbTrace::open(&put(dir.path(), &text))
+            .unwrap()
+            .reader()
+            .unwrap();
+        assert_eq!(
+            r.next_op().unwrap(),
+            Op::Update {
+                key: 2,
+                field: 9,
+                value: vec![b'A'; 100]
+            }
+        );
+        let short = format!("update,2,9,,{}", &value[..198]);
+        for (line, needle) in [
+            (
+                "read,5,,,",
+                "t.csv:3: field `key`: `5` is not an existing key (0..=4)",
+            ),
+            ("insert,6,,,", "t.csv:3: field `key`: `6` is not the next key 5"),
+            ("scan,1,,0,", "t.csv:3: field `len`: `0` is not a scan length"),
+            (
+                "update,2,10,,",
+                "t.csv:3: field `field`: `10` is not a field number 0..10",
+            ),
+            (short.as_str(), "t.csv:3: field `value`"),
+            ("read,1,2,,", "t.csv:3: field `field`: `2` is not empty"),
+            ("write,1,,,", "t.csv:3: field `op`: `write` is not read, insert"),
+        ] {
+            let err = format!(
+                "{:#}",
+                check(&put(dir.path(), &with_line(YCSB_OK, 3, line))).unwrap_err()
+            );
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+        let cut: String = YCSB_OK.lines().take(4).map(|l| format!("{l}\n")).collect();
+        let err = format!("{:#}", check(&put(dir.path(), &cut)).unwrap_err());
+        assert!(
+            err.contains("t.csv:5: the trace ends after 2 operations; its description says 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_diol_trace_reads_back_its_arrival_stream_and_bad_lines_name_file_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = read_diol(&put(dir.path(), DIOL_OK)).unwrap();
+        assert_eq!(
+            (t.delay_model.as_str(), t.o3_ratio, t.points),
+            ("lognormal", 0.25, 4)
+        );
+        assert_eq!(t.stream, vec![1, 3, 4, 2]);
+        for (line, needle) in [
+            ("1,1", "t.csv:3: field `arrival`: `1` is not 0"),
+            ("0,5", "t.csv:3: field `time`: `5` is not a timestamp of 1..=4"),
+            ("0,0", "t.csv:3: field `time`: `0` is not a timestamp"),
+            ("0,abc", "t.csv:3: field `time`: `abc` is not a timestamp"),
+            (
+                "0,3",
+                "t.csv:4: field `time`: `3` is not a timestamp not seen before",
+            ),
+        ] {
+            let err = format!(
+                "{:#}",
+                check(&put(dir.path(), &with_line(DIOL_OK, 3, line))).unwrap_err()
+            );
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+        let cut: String = DIOL_OK.lines().take(5).map(|l| format!("{l}\n")).collect();
+        let err = format!("{:#}", check(&put(dir.path(), &cut)).unwrap_err());
+        assert!(
+            err.contains("t.csv:6: the trace ends after 3 arrivals; its description says points = 4"),
+            "{err}"
+        );
+        let other = DIOL_OK.replace("diol-lognormal", "diol-gamma");
+        let err = format!("{:#}", check(&put(dir.path(), &other)).unwrap_err());
+        assert!(
+            err.contains("t.csv:1: a diol-gamma trace, not a diol-<diol|lognormal|file> one"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_experiment_replays_only_its_own_kind_of_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = put(dir.path(), YCSB_OK);
+        check_for("oep7-ycsb", std::slice::from_ref(&path)).unwrap();
+        for (experiment, needle) in [
+            (
+                "leaper-online",
+                "t.csv:1: a ycsb-d trace; `leaper-online` replays leaper-* traces",
+            ),
+            ("rum-update", "`rum-update` replays rum-* traces"),
+            (
+                "leaper-sensitivity",
+                "`leaper-sensitivity` does not replay traces: its cells each draw",
+            ),
+            ("oep7-space", "`oep7-space` generates no stream a trace holds"),
+        ] {
+            let err = format!(
+                "{:#}",
+                check_for(experiment, std::slice::from_ref(&path)).unwrap_err()
+            );
+            assert!(err.contains(needle), "{experiment}: {err}");
         }
     }
 

@@ -84,18 +84,27 @@ impl TypedExperiment for DiolLayouts {
     }
 
     fn run(&self, cfg: &LayoutsConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
-        let setup = &cfg.setup;
+        let (replayed, replay) = match cfg.setup.replay(ctx)? {
+            Some(r) => (r.setup, Some((r.models, r.streams, r.note))),
+            None => (cfg.setup.clone(), None),
+        };
+        let setup = &replayed;
         let mut out = RunOutput {
             notes: setup.ratio_notes(),
             extra_config: setup.derived(),
             ..RunOutput::default()
         };
-        let models = setup.delay_models(ctx, &mut out.notes)?;
+        let (models, mut streams) = match replay {
+            Some((models, streams, note)) => {
+                out.notes.push(note);
+                (models, streams)
+            }
+            None => (setup.delay_models(ctx, &mut out.notes)?, Streams::new()),
+        };
         let wls = workloads(&cfg.workloads);
         let variants = setup.variants();
         ctx.progress
             .set_total(setup.o3_ratios.len() * models.len() * wls.len() * variants.len());
-        let mut streams = Streams::new();
         for &o3 in &setup.o3_ratios {
             for (name, model) in &models {
                 let (stream, o3_points) = streams.get(setup, o3, name, model, ctx.seed)?;

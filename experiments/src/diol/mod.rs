@@ -289,6 +289,10 @@ impl Setup {
         models_first: bool,
     ) -> Vec<(&'static str, usize)> {
         let o3 = ("o3_ratios", self.o3_ratios.len());
+        if !crate::trace::trace_paths(data).is_empty() {
+            // A replayed trace is the run's one stream (Setup::replay): one whole cell.
+            return vec![];
+        }
         if !data.is_empty() {
             return vec![o3];
         }
@@ -359,6 +363,39 @@ impl Setup {
             out.push((name, model));
         }
         Ok(out)
+    }
+
+    /// A run's replayed trace (`--trace`, [`crate::trace::read_diol`]): the trace's arrival stream
+    /// replaces the generated ones, so the setup is narrowed to its out-of-order ratio and delay
+    /// model (the rows' `o3_ratio` and `delay_model` say which stream it was), with the streams
+    /// holding it and a note. `None` without a trace.
+    pub fn replay(&self, ctx: &RunContext) -> anyhow::Result<Option<Replay>> {
+        let Some(t) = crate::trace::diol_trace(ctx.data, self.points)? else {
+            return Ok(None);
+        };
+        let path = crate::trace::trace_paths(ctx.data)[0].display().to_string();
+        let mut setup = self.clone();
+        setup.o3_ratios = vec![t.o3_ratio];
+        setup.delay_models = vec![t.delay_model.clone()];
+        let mut streams = Streams::new();
+        let n = out_of_order_points(&t.stream);
+        let note = format!(
+            "Arrival stream replayed from trace {path} (written by `lsmlab gen diol-{}`: o3 ratio {}, {} points), not \
+             generated: the trace's stream replaces the o3_ratios x delay_models grid.",
+            t.delay_model, t.o3_ratio, t.points
+        );
+        streams.map.insert(
+            ((t.o3_ratio * 1e6).round() as u64, t.delay_model.clone()),
+            (t.stream, n),
+        );
+        // The model is not drawn from: the stream is there already.
+        let models = vec![(t.delay_model, DelayModel::Diol)];
+        Ok(Some(Replay {
+            setup,
+            models,
+            streams,
+            note,
+        }))
     }
 
     pub fn stream(&self, o3: f64, model: &DelayModel, seed: u64) -> anyhow::Result<Vec<u64>> {
@@ -549,6 +586,14 @@ pub fn base_row(
         .int("stream_o3_points", stream_o3_points)
         .int("memory_compaction_points", m.stats.memory_compaction_points)
         .int("flush_pages_written", m.stats.flush_pages_written)
+}
+
+/// What a run replays from a trace ([`Setup::replay`]).
+pub struct Replay {
+    pub setup: Setup,
+    pub models: Vec<(String, DelayModel)>,
+    pub streams: Streams,
+    pub note: String,
 }
 
 /// Streams keyed by (o3 ratio in per-mille, model name), generated once per run.

@@ -149,10 +149,36 @@ pub struct Step {
     pub read: bool,
 }
 
+/// Where a driver's operations come from: the workload's generated stream, or a replayed trace
+/// (`lsmlab run --trace`, [`crate::trace::KvTrace`]) read line by line.
+pub enum OpSource {
+    Generated(KvStream),
+    Replayed(crate::trace::KvTraceReader),
+}
+
+impl OpSource {
+    /// The next operation; the end of a replayed trace is an error naming the file.
+    pub fn next_op(&mut self) -> anyhow::Result<TimedOp> {
+        match self {
+            OpSource::Generated(s) => s.next().context("the op stream ended"),
+            OpSource::Replayed(r) => r.next_op()?.ok_or_else(|| {
+                let t = r.trace();
+                anyhow::anyhow!(
+                    "{}: the run needs more than the trace's {} operations; write a longer one with \
+                     `lsmlab gen leaper-{} --ops N` (with the run's scale, seed and --set)",
+                    t.path.display(),
+                    t.ops,
+                    t.workload
+                )
+            }),
+        }
+    }
+}
+
 /// A store driven by a stream on the virtual clock.
 pub struct Driver<'a> {
     pub store: KvStore,
-    pub stream: KvStream,
+    pub stream: OpSource,
     pub spec: &'a KvWorkload,
     pub cost: CostModel,
     pub clock: VirtualClock,
@@ -179,7 +205,7 @@ impl<'a> Driver<'a> {
         let last_kv = store.stats();
         Ok(Driver {
             store,
-            stream: spec.stream(seed)?,
+            stream: OpSource::Generated(spec.stream(seed)?),
             spec,
             cost,
             clock: VirtualClock::new(),
@@ -189,6 +215,14 @@ impl<'a> Driver<'a> {
             last_kv,
             queue: None,
         })
+    }
+
+    /// Replays `trace` instead of the generated stream (none: the generated stream stays).
+    pub fn replaying(mut self, trace: Option<&crate::trace::KvTrace>) -> anyhow::Result<Self> {
+        if let Some(t) = trace {
+            self.stream = OpSource::Replayed(t.reader()?);
+        }
+        Ok(self)
     }
 
     /// Drives the operations with `queue` (the multi-client clock) instead of one client.
@@ -203,7 +237,7 @@ impl<'a> Driver<'a> {
     /// Runs the next operation: the store is told the clock's time, the operation's block reads
     /// price its latency, and the clock advances by it.
     pub fn step(&mut self, on_op: &mut dyn FnMut(f64, &TimedOp)) -> anyhow::Result<Step> {
-        let op = self.stream.next().context("the op stream ended")?;
+        let op = self.stream.next_op()?;
         let start_s = self.clock.now_s();
         on_op(start_s, &op);
         self.store.set_now(start_s);

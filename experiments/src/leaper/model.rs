@@ -142,22 +142,41 @@ impl TypedExperiment for LeaperModelExperiment {
 
     /// One cell per workload: each trains and measures its own model on its own store and stream,
     /// nothing is computed across workloads (Leaper §7.2, Figures 6 and 8, Table 3 per workload).
-    fn cells(&self, cfg: &ModelConfig, _data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+    /// With `--trace` the traces' workloads replace the config's: one whole cell.
+    fn cells(&self, cfg: &ModelConfig, data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        if !crate::trace::trace_paths(data).is_empty() {
+            return vec![crate::cells::Cell::whole()];
+        }
         crate::cells::Cell::grid(&[("workloads", cfg.workloads.len())])
     }
 
     fn run(&self, cfg: &ModelConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        // Replayed traces (`--trace`) replace the generated streams: the run's workloads become the
+        // traces'.
+        let traces = crate::trace::kv_traces(ctx.data, &|w| cfg.setup.workload_spec(w, day_ops(&cfg.setup)))?;
+        let mut replayed;
+        let cfg = if traces.is_empty() {
+            cfg
+        } else {
+            replayed = cfg.clone();
+            replayed.workloads = traces.iter().map(|t| t.workload).collect();
+            &replayed
+        };
         ctx.progress.set_total(cfg.workloads.len());
         let setup = &cfg.setup;
         let mut settings = cfg.leaper.clone();
         settings.test_fraction = 1.0 / cfg.days as f64;
         let mut out = RunOutput::default();
+        out.notes
+            .extend(traces.iter().map(|t| super::online::replay_note(t, ctx.seed)));
         for &workload in &cfg.workloads {
             ctx.progress.begin(format!("{workload}: {} days", cfg.days));
             let spec = setup.workload_spec(workload, day_ops(setup))?;
             let layout = setup.layout(setup.cache_ratio);
             let store = open_store(setup, &layout, &spec, WarmUpKind::Lru.baseline().expect("lru"))?;
-            let mut driver = Driver::new(store, &spec, ctx.seed, setup.cost_model(), false)?;
+            let trace = traces.iter().find(|t| t.workload == workload);
+            let mut driver = Driver::new(store, &spec, ctx.seed, setup.cost_model(), false)?
+                .replaying(trace.map(|t| &**t))?;
             let mut log = AccessLog::default();
             let ops = cfg.days * spec.day_ops;
             let mut run = warm_up(&mut driver, ops, &mut |t, op| log.record(t, &op.op))?;

@@ -188,6 +188,8 @@ pub struct Cell {
     pub label: String,
     /// Also run the fjall peer (after the run it is matched with, see [`peer_plan`]).
     pub peer: bool,
+    /// The trace every run of the cell replays instead of `spec`'s generated stream (`--trace`).
+    pub trace: Option<Arc<crate::trace::KvTrace>>,
 }
 
 impl Cell {
@@ -212,6 +214,7 @@ impl Cell {
             spec: spec_for(setup.workload_spec(workload, day_ops(setup))?)?,
             label: label.to_string(),
             peer,
+            trace: None,
         })
     }
 
@@ -252,7 +255,9 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
         &cell.spec,
         WarmUpKind::Lru.baseline().expect("lru is a baseline"),
     )?;
-    let mut driver = Driver::new(store, &cell.spec, ctx.seed, cost, false)?.with_queue(setup.queue(0.0));
+    let mut driver = Driver::new(store, &cell.spec, ctx.seed, cost, false)?
+        .replaying(cell.trace.as_deref())?
+        .with_queue(setup.queue(0.0));
     let mut log = learned::AccessLog::default();
     let mut training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
     let interval_s = if setup.interval_s > 0.0 {
@@ -330,6 +335,7 @@ fn run_policy(
         setup.cost_model(),
         policy == WarmUpKind::Leaper,
     )?
+    .replaying(cell.trace.as_deref())?
     .with_queue(setup.queue(0.0));
     warm_up(&mut driver, prep.training.ops, &mut |_, _| {})?;
     let before = handle.as_ref().map(learned::read);
@@ -539,6 +545,23 @@ pub fn run_workload(
         .pop()
         .expect("one cell, one output")
         .map(|o| o.runs)
+}
+
+/// What a result says of a replayed trace: where its operations came from.
+pub fn replay_note(t: &crate::trace::KvTrace, seed: u64) -> String {
+    format!(
+        "{}: operations replayed from trace {} (written by `lsmlab gen leaper-{}`{}: {} operations), not generated; \
+         the run's workloads are the traces' (a fjall peer, which draws its own stream, is not run).",
+        t.workload,
+        t.path.display(),
+        t.workload,
+        match t.seed {
+            Some(s) if s != seed => format!(" with seed {s}, the run's is {seed}"),
+            Some(s) => format!(" with seed {s}"),
+            None => String::new(),
+        },
+        t.ops
+    )
 }
 
 /// The `engine` dimension of lsmlab's own rows (the fjall peer's rows say `fjall`).
@@ -823,6 +846,19 @@ impl TypedExperiment for LeaperOnline {
     }
 
     fn run(&self, cfg: &OnlineConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
+        // Replayed traces (`--trace`) replace the generated streams: the run's workloads become the
+        // traces' (their fjall peer, which draws its own stream, is not run).
+        let traces = crate::trace::kv_traces(ctx.data, &|w| cfg.setup.workload_spec(w, day_ops(&cfg.setup)))?;
+        let mut replayed;
+        let cfg = if traces.is_empty() {
+            cfg
+        } else {
+            replayed = cfg.clone();
+            replayed.workloads = traces.iter().map(|t| t.workload).collect();
+            replayed.fjall_peer = false;
+            &replayed
+        };
+        let trace_of = |w: Workload| traces.iter().find(|t| t.workload == w).cloned();
         let peer_steps = usize::from(cfg.fjall_peer);
         let queueing = queueing_setup(cfg);
         let queueing_steps = if queueing.is_some() {
@@ -837,6 +873,7 @@ impl TypedExperiment for LeaperOnline {
             ..RunOutput::default()
         };
         out.notes.extend(learned::notes(&cfg.leaper));
+        out.notes.extend(traces.iter().map(|t| replay_note(t, ctx.seed)));
         let mut cells = cfg
             .workloads
             .iter()
@@ -851,21 +888,28 @@ impl TypedExperiment for LeaperOnline {
                     workload.as_str(),
                     cfg.fjall_peer,
                 )
+                .map(|c| Cell {
+                    trace: trace_of(workload),
+                    ..c
+                })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         let defaults = cells.len();
         if let Some(q) = &queueing {
             for &workload in &cfg.workloads {
-                cells.push(Cell::new(
-                    q,
-                    &cfg.leaper,
-                    workload,
-                    &cfg.queueing_policies,
-                    q.cache_ratio,
-                    &|spec| Ok(spec),
-                    &format!("{workload} clients={}", q.clients),
-                    false,
-                )?);
+                cells.push(Cell {
+                    trace: trace_of(workload),
+                    ..Cell::new(
+                        q,
+                        &cfg.leaper,
+                        workload,
+                        &cfg.queueing_policies,
+                        q.cache_ratio,
+                        &|spec| Ok(spec),
+                        &format!("{workload} clients={}", q.clients),
+                        false,
+                    )?
+                });
             }
         }
         let mut queueing_rows = Vec::new();

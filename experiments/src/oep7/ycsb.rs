@@ -164,8 +164,6 @@ impl TypedExperiment for Oep7Ycsb {
         let ps = s.page_size;
         let mut rows = Vec::new();
         let mut per_page = Vec::new();
-        ctx.progress
-            .set_total(s.clusters.len() * cfg.workloads.len() * cfg.cache_fractions.len());
         // YCSB's documented order: load, run A, B, C, F, D on the same data; reload, run E.
         let order = [
             Workload::A,
@@ -175,7 +173,24 @@ impl TypedExperiment for Oep7Ycsb {
             Workload::D,
             Workload::E,
         ];
-        let selected: Vec<Workload> = order.into_iter().filter(|w| cfg.workloads.contains(w)).collect();
+        // Replayed traces (`--trace`) replace the generated run phases: the run's workloads become
+        // the traces', run in the same order.
+        let run_ops = |w: Workload| {
+            if w == Workload::E {
+                (cfg.scan_operations / 2, cfg.scan_operations)
+            } else {
+                (cfg.warmup_operations, cfg.operations)
+            }
+        };
+        let traces = crate::trace::ycsb_traces(ctx.data, s.records, &run_ops)?;
+        let workloads: Vec<Workload> = if traces.is_empty() {
+            cfg.workloads.clone()
+        } else {
+            traces.iter().map(|t| t.workload).collect()
+        };
+        let selected: Vec<Workload> = order.into_iter().filter(|w| workloads.contains(w)).collect();
+        ctx.progress
+            .set_total(s.clusters.len() * workloads.len() * cfg.cache_fractions.len());
         for &layout in &s.clusters {
             for &fraction in &cfg.cache_fractions {
                 let mut loaded: Option<(Bed, Driver, usize, u64)> = None;
@@ -193,20 +208,21 @@ impl TypedExperiment for Oep7Ycsb {
                         loaded = Some((bed, Driver::new(&ids, &keys), cache_pages, s.records));
                     }
                     let (bed, driver, cache_pages, record_count) = loaded.as_mut().expect("loaded above");
-                    let (operations, warmup) = if w == Workload::E {
-                        (cfg.scan_operations, cfg.scan_operations / 2)
-                    } else {
-                        (cfg.operations, cfg.warmup_operations)
+                    let (warmup, operations) = run_ops(w);
+                    let mut stream = match traces.iter().find(|t| t.workload == w) {
+                        Some(t) => OpSource::Replayed(t.reader()?),
+                        None => {
+                            OpSource::Generated(Stream::new(w, *record_count, warmup + operations, ctx.seed)?)
+                        }
                     };
-                    let mut stream = Stream::new(w, *record_count, warmup + operations, ctx.seed)?;
                     for _ in 0..warmup {
-                        driver.apply(bed, stream.next_op())?;
+                        driver.apply(bed, stream.next_op()?)?;
                     }
                     let mut lat = LatencyRecorder::new();
                     let before = bed.snapshot();
                     let start = Instant::now();
                     for i in 0..operations {
-                        let op = stream.next_op();
+                        let op = stream.next_op()?;
                         let t = Instant::now();
                         driver.apply(bed, op)?;
                         lat.record(t.elapsed());
@@ -244,7 +260,7 @@ impl TypedExperiment for Oep7Ycsb {
                 }
             }
         }
-        let notes = vec![
+        let mut notes = vec![
             ratios_note(
                 ps,
                 &record_bytes_note(),
@@ -271,6 +287,17 @@ impl TypedExperiment for Oep7Ycsb {
             counting_note(profile, ps),
             LAYOUT_NOTE.into(),
         ];
+        notes.extend(traces.iter().map(|t| {
+            format!(
+                "{}: operations replayed from trace {} (written by `lsmlab gen {}`: {} warm-up + {} measured), not \
+                 generated; the run's workloads are the traces'.",
+                t.workload.name(),
+                t.path.display(),
+                t.workload.name(),
+                t.warmup,
+                t.operations
+            )
+        }));
         Ok(RunOutput {
             rows,
             notes,
@@ -292,6 +319,29 @@ impl TypedExperiment for Oep7Ycsb {
 
     fn report(&self, result: &ResultFile) -> String {
         super::report::ycsb_report(result)
+    }
+}
+
+/// Where a run phase's operations come from: the workload's generated stream, or a replayed trace
+/// (`lsmlab run --trace`, [`crate::trace::YcsbTrace`]) read line by line.
+enum OpSource {
+    Generated(Stream),
+    Replayed(crate::trace::YcsbTraceReader),
+}
+
+impl OpSource {
+    fn next_op(&mut self) -> anyhow::Result<lsmlab_workloads::ycsb::Op> {
+        match self {
+            OpSource::Generated(s) => Ok(s.next_op()),
+            OpSource::Replayed(r) => r.next_op(),
+        }
+    }
+
+    fn newest(&self) -> u64 {
+        match self {
+            OpSource::Generated(s) => s.newest(),
+            OpSource::Replayed(r) => r.newest(),
+        }
     }
 }
 
