@@ -232,25 +232,32 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
             .map(|p| p.scan_antimatter(device))
             .collect::<Result<Vec<_>>>()?;
         let mut filter = self.maintenance.merge_filter(antimatter, plan.bottommost);
-        // Each input is in Hilbert order already: the survivors are merged, not re-sorted (the
-        // same order hilbert_sort gives their concatenation), straight into the bulk load. Only
-        // the survivors and their Hilbert keys are held (40 B each), never the merged output
-        // too: a merge of `max_mergeable_pages` of Validation's components held about three
-        // times as much when it collected them first (3.8 GB at the paper's scale).
-        let mut runs: Vec<Vec<(u64, SpatialEntry)>> = Vec::with_capacity(inputs.len());
+        // Each input is in Hilbert order already (scan_in_order checks it): the survivors are
+        // merged, not re-sorted (the same order hilbert_sort gives their concatenation), straight
+        // into the bulk load. Only the survivors are held (32 B each; their keys are recomputed as
+        // the merge goes), never the merged output too: a merge of Validation's components at the
+        // paper's scale peaked at 3.8 GB when it collected (key, entry) pairs twice and then the
+        // entries before the bulk load.
+        let mut runs: Vec<Vec<SpatialEntry>> = Vec::with_capacity(inputs.len());
         for (input, part) in inputs.iter().enumerate() {
-            let mut kept = Vec::new();
-            for e in format.scan_in_order(part)? {
-                if filter.keep(input, &e)? {
-                    kept.push((format.key(&e).0, e));
-                }
+            let mut kept = format.scan_in_order(part)?;
+            let mut failed = None;
+            kept.retain(|e| {
+                failed.is_none()
+                    && filter.keep(input, e).unwrap_or_else(|err| {
+                        failed = Some(err);
+                        false
+                    })
+            });
+            if let Some(err) = failed {
+                return Err(err);
             }
             kept.shrink_to_fit();
             runs.push(kept);
         }
         let (kept_antimatter, cleanup) = filter.finish();
         self.maintenance.check(&cleanup)?;
-        let entries = MergedRuns::new(runs);
+        let entries = MergedRuns::new(runs, |e: &SpatialEntry| format.key(e));
         outputs.push(format.build_component_from(entries, kept_antimatter)?);
         self.pending = Some(cleanup);
         Ok(())
@@ -265,35 +272,27 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
     }
 }
 
-/// The k-way merge of a merge's surviving runs, each in component order ([`SpatialKey`]: Hilbert
-/// key, oid, timestamp), yielding entries in that order, ties to the earlier run: the order
-/// [`crate::lsm::merge::merge_sorted_runs`] gives. A run's memory is freed as soon as it is used up. Runs out of
-/// order (never written by lsmlab) are concatenated and stably sorted instead, as
-/// that function does.
-struct MergedRuns {
-    cursors: Vec<std::vec::IntoIter<(u64, SpatialEntry)>>,
+/// The k-way merge of a merge's surviving runs, each in component order (`key`: Hilbert key,
+/// oid, timestamp, strictly increasing within a run), yielding entries in that order, ties to the
+/// earlier run: the order [`crate::lsm::merge::merge_sorted_runs`] gives. A run's memory is freed
+/// as soon as the merge has used it up.
+struct MergedRuns<F> {
+    cursors: Vec<std::vec::IntoIter<SpatialEntry>>,
     heads: Vec<Option<SpatialEntry>>,
     heap: BinaryHeap<Reverse<(SpatialKey, usize)>>,
     left: usize,
+    key: F,
 }
 
-impl MergedRuns {
-    fn new(mut runs: Vec<Vec<(u64, SpatialEntry)>>) -> MergedRuns {
-        let key = |(h, e): &(u64, SpatialEntry)| (*h, e.oid, e.ts);
-        let left = runs.iter().map(Vec::len).sum();
-        if !runs
-            .iter()
-            .all(|r| r.windows(2).all(|w| key(&w[0]) <= key(&w[1])))
-        {
-            let mut all: Vec<(u64, SpatialEntry)> = runs.drain(..).flatten().collect();
-            all.sort_by_key(key);
-            runs.push(all);
-        }
+impl<F: Fn(&SpatialEntry) -> SpatialKey> MergedRuns<F> {
+    fn new(runs: Vec<Vec<SpatialEntry>>, key: F) -> MergedRuns<F> {
+        debug_assert!(runs.iter().all(|r| r.windows(2).all(|w| key(&w[0]) < key(&w[1]))));
         let mut merged = MergedRuns {
             cursors: Vec::with_capacity(runs.len()),
             heads: Vec::with_capacity(runs.len()),
             heap: BinaryHeap::with_capacity(runs.len()),
-            left,
+            left: runs.iter().map(Vec::len).sum(),
+            key,
         };
         for run in runs.into_iter().filter(|r| !r.is_empty()) {
             let i = merged.cursors.len();
@@ -307,16 +306,16 @@ impl MergedRuns {
     /// Moves run `i`'s next entry into its head and the heap; frees the run once it is used up.
     fn advance(&mut self, i: usize) {
         match self.cursors[i].next() {
-            Some((h, e)) => {
+            Some(e) => {
+                self.heap.push(Reverse(((self.key)(&e), i)));
                 self.heads[i] = Some(e);
-                self.heap.push(Reverse(((h, e.oid, e.ts), i)));
             }
             None => self.cursors[i] = Vec::new().into_iter(),
         }
     }
 }
 
-impl Iterator for MergedRuns {
+impl<F: Fn(&SpatialEntry) -> SpatialKey> Iterator for MergedRuns<F> {
     type Item = SpatialEntry;
 
     fn next(&mut self) -> Option<SpatialEntry> {
@@ -332,7 +331,7 @@ impl Iterator for MergedRuns {
     }
 }
 
-impl ExactSizeIterator for MergedRuns {}
+impl<F: Fn(&SpatialEntry) -> SpatialKey> ExactSizeIterator for MergedRuns<F> {}
 
 #[cfg(test)]
 mod tests {
@@ -353,37 +352,40 @@ mod tests {
             .collect()
     }
 
-    /// The streamed merge yields what `merge_sorted_runs` returns: sorted runs with ties across
-    /// runs (same Hilbert key; same key, oid and timestamp), empty runs, and out-of-order runs.
+    /// The streamed merge yields what `merge_sorted_runs` returns: runs with ties across runs
+    /// (the same Hilbert key, and the same key, oid and timestamp) and empty runs.
     #[test]
     fn merged_runs_equal_merge_sorted_runs() {
         use rand::{Rng, SeedableRng};
+        let key = |e: &SpatialEntry| (e.point.x as u64, e.oid, e.ts);
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         for case in 0..300 {
-            let runs: Vec<Vec<(u64, SpatialEntry)>> = (0..rng.random_range(0..6))
+            let runs: Vec<Vec<SpatialEntry>> = (0..rng.random_range(0..6))
                 .map(|_| {
-                    let mut run: Vec<(u64, SpatialEntry)> = (0..rng.random_range(0..40))
+                    let mut run: Vec<SpatialEntry> = (0..rng.random_range(0..40))
                         .map(|_| {
-                            let oid = rng.random_range(0..8);
-                            let e = SpatialEntry::new(Point::new(0.0, 0.0), oid, rng.random_range(0..4));
-                            (rng.random_range(0..10), e)
+                            let x = rng.random_range(0..10) as f64;
+                            SpatialEntry::new(
+                                Point::new(x, 0.0),
+                                rng.random_range(0..8),
+                                rng.random_range(0..4),
+                            )
                         })
                         .collect();
-                    if case % 4 != 0 {
-                        run.sort_by_key(|(h, e)| (*h, e.oid, e.ts));
-                    }
+                    run.sort_by_key(key);
+                    run.dedup_by_key(|e| key(e));
                     run
                 })
                 .collect();
             let keyed = runs
                 .iter()
-                .map(|r| r.iter().map(|(h, e)| ((*h, e.oid, e.ts), *e)).collect())
+                .map(|r| r.iter().map(|e| (key(e), *e)).collect())
                 .collect();
             let expected: Vec<SpatialEntry> = crate::lsm::merge::merge_sorted_runs(keyed)
                 .into_iter()
                 .map(|(_, e)| e)
                 .collect();
-            let merged = MergedRuns::new(runs);
+            let merged = MergedRuns::new(runs, key);
             assert_eq!(merged.len(), expected.len(), "case {case}");
             assert_eq!(merged.collect::<Vec<_>>(), expected, "case {case}");
         }
