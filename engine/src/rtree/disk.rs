@@ -51,6 +51,15 @@ pub const HEADER_SIZE: usize = 8;
 pub const INTERNAL_ENTRY_SIZE: usize = 40;
 
 const MAGIC: [u8; 2] = *b"DR";
+
+/// A node a search has yet to visit: its level, its index in the level, and the MBR its parent
+/// recorded for it.
+type Frame = (usize, u64, Rect);
+
+thread_local! {
+    /// The allocation of the last search's stack on this thread (see [`DiskRTree::search_counted`]).
+    static SEARCH_STACK: std::cell::Cell<Vec<Frame>> = const { std::cell::Cell::new(Vec::new()) };
+}
 const KIND_LEAF: u8 = b'L';
 const KIND_INTERNAL: u8 = b'I';
 
@@ -254,9 +263,26 @@ impl DiskRTree {
         if !self.mbr.intersects(rect) {
             return Ok(0);
         }
+        // The stack's allocation is kept on the thread between searches, so that a query
+        // allocates nothing (a search nested in `f` finds it taken and uses a fresh one).
+        let mut stack = SEARCH_STACK.take();
+        stack.clear();
+        let result = self.search_from_root(cache, rect, &mut f, &mut stack);
+        SEARCH_STACK.set(stack);
+        result
+    }
+
+    /// The body of [`DiskRTree::search_counted`], on a caller-provided empty stack.
+    fn search_from_root(
+        &self,
+        cache: &BufferCache,
+        rect: &Rect,
+        f: &mut impl FnMut(&SpatialEntry),
+        stack: &mut Vec<Frame>,
+    ) -> Result<u64> {
         // Depth-first with an explicit stack of (level, index in level, MBR recorded by the parent).
         // It never holds more than one node's children per level.
-        let mut stack: Vec<(usize, u64, Rect)> = Vec::with_capacity(self.height() * self.internal_cap);
+        stack.reserve(self.height() * self.internal_cap);
         stack.push((self.height() - 1, 0, self.mbr));
         let mut visited = 0u64;
         while let Some((level, idx, expected)) = stack.pop() {
@@ -264,30 +290,27 @@ impl DiskRTree {
             let page = cache.read(id)?;
             visited += 1;
             let count = self.check_header(id, &page, level, idx)?;
-            // Each entry is decoded once, straight from the page's bytes, and serves both the
-            // structural check (the node's MBR, its children's page ids) and the query; only a
-            // result is decoded whole.
+            // Each entry is read straight from the page's bytes and serves both the structural
+            // check (the node's MBR, its children's page ids) and the query; only a result is
+            // decoded whole, and nothing is allocated per node.
             let actual = if level == 0 {
-                search_leaf(&page, count, rect, &mut f)
+                search_leaf(&page, count, rect, f)
             } else {
                 let mark = stack.len();
-                let first_child = self.page_id(level - 1, idx * self.internal_cap as u64);
-                let mut acc = Bounds::EMPTY;
-                for (k, chunk) in internal_slots(&page, count).enumerate() {
-                    let r = Bounds::read(chunk);
-                    let child = read_u64(chunk, 32);
-                    if child != first_child + k as u64 {
-                        let child_idx = idx * self.internal_cap as u64 + k as u64;
-                        self.check_child(id, level, child_idx, child)?;
-                    }
-                    acc.cover(&r);
-                    if r.meets(rect) {
-                        stack.push((level - 1, idx * self.internal_cap as u64 + k as u64, r.rect()));
+                let first_idx = idx * self.internal_cap as u64;
+                let first_child = self.page_id(level - 1, first_idx);
+                let (actual, bad) = search_internal(&page, count, rect, first_child, |k, r| {
+                    stack.push((level - 1, first_idx + k as u64, r));
+                });
+                if bad {
+                    // Report the first child pointer that is not where the packed layout puts it.
+                    for (k, chunk) in internal_slots(&page, count).enumerate() {
+                        self.check_child(id, level, first_idx + k as u64, read_u64(chunk, 32))?;
                     }
                 }
                 // Visit children left to right, i.e. in packing order.
                 stack[mark..].reverse();
-                acc.rect()
+                actual
             };
             self.check_mbr(id, &actual, &expected)?;
         }
@@ -467,63 +490,43 @@ fn encode_internal(r: &Rect, child: PageId, out: &mut [u8]) {
     out[32..40].copy_from_slice(&child.to_le_bytes());
 }
 
-/// Reads the little-endian f64 at `b[at..at + 8]`.
-#[inline(always)]
-fn read_f64(b: &[u8], at: usize) -> f64 {
-    f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
 /// Reads the little-endian u64 at `b[at..at + 8]`.
 #[inline(always)]
 fn read_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// A rectangle as the search loops accumulate it from a page's bytes. [`lesser`] and [`greater`]
-/// give the bounds [`Rect::union`] gives (equal under `==`) in one instruction each.
+/// A rectangle as the search loops accumulate it from a page's bytes, as two `[x, y]` pairs so
+/// that each bound is one two-lane min or max. [`lesser`] and [`greater`] give the bounds
+/// [`Rect::union`] gives (equal under `==`) in one instruction each.
 #[derive(Clone, Copy)]
 struct Bounds {
-    min_x: f64,
-    min_y: f64,
-    max_x: f64,
-    max_y: f64,
+    min: [f64; 2],
+    max: [f64; 2],
 }
 
 impl Bounds {
     const EMPTY: Bounds = Bounds {
-        min_x: f64::INFINITY,
-        min_y: f64::INFINITY,
-        max_x: f64::NEG_INFINITY,
-        max_y: f64::NEG_INFINITY,
+        min: [f64::INFINITY; 2],
+        max: [f64::NEG_INFINITY; 2],
     };
 
-    /// An internal entry's MBR.
+    /// Widens to cover the box `lo..=hi` ([`Rect::union`]; a point is the box `p..=p`).
     #[inline(always)]
-    fn read(chunk: &[u8]) -> Bounds {
-        Bounds {
-            min_x: read_f64(chunk, 0),
-            min_y: read_f64(chunk, 8),
-            max_x: read_f64(chunk, 16),
-            max_y: read_f64(chunk, 24),
-        }
+    fn cover(&mut self, lo: [f64; 2], hi: [f64; 2]) {
+        self.min = [lesser(self.min[0], lo[0]), lesser(self.min[1], lo[1])];
+        self.max = [greater(self.max[0], hi[0]), greater(self.max[1], hi[1])];
     }
 
+    /// The union of two accumulators (neither holds a NaN).
     #[inline(always)]
-    fn cover(&mut self, r: &Bounds) {
-        self.min_x = lesser(self.min_x, r.min_x);
-        self.min_y = lesser(self.min_y, r.min_y);
-        self.max_x = greater(self.max_x, r.max_x);
-        self.max_y = greater(self.max_y, r.max_y);
-    }
-
-    /// [`Rect::intersects`].
-    #[inline(always)]
-    fn meets(&self, q: &Rect) -> bool {
-        (self.min_x <= q.max.x) & (q.min.x <= self.max_x) & (self.min_y <= q.max.y) & (q.min.y <= self.max_y)
+    fn merge(mut self, o: Bounds) -> Bounds {
+        self.cover(o.min, o.max);
+        self
     }
 
     fn rect(&self) -> Rect {
-        Rect::new(self.min_x, self.min_y, self.max_x, self.max_y)
+        Rect::new(self.min[0], self.min[1], self.max[0], self.max[1])
     }
 }
 
@@ -549,23 +552,87 @@ fn greater(acc: f64, v: f64) -> f64 {
     }
 }
 
-/// One leaf of a search: passes every entry inside `rect` to `f` and returns the MBR of all the
-/// leaf's points (for the structural check).
+/// Reads the little-endian f64 at `c[at..at + 8]` of a fixed-size slot (no bounds check once
+/// `at` is a constant).
+#[inline(always)]
+fn f64_at<const S: usize>(c: &[u8; S], at: usize) -> f64 {
+    f64::from_le_bytes(c[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The `[x, y]` pair at `c[at..at + 16]`.
+#[inline(always)]
+fn pair_at<const S: usize>(c: &[u8; S], at: usize) -> [f64; 2] {
+    [f64_at(c, at), f64_at(c, at + 8)]
+}
+
+/// The bounds of every slot's box `lo(slot)..=hi(slot)`, alternating between two accumulators so
+/// that consecutive slots do not wait on each other's min and max. The loop calls nothing and
+/// does not branch on the data, so its accumulators stay in registers.
+#[inline(always)]
+fn bounds_of<const S: usize>(
+    slots: &[[u8; S]],
+    lo: impl Fn(&[u8; S]) -> [f64; 2],
+    hi: impl Fn(&[u8; S]) -> [f64; 2],
+) -> Rect {
+    let (pairs, rest) = slots.as_chunks::<2>();
+    let mut acc = [Bounds::EMPTY; 2];
+    for [a, b] in pairs {
+        acc[0].cover(lo(a), hi(a));
+        acc[1].cover(lo(b), hi(b));
+    }
+    if let [r] = rest {
+        acc[0].cover(lo(r), hi(r));
+    }
+    acc[0].merge(acc[1]).rect()
+}
+
+/// One leaf of a search: passes every entry inside `rect` to `f`, in stored order, and returns the
+/// MBR of all the leaf's points (for the structural check).
+///
+/// The MBR and the query are two passes over the page: the first only widens bounds (no call, no
+/// branch on the data, so its accumulators stay in registers), the second tests each point and
+/// calls `f` for a match.
 #[inline(always)]
 fn search_leaf(page: &[u8], count: usize, rect: &Rect, f: &mut impl FnMut(&SpatialEntry)) -> Rect {
-    let (mut min_x, mut min_y) = (f64::INFINITY, f64::INFINITY);
-    let (mut max_x, mut max_y) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
-    for chunk in leaf_slots(page, count) {
-        let (x, y) = (read_f64(chunk, 0), read_f64(chunk, 8));
-        min_x = lesser(min_x, x);
-        min_y = lesser(min_y, y);
-        max_x = greater(max_x, x);
-        max_y = greater(max_y, y);
+    const SIZE: usize = SpatialEntry::ENCODED_SIZE;
+    let (slots, _) = page[HEADER_SIZE..HEADER_SIZE + count * SIZE].as_chunks::<SIZE>();
+    let point = |c: &[u8; SIZE]| pair_at(c, 0);
+    let mbr = bounds_of(slots, point, point);
+    for c in slots {
+        let (x, y) = (f64_at(c, 0), f64_at(c, 8));
+        // `Rect::contains_point`.
         if (x >= rect.min.x) & (x <= rect.max.x) & (y >= rect.min.y) & (y <= rect.max.y) {
-            f(&SpatialEntry::decode(chunk));
+            f(&SpatialEntry::decode(c));
         }
     }
-    Rect::new(min_x, min_y, max_x, max_y)
+    mbr
+}
+
+/// One internal node of a search: passes `(slot, child MBR)` of every child whose MBR meets `rect`
+/// to `visit`, in stored order, and returns the MBR of all the children's MBRs (for the structural
+/// check) and whether any child pointer differs from `first_child + slot`. Two passes, as in
+/// [`search_leaf`].
+#[inline(always)]
+fn search_internal(
+    page: &[u8],
+    count: usize,
+    rect: &Rect,
+    first_child: PageId,
+    mut visit: impl FnMut(usize, Rect),
+) -> (Rect, bool) {
+    const SIZE: usize = INTERNAL_ENTRY_SIZE;
+    let (slots, _) = page[HEADER_SIZE..HEADER_SIZE + count * SIZE].as_chunks::<SIZE>();
+    let mbr = bounds_of(slots, |c| pair_at(c, 0), |c| pair_at(c, 16));
+    let mut stray = 0u64;
+    for (k, c) in slots.iter().enumerate() {
+        stray |= u64::from_le_bytes(c[32..40].try_into().expect("8 bytes")) ^ (first_child + k as u64);
+        let r = [f64_at(c, 0), f64_at(c, 8), f64_at(c, 16), f64_at(c, 24)];
+        // `Rect::intersects`.
+        if (r[0] <= rect.max.x) & (rect.min.x <= r[2]) & (r[1] <= rect.max.y) & (rect.min.y <= r[3]) {
+            visit(k, Rect::new(r[0], r[1], r[2], r[3]));
+        }
+    }
+    (mbr, stray != 0)
 }
 
 #[cfg(test)]
@@ -821,6 +888,32 @@ mod tests {
         let tb = DiskRTree::bulk_load(&*dev, b.iter().copied()).unwrap();
         assert_eq!((tb.first_page(), tb.pages()), (first, pages));
         assert_eq!(sorted_results(&tb, &cache, &all), oracle(&b, &all));
+    }
+
+    #[test]
+    fn a_search_nested_in_another_searchs_callback_answers_correctly() {
+        // The search stack's allocation is reused per thread; a search started from `f` must
+        // neither disturb the outer search nor see its frames.
+        let dev = device(256);
+        let cache = BufferCache::new(dev.clone(), 10_000);
+        let (a, b) = (grid(25), grid(12));
+        let ta = DiskRTree::bulk_load(&*dev, a.iter().copied()).unwrap();
+        let tb = DiskRTree::bulk_load(&*dev, b.iter().copied()).unwrap();
+        let q = Rect::new(3.0, 2.0, 17.5, 9.0);
+        let inner_q = Rect::new(1.0, 1.0, 6.0, 4.0);
+        let mut outer = Vec::new();
+        let mut inner_runs = 0;
+        let visited = ta
+            .search_counted(&cache, &q, |e| {
+                outer.push((e.oid, e.ts));
+                assert_eq!(sorted_results(&tb, &cache, &inner_q), oracle(&b, &inner_q));
+                inner_runs += 1;
+            })
+            .unwrap();
+        outer.sort_unstable();
+        assert_eq!(outer, oracle(&a, &q));
+        assert_eq!(inner_runs, outer.len());
+        assert_eq!(visited, ta.search_counted(&cache, &q, |_| {}).unwrap());
     }
 
     /// Deterministic garbage (xorshift).
