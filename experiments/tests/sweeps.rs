@@ -2,28 +2,13 @@
 //! `--shard` with `merge`, and `--repeat`. Runs are small (a few thousand records); every
 //! assertion is about counted fields, never about time.
 
+mod common;
+
+use common::{lsmlab, ok};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Map, Value};
-
-fn lsmlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lsmlab"))
-        .args(args)
-        .env("LSMLAB_NO_MEMORY_CHECK", "1")
-        .output()
-        .expect("lsmlab runs")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "lsmlab failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A small `rum-update` sweep: 2 datasets x 3 strategies = 6 cells.
 const SETS: [&str; 8] = [

@@ -4,26 +4,11 @@
 //! that disagree with the run's stop it with the file, the line and the field, a non-zero exit and
 //! no result. Runs are tiny, narrowed with `--set`; every assertion is about counted fields.
 
+mod common;
+
+use common::{lsmlab, ok};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn lsmlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lsmlab"))
-        .args(args)
-        .env("LSMLAB_NO_MEMORY_CHECK", "1")
-        .output()
-        .expect("lsmlab runs")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "lsmlab failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use std::process::Output;
 
 /// The stderr of a run that must fail.
 fn fails(out: &Output) -> String {
