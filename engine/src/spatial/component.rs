@@ -236,7 +236,7 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
         // merged, not re-sorted (the same order hilbert_sort gives their concatenation), straight
         // into the bulk load. Only the survivors are held (32 B each; their keys are recomputed as
         // the merge goes), never the merged output too: a merge of Validation's components at the
-        // paper's scale peaked at 3.8 GB when it collected (key, entry) pairs twice and then the
+        // paper's scale peaked at 3.6 GiB when it collected (key, entry) pairs twice and then the
         // entries before the bulk load.
         let mut runs: Vec<Vec<SpatialEntry>> = Vec::with_capacity(inputs.len());
         for (input, part) in inputs.iter().enumerate() {
