@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{lsmlab, ok};
+use common::{gen, lsmlab, ok};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -435,7 +435,7 @@ fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
 
     let trace = dir.path().join("chicago.csv");
     let tr = trace.to_str().unwrap();
-    let gen = [
+    let gen_args = [
         "gen",
         "rum-chicago",
         "--scale",
@@ -447,7 +447,7 @@ fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
         "--out",
         tr,
     ];
-    ok(&lsmlab(&gen));
+    ok(&lsmlab(&gen_args));
     let text = std::fs::read_to_string(&trace).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("# lsmlab-trace/1 {") && lines[0].contains(r#""seed":7"#));
@@ -516,17 +516,7 @@ fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
         ),
         ("ycsb-c", &[][..], "op,key,field,len,value", 0),
     ] {
-        let path = dir.path().join(format!("{workload}.csv"));
-        let mut args = vec![
-            "gen",
-            workload,
-            "--scale",
-            "tiny",
-            "--out",
-            path.to_str().unwrap(),
-        ];
-        args.extend(extra);
-        ok(&lsmlab(&args));
+        let path = gen(dir.path(), workload, extra);
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[1], header);

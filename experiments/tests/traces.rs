@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{lsmlab, ok};
+use common::{gen, lsmlab, ok};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -23,22 +23,6 @@ fn run(experiment: &str, out: &Path, args: &[&str]) -> Output {
     all.push(out.to_str().unwrap());
     all.extend(args);
     lsmlab(&all)
-}
-
-/// `lsmlab gen WORKLOAD --scale tiny --out FILE ARGS...`; the file's path.
-fn gen(dir: &Path, workload: &str, args: &[&str]) -> PathBuf {
-    let path = dir.join(format!("{workload}.csv"));
-    let mut all = vec![
-        "gen",
-        workload,
-        "--scale",
-        "tiny",
-        "--out",
-        path.to_str().unwrap(),
-    ];
-    all.extend(args);
-    ok(&lsmlab(&all));
-    path
 }
 
 fn result(out: &Path, experiment: &str) -> PathBuf {

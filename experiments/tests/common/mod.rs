@@ -1,5 +1,6 @@
 //! Helpers shared by the test crates that drive the `lsmlab` binary end to end.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the `lsmlab` binary with `args`, the memory check off (runs are small; the check is
@@ -21,4 +22,21 @@ pub fn ok(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `lsmlab gen WORKLOAD --scale tiny --out DIR/WORKLOAD.csv ARGS...`, which must succeed; the
+/// trace's path.
+pub fn gen(dir: &Path, workload: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(format!("{workload}.csv"));
+    let mut all = vec![
+        "gen",
+        workload,
+        "--scale",
+        "tiny",
+        "--out",
+        path.to_str().unwrap(),
+    ];
+    all.extend(args);
+    ok(&lsmlab(&all));
+    path
 }
