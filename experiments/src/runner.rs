@@ -710,6 +710,12 @@ mod tests {
         let paper = rum.resolve(Scale::Paper, &Overlay::default()).unwrap();
         let paper = rum.memory_estimate(&paper, &[]).unwrap().unwrap();
         assert!(paper.bytes < 3_000_000_000, "{paper:?}");
+        // ... and above what the whole paper-scale BerlinMOD run measured (VmHWM 1,219,904 KiB,
+        // all nine strategies on device=file).
+        let mut berlinmod = rum.resolve(Scale::Paper, &Overlay::default()).unwrap();
+        berlinmod.insert("datasets".into(), serde_json::json!(["berlinmod"]));
+        let berlinmod = rum.memory_estimate(&berlinmod, &[]).unwrap().unwrap();
+        assert!(berlinmod.bytes > 1_219_904 * 1024, "{berlinmod:?}");
         let file = DataSpec {
             path: "x.csv".into(),
             format: None,

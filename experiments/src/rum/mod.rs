@@ -499,6 +499,11 @@ impl IndexConfig {
 /// simulation's vehicles and road network only and generates the stream again for each strategy.
 pub const STREAM_MIN_RECORDS: usize = 8_000_000;
 
+/// Whether `rum-update` streams generated dataset `d` of `records` records ([`STREAM_MIN_RECORDS`]).
+pub fn streams(d: Dataset, records: usize) -> bool {
+    d == Dataset::Berlinmod && records >= STREAM_MIN_RECORDS
+}
+
 /// A dataset of a run that may stream it ([`IndexConfig::streamed_datasets_and_notes`]).
 pub enum RunData {
     /// Held in memory.
@@ -575,8 +580,7 @@ impl IndexConfig {
         };
         let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
         let plan = crate::data::plan(&names, ctx.data)?;
-        let streams =
-            |d: Dataset| d == Dataset::Berlinmod && plan.generates(d.as_str()) && n(d) >= STREAM_MIN_RECORDS;
+        let streams = |d: Dataset| plan.generates(d.as_str()) && streams(d, n(d));
         if !self.datasets.iter().any(|&d| streams(d)) {
             let (t, notes) = self.datasets_and_notes(ctx, storage, strategies)?;
             return Ok((t.into_iter().map(RunData::Held).collect(), notes));

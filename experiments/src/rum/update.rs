@@ -49,10 +49,11 @@ impl TypedExperiment for RumUpdate {
     /// for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus the index's pages,
     /// about 60 B per record on the in-memory device, which keeps every page (measured: 259 MB at
     /// 2,000,000 held records at small; 540 MB at the paper's settings over 8,000,000 streamed
-    /// records under Eager and Validation). On `device = file` the pages live in the file and
-    /// only the buffer cache and the memory component stay in memory, so the index's part is at
-    /// most the cache plus four memory components (the component, its entries' overhead and a
-    /// flush in progress; rounded up from the paper-scale run's peak).
+    /// records under Eager and Validation). On `device = file` the pages live in the file, so the
+    /// index's part is at most what stays in memory: the buffer cache, the memory component and
+    /// a merge's survivors (32 B each, at most about `max_mergeable_pages` of pages; 1.72 GiB at
+    /// the paper's settings, against a measured peak of 1.16 GiB over the whole 56M-record
+    /// BerlinMOD stream and all nine strategies).
     fn memory_estimate(&self, config: &UpdateConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         const HELD_B: u64 = 40;
         const INDEX_B: u64 = 60;
@@ -63,14 +64,16 @@ impl TypedExperiment for RumUpdate {
         let page = config.storage.page_size as u64;
         let index_cap = match config.storage.device {
             DeviceKind::Mem => u64::MAX,
-            DeviceKind::File => (config.storage.cache_pages as u64 + 4 * index.memory_pages) * page,
+            DeviceKind::File => {
+                (config.storage.cache_pages as u64 + index.memory_pages + index.max_mergeable_pages) * page
+            }
         };
         let per_dataset = |d: super::Dataset| {
             let n = match index.records {
                 0 => d.paper_records(),
                 n => n,
             } as u64;
-            let streamed = d == super::Dataset::Berlinmod && n >= super::STREAM_MIN_RECORDS as u64;
+            let streamed = super::streams(d, n as usize);
             let held = if streamed { 0 } else { n * HELD_B };
             (held + (n * INDEX_B).min(index_cap), n, streamed)
         };
@@ -82,8 +85,8 @@ impl TypedExperiment for RumUpdate {
         let pages = match config.storage.device {
             DeviceKind::Mem => format!("{INDEX_B} B per record for the index's pages"),
             DeviceKind::File => format!(
-                "{INDEX_B} B per record for the index's pages up to the cache and four memory \
-                 components ({} MiB, device=file)",
+                "{INDEX_B} B per record for the index's pages up to the cache, the memory \
+                 component and a merge's survivors ({} MiB, device=file)",
                 index_cap >> 20
             ),
         };
