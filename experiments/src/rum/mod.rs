@@ -718,7 +718,8 @@ impl RunData {
 }
 
 impl IndexConfig {
-    /// [`IndexConfig::datasets_and_notes`] for a run that only ingests each dataset's stream: a
+    /// [`IndexConfig::datasets_and_notes`] for a run that reads each dataset's records in order
+    /// only (its ingests, and [`RunData::points_at`] for what it draws from the records): a
     /// generated BerlinMOD dataset of at least [`STREAM_MIN_RECORDS`] records is streamed
     /// ([`RunData::Streamed`]), every other dataset is held.
     pub fn streamed_datasets_and_notes(

@@ -43,7 +43,8 @@ impl Config for UpdateConfig {
 impl TypedExperiment for RumUpdate {
     type Config = UpdateConfig;
 
-    /// Peak RSS, per dataset (the largest counts, as datasets run one after another): the records
+    /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], shared with `rum-query`, `rum-mixed`
+    /// and `rum-tuning`), per dataset (the largest counts, as datasets run one after another): the records
     /// it holds, about 40 B each with the operation stream computed as they are ingested (none
     /// for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus the index's pages,
     /// about 60 B per record on the in-memory device, which keeps every page (measured: 259 MB at
