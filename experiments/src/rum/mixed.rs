@@ -3,7 +3,8 @@
 //! throughput and latency percentiles of both kinds of operation.
 
 use super::{
-    apply, check_strategies, ms, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP,
+    apply, check_strategies, ms, IndexConfig, PhaseIo, PhaseTimes, RunData, PAPER, PHASE_NOTE,
+    STRATEGIES_HELP, STREAMED_CENTRES_NOTE,
 };
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
@@ -16,13 +17,17 @@ use anyhow::Context;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
-use lsmlab_workloads::Trajectories;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct RumMixed;
+
+/// Peak RSS per held record (see `memory_estimate`).
+const HELD_B: u64 = 40;
+/// Peak RSS per record for the index's pages on the in-memory device (see `memory_estimate`).
+const INDEX_B: u64 = 80;
 
 /// Where query boxes are centred.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,26 +108,41 @@ impl Config for MixedConfig {
 /// the record in the data). The updates themselves are the data's operation stream in order.
 type Queries = Vec<(usize, Rect)>;
 
-/// The mixed stream: every record in order, and before each one a query with probability `q`
-/// (the same stream for every strategy). Only the queries are returned (see [`Queries`]).
-fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64) -> Queries {
-    let mut rng = lsmlab_workloads::seeded_rng(seed, &format!("rum-mixed/{}/{q}/{skew:?}", data.name));
-    let ext = data.extent;
+/// Where a query of the mixed stream is centred: a point, or the point of the data's record at a
+/// position (read once the whole schedule is drawn, [`RunData::points_at`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Centre {
+    At(Point),
+    Record(usize),
+}
+
+/// The mixed stream of a dataset `name` of `n` records in `ext`: every record in order, and before
+/// each one a query with probability `q` (the same stream for every strategy). Only the queries are
+/// returned, each with its centre: drawn from the seed alone, so a streamed dataset gets the
+/// queries the held one gets.
+fn mixed_schedule(
+    name: &str,
+    n: usize,
+    ext: Rect,
+    q: f64,
+    skew: QuerySkew,
+    seed: u64,
+) -> Vec<(usize, Centre)> {
+    let mut rng = lsmlab_workloads::seeded_rng(seed, &format!("rum-mixed/{name}/{q}/{skew:?}"));
     // hot spots: records spread over the stream, so every spot exists from early on
-    let n = data.records.len();
-    let spots: Vec<Point> = (0..HOT_SPOTS)
-        .map(|k| data.records[(k * n / HOT_SPOTS).min(n - 1) / 4].point)
+    let spots: Vec<usize> = (0..HOT_SPOTS)
+        .map(|k| (k * n / HOT_SPOTS).min(n.saturating_sub(1)) / 4)
         .collect();
     let zipf_total: f64 = (1..=HOT_SPOTS).map(|r| 1.0 / r as f64).sum();
     let mut steps = Vec::with_capacity((n as f64 * q * 1.2) as usize);
     for i in 0..n {
         if i > 0 && rng.random_bool(q) {
             let centre = match skew {
-                QuerySkew::Uniform => Point::new(
+                QuerySkew::Uniform => Centre::At(Point::new(
                     ext.min.x + rng.random::<f64>() * ext.width(),
                     ext.min.y + rng.random::<f64>() * ext.height(),
-                ),
-                QuerySkew::Data => data.records[rng.random_range(0..i)].point,
+                )),
+                QuerySkew::Data => Centre::Record(rng.random_range(0..i)),
                 QuerySkew::Hot => {
                     let mut u = rng.random::<f64>() * zipf_total;
                     let mut rank = 0;
@@ -130,13 +150,48 @@ fn mixed_stream(data: &Trajectories, q: f64, skew: QuerySkew, s: f64, seed: u64)
                         u -= 1.0 / (rank + 1) as f64;
                         rank += 1;
                     }
-                    spots[rank]
+                    Centre::Record(spots[rank])
                 }
             };
-            steps.push((i, ext.box_around(centre, s)));
+            steps.push((i, centre));
         }
     }
     steps
+}
+
+/// The queries of every schedule of `data` ([`mixed_schedule`]), boxes of side `s`: the records'
+/// points read in one go ([`RunData::points_at`], one pass of a streamed dataset for them all).
+fn mixed_queries(
+    data: &RunData,
+    schedules: Vec<Vec<(usize, Centre)>>,
+    s: f64,
+    ctx: &RunContext,
+) -> anyhow::Result<Vec<Queries>> {
+    let positions: Vec<usize> = schedules
+        .iter()
+        .flatten()
+        .filter_map(|(_, c)| match *c {
+            Centre::Record(j) => Some(j),
+            Centre::At(_) => None,
+        })
+        .collect();
+    let mut points = data.points_at(&positions, ctx)?.into_iter();
+    let ext = data.header().extent;
+    Ok(schedules
+        .into_iter()
+        .map(|steps| {
+            steps
+                .into_iter()
+                .map(|(i, c)| {
+                    let centre = match c {
+                        Centre::At(p) => p,
+                        Centre::Record(_) => points.next().expect("one point per record centre"),
+                    };
+                    (i, ext.box_around(centre, s))
+                })
+                .collect()
+        })
+        .collect())
 }
 
 fn us(d: Duration) -> f64 {
@@ -146,9 +201,22 @@ fn us(d: Duration) -> f64 {
 impl TypedExperiment for RumMixed {
     type Config = MixedConfig;
 
-    /// Peak RSS grew by about 240 B per record in this experiment (measured, rounded up).
+    /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
+    /// [`HELD_B`] each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
+    /// the index's pages, [`INDEX_B`] per record on the in-memory device, capped on `device = file`
+    /// by the cache, the memory component and a merge's survivors. The query schedules (40 B per
+    /// query: 0.4 B per record at the query fraction 0.01) are within the slopes. Measured with
+    /// `/usr/bin/time -v`: at small on BerlinMOD, the seven paper strategies, query_fractions=0.01,
+    /// device=mem, 78 MiB at 500,000 records and 131 MiB at 1,000,000 (110 B per record);
+    /// device=file with a 256-page memory component, 35 MiB and 55 MiB (40 B per record: the held
+    /// records, the index's part capped); at the paper's settings (device=file) over 8,000,000
+    /// BerlinMOD records under Validation and UM+M (query_fractions=0.01, query_skews=data),
+    /// 698 MiB held and 457 MiB streamed (32 B per held record). HELD_B rounds the held records up
+    /// as `rum-update` does; INDEX_B is the rest of the in-memory slope, rounded up.
     fn memory_estimate(&self, config: &MixedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.memory_estimate(240, data)
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, HELD_B, INDEX_B, data)
     }
 
     fn name(&self) -> &'static str {
@@ -193,96 +261,111 @@ impl TypedExperiment for RumMixed {
         let fractions = &cfg.query_fractions;
         let skews = &cfg.query_skews;
         let sel = cfg.selectivity;
-        let (datasets, mut notes) = p.datasets_and_notes(ctx, &cfg.storage, strategies)?;
+        let (datasets, mut notes) = p.streamed_datasets_and_notes(ctx, &cfg.storage, strategies)?;
         ctx.progress
             .set_total(datasets.len() * fractions.len() * skews.len() * strategies.len());
         let mut rows = Vec::new();
-        for data in &datasets {
-            for &q in fractions {
-                for &skew in skews {
-                    let queries_at = mixed_stream(data, q, skew, sel, ctx.seed);
-                    let steps = data.len() + queries_at.len();
-                    for &strategy in strategies {
-                        ctx.progress
-                            .begin(format!("{} {strategy} q={q} {skew:?}", data.name));
-                        let mut bed = p.testbed(&cfg.storage, strategy, data)?;
-                        let (mut upd, mut qry) = (LatencyRecorder::new(), LatencyRecorder::new());
-                        let (mut queries, mut q_reads, mut q_cands, mut q_lookups) = (0u64, 0u64, 0u64, 0u64);
-                        let io_start = bed.io();
-                        let stats_start = bed.index.stats();
-                        let mut q_io = IoStats::default();
-                        let start = Instant::now();
-                        let mut next_query = queries_at.iter().peekable();
-                        let mut n = 0usize;
-                        for (i, op) in data.ops().enumerate() {
-                            while let Some((_, rect)) = next_query.next_if(|(at, _)| *at == i) {
-                                let io = bed.io();
-                                let t = Instant::now();
-                                let out = bed.index.query(rect)?;
-                                qry.record(t.elapsed());
-                                queries += 1;
-                                let io = bed.io().since(&io);
-                                q_reads += io.page_reads;
-                                q_io.page_reads += io.page_reads;
-                                q_io.page_writes += io.page_writes;
-                                q_cands += out.candidates;
-                                q_lookups += out.validation_lookups;
-                                n += 1;
-                            }
+        for run_data in &datasets {
+            let data = run_data.header();
+            let objects = run_data.objects() as u64;
+            let combos: Vec<(f64, QuerySkew)> = fractions
+                .iter()
+                .flat_map(|&q| skews.iter().map(move |&skew| (q, skew)))
+                .collect();
+            let schedules = combos
+                .iter()
+                .map(|&(q, skew)| mixed_schedule(&data.name, run_data.len(), data.extent, q, skew, ctx.seed))
+                .collect();
+            let queries = mixed_queries(run_data, schedules, sel, ctx)?;
+            for (&(q, skew), queries_at) in combos.iter().zip(&queries) {
+                let steps = run_data.len() + queries_at.len();
+                for &strategy in strategies {
+                    ctx.progress
+                        .begin(format!("{} {strategy} q={q} {skew:?}", data.name));
+                    let mut bed = p.testbed(&cfg.storage, strategy, data)?;
+                    let (mut upd, mut qry) = (LatencyRecorder::new(), LatencyRecorder::new());
+                    let (mut queries, mut q_reads, mut q_cands, mut q_lookups) = (0u64, 0u64, 0u64, 0u64);
+                    let io_start = bed.io();
+                    let stats_start = bed.index.stats();
+                    let mut q_io = IoStats::default();
+                    let start = Instant::now();
+                    let mut next_query = queries_at.iter().peekable();
+                    let mut n = 0usize;
+                    for (i, op) in run_data.ops(ctx)?.enumerate() {
+                        while let Some((_, rect)) = next_query.next_if(|(at, _)| *at == i) {
+                            let io = bed.io();
                             let t = Instant::now();
-                            apply(&mut bed.index, &op).with_context(|| format!("update {i}"))?;
-                            upd.record(t.elapsed());
-                            if n.is_multiple_of(65_536) {
-                                ctx.progress.tick(|| format!("{n} / {steps} operations"));
-                            }
+                            let out = bed.index.query(rect)?;
+                            qry.record(t.elapsed());
+                            queries += 1;
+                            let io = bed.io().since(&io);
+                            q_reads += io.page_reads;
+                            q_io.page_reads += io.page_reads;
+                            q_io.page_writes += io.page_writes;
+                            q_cands += out.candidates;
+                            q_lookups += out.validation_lookups;
                             n += 1;
                         }
-                        let elapsed = start.elapsed();
-                        let io = bed.io().since(&io_start);
-                        let updates = data.len() as u64;
-                        let per = |n: u64| if n == 0 { 1.0 } else { n as f64 };
-                        let mut row = p
-                            .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
-                            .str("strategy", strategy.to_string())
-                            .num("query_fraction", q)
-                            .str("query_skew", skew.name())
-                            .int("ops", steps as u64)
-                            .int("queries", queries)
-                            .num("throughput_ops_s", steps as f64 / elapsed.as_secs_f64().max(1e-9))
-                            .num("avg_update_us", us(upd.total()) / per(updates))
-                            .num("p99_update_us", upd.quantile_us(0.99))
-                            .num("p99_9_update_us", upd.quantile_us(0.999))
-                            .num("max_update_us", upd.max_us());
-                        if queries > 0 {
-                            row = row
-                                .num("avg_query_us", qry.mean_us())
-                                .num("p99_query_us", qry.quantile_us(0.99))
-                                .num("avg_query_page_reads", q_reads as f64 / queries as f64)
-                                .num("avg_candidates", q_cands as f64 / queries as f64)
-                                .num("avg_validation_lookups", q_lookups as f64 / queries as f64);
+                        let t = Instant::now();
+                        apply(&mut bed.index, &op).with_context(|| format!("update {i}"))?;
+                        upd.record(t.elapsed());
+                        if n.is_multiple_of(65_536) {
+                            ctx.progress.tick(|| format!("{n} / {steps} operations"));
                         }
-                        let st = bed.index.stats();
-                        let row = row
-                            .int("page_reads", io.page_reads)
-                            .int("page_writes", io.page_writes)
-                            .int("flushes", st.rtree.flushes)
-                            .int("merges", st.rtree.merges)
-                            .num("modelled_ms", ms(elapsed) + bed.storage.modelled_io_ms(io));
-                        let phases = PhaseIo::split(io, &stats_start, &st, q_io);
-                        let (flush, merge) = (
-                            st.flush_time() - stats_start.flush_time(),
-                            st.merge_time() - stats_start.merge_time(),
-                        );
-                        let times = PhaseTimes {
-                            update: elapsed.saturating_sub(flush + merge + qry.total()),
-                            flush,
-                            merge,
-                            query: qry.total(),
-                        };
-                        rows.push(phases.fields(row, &times, &bed.storage, true).build());
+                        n += 1;
                     }
+                    let elapsed = start.elapsed();
+                    let io = bed.io().since(&io_start);
+                    let updates = run_data.len() as u64;
+                    let per = |n: u64| if n == 0 { 1.0 } else { n as f64 };
+                    let mut row = p
+                        .objects_fields(
+                            RowBuilder::new().str("dataset", &data.name),
+                            objects,
+                            &cfg.storage,
+                        )
+                        .str("strategy", strategy.to_string())
+                        .num("query_fraction", q)
+                        .str("query_skew", skew.name())
+                        .int("ops", steps as u64)
+                        .int("queries", queries)
+                        .num("throughput_ops_s", steps as f64 / elapsed.as_secs_f64().max(1e-9))
+                        .num("avg_update_us", us(upd.total()) / per(updates))
+                        .num("p99_update_us", upd.quantile_us(0.99))
+                        .num("p99_9_update_us", upd.quantile_us(0.999))
+                        .num("max_update_us", upd.max_us());
+                    if queries > 0 {
+                        row = row
+                            .num("avg_query_us", qry.mean_us())
+                            .num("p99_query_us", qry.quantile_us(0.99))
+                            .num("avg_query_page_reads", q_reads as f64 / queries as f64)
+                            .num("avg_candidates", q_cands as f64 / queries as f64)
+                            .num("avg_validation_lookups", q_lookups as f64 / queries as f64);
+                    }
+                    let st = bed.index.stats();
+                    let row = row
+                        .int("page_reads", io.page_reads)
+                        .int("page_writes", io.page_writes)
+                        .int("flushes", st.rtree.flushes)
+                        .int("merges", st.rtree.merges)
+                        .num("modelled_ms", ms(elapsed) + bed.storage.modelled_io_ms(io));
+                    let phases = PhaseIo::split(io, &stats_start, &st, q_io);
+                    let (flush, merge) = (
+                        st.flush_time() - stats_start.flush_time(),
+                        st.merge_time() - stats_start.merge_time(),
+                    );
+                    let times = PhaseTimes {
+                        update: elapsed.saturating_sub(flush + merge + qry.total()),
+                        flush,
+                        merge,
+                        query: qry.total(),
+                    };
+                    rows.push(phases.fields(row, &times, &bed.storage, true).build());
                 }
             }
+        }
+        if datasets.iter().any(RunData::is_streamed) {
+            notes.push(STREAMED_CENTRES_NOTE.into());
         }
         notes.push(
             "Update latencies include the flushes and merges that an update triggers (they run inside the \

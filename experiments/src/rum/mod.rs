@@ -17,6 +17,7 @@ use crate::experiment::RowBuilder;
 use crate::experiment::{DataSpec, MemoryEstimate, RunContext, Scale};
 use crate::progress::thousands;
 use anyhow::Context;
+use lsmlab_engine::geom::Point;
 use lsmlab_engine::lsm::LifecycleStats;
 use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::rtree::DiskRTree;
@@ -24,7 +25,8 @@ use lsmlab_engine::spatial::{
     CleaningCounters, FlushTrigger, LsmRTree, SpatialConfig, SpatialStats, Strategy,
 };
 use lsmlab_engine::storage::IoStats;
-use lsmlab_workloads::{GenSpec, SpatialOp, Trajectories};
+use lsmlab_workloads::gen::BerlinModStream;
+use lsmlab_workloads::{GenSpec, OpStream, Record, SpatialOp, Trajectories};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -145,6 +147,65 @@ impl IndexConfig {
             basis: format!(
                 "{} records x {bytes_per_record} B, measured per record, + {} MiB",
                 thousands(records),
+                RUN_BASE_BYTES >> 20
+            ),
+        })
+    }
+}
+
+impl IndexConfig {
+    /// The peak memory of a run that streams a large generated BerlinMOD dataset
+    /// ([`IndexConfig::streamed_datasets_and_notes`]), per dataset (the largest counts, as
+    /// datasets run one after another): `held_b` per record the run holds (none when the dataset
+    /// is [`streams`]), plus `index_b` per record for the index's pages. On the in-memory device
+    /// every page stays in memory; on `device = file` the pages live in the file, so the index's
+    /// part is at most what stays in memory: the buffer cache, the memory component and a merge's
+    /// survivors (32 B each, at most about `max_mergeable_pages` of pages). With `--data` files,
+    /// [`IndexConfig::memory_estimate`] at `held_b + index_b` (the files are all held).
+    pub fn streamed_memory_estimate(
+        &self,
+        storage: &StorageConfig,
+        held_b: u64,
+        index_b: u64,
+        data: &[DataSpec],
+    ) -> Option<MemoryEstimate> {
+        if !data.is_empty() {
+            return self.memory_estimate(held_b + index_b, data);
+        }
+        let page = storage.page_size as u64;
+        let index_cap = match storage.device {
+            DeviceKind::Mem => u64::MAX,
+            DeviceKind::File => {
+                (storage.cache_pages as u64 + self.memory_pages + self.max_mergeable_pages) * page
+            }
+        };
+        let per_dataset = |d: Dataset| {
+            let n = match self.records {
+                0 => d.paper_records(),
+                n => n,
+            } as u64;
+            let streamed = streams(d, n as usize);
+            let held = if streamed { 0 } else { n * held_b };
+            (held + (n * index_b).min(index_cap), n, streamed)
+        };
+        let (bytes, n, streamed) = self.datasets.iter().map(|&d| per_dataset(d)).max()?;
+        let held = match streamed {
+            true => "streamed, none held".to_string(),
+            false => format!("{held_b} B per held record"),
+        };
+        let pages = match storage.device {
+            DeviceKind::Mem => format!("{index_b} B per record for the index's pages"),
+            DeviceKind::File => format!(
+                "{index_b} B per record for the index's pages up to the cache, the memory \
+                 component and a merge's survivors ({} MiB, device=file)",
+                index_cap >> 20
+            ),
+        };
+        Some(MemoryEstimate {
+            bytes: bytes + RUN_BASE_BYTES,
+            basis: format!(
+                "{} records ({held}); {pages}; + {} MiB",
+                thousands(n),
                 RUN_BASE_BYTES >> 20
             ),
         })
@@ -494,15 +555,48 @@ impl IndexConfig {
     }
 }
 
-/// Records from which `rum-update` streams a generated BerlinMOD dataset instead of holding it:
-/// the paper's 56,129,943 records would take 1.8 GB as records; streamed, the run holds the
-/// simulation's vehicles and road network only and generates the stream again for each strategy.
+/// Records from which the RUM experiments that ingest one stream per cell (`rum-update`,
+/// `rum-query`, `rum-mixed`, `rum-tuning`) stream a generated BerlinMOD dataset instead of holding
+/// it: the paper's 56,129,943 records would take 1.8 GB as records; streamed, the run holds the
+/// simulation's vehicles and road network only and generates the stream again for each ingest.
 pub const STREAM_MIN_RECORDS: usize = 8_000_000;
 
-/// Whether `rum-update` streams generated dataset `d` of `records` records ([`STREAM_MIN_RECORDS`]).
+/// Whether a RUM run streams generated dataset `d` of `records` records ([`STREAM_MIN_RECORDS`]).
 pub fn streams(d: Dataset, records: usize) -> bool {
-    d == Dataset::Berlinmod && records >= STREAM_MIN_RECORDS
+    d == Dataset::Berlinmod && records >= stream_min_records()
 }
+
+#[cfg(not(test))]
+fn stream_min_records() -> usize {
+    STREAM_MIN_RECORDS
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Unit tests lower the threshold on their own thread to run a small dataset both ways.
+    static STREAM_MIN_FOR_TEST: std::cell::Cell<usize> = const { std::cell::Cell::new(STREAM_MIN_RECORDS) };
+}
+
+#[cfg(test)]
+fn stream_min_records() -> usize {
+    STREAM_MIN_FOR_TEST.get()
+}
+
+/// Runs `f` with [`streams`] answering for `min` records instead of [`STREAM_MIN_RECORDS`], on
+/// this thread only.
+#[cfg(test)]
+pub(crate) fn with_stream_min<R>(min: usize, f: impl FnOnce() -> R) -> R {
+    let old = STREAM_MIN_FOR_TEST.replace(min);
+    let out = f();
+    STREAM_MIN_FOR_TEST.set(old);
+    out
+}
+
+/// The note of a run that draws query centres from a streamed dataset's records.
+pub const STREAMED_CENTRES_NOTE: &str =
+    "Query centres drawn from a streamed dataset's records are the records a held dataset gives: \
+     their positions are drawn first, from the seed alone, and one more pass of the stream, before \
+     the ingests, reads their points.";
 
 /// A dataset of a run that may stream it ([`IndexConfig::streamed_datasets_and_notes`]).
 pub enum RunData {
@@ -536,6 +630,10 @@ impl RunData {
         self.len() == 0
     }
 
+    pub fn is_streamed(&self) -> bool {
+        matches!(self, RunData::Streamed { .. })
+    }
+
     /// Distinct objects.
     pub fn objects(&self) -> usize {
         match self {
@@ -544,25 +642,84 @@ impl RunData {
         }
     }
 
+    /// A streamed dataset's records, generated from the run's seed: the records the held dataset
+    /// of the same records and objects has, in the same order.
+    fn stream(records: usize, objects: usize, ctx: &RunContext) -> anyhow::Result<BerlinModStream> {
+        let params = lsmlab_workloads::gen::BerlinModParams {
+            vehicles: Some(objects),
+            ..Default::default()
+        };
+        lsmlab_workloads::gen::berlinmod_stream(records, ctx.seed, &params).context("generating berlinmod")
+    }
+
+    /// The dataset's records in order: the held ones, or a fresh stream.
+    pub fn records<'a>(&'a self, ctx: &RunContext) -> anyhow::Result<Box<dyn Iterator<Item = Record> + 'a>> {
+        Ok(match self {
+            RunData::Held(t) => Box::new(t.records.iter().copied()),
+            RunData::Streamed { records, objects, .. } => Box::new(RunData::stream(*records, *objects, ctx)?),
+        })
+    }
+
+    /// The dataset's operation stream ([`Trajectories::ops`]), computed as it is consumed.
+    pub fn ops<'a>(
+        &'a self,
+        ctx: &RunContext,
+    ) -> anyhow::Result<OpStream<Box<dyn Iterator<Item = Record> + 'a>>> {
+        Ok(OpStream::new(self.records(ctx)?))
+    }
+
+    /// The points of the records at `positions` (any order, repeats allowed), in the order of
+    /// `positions`: read from the held records, or caught as one pass of the stream goes by (it
+    /// stops after the last position), so that what a run draws from the records (query centres)
+    /// is the same whether the dataset is held or streamed.
+    pub fn points_at(&self, positions: &[usize], ctx: &RunContext) -> anyhow::Result<Vec<Point>> {
+        let n = self.len();
+        if let Some(&bad) = positions.iter().find(|&&i| i >= n) {
+            anyhow::bail!("{}: record {bad} asked for, of {n}", self.header().name);
+        }
+        let (records, objects) = match self {
+            RunData::Held(t) => return Ok(positions.iter().map(|&i| t.records[i].point).collect()),
+            RunData::Streamed { records, objects, .. } => (*records, *objects),
+        };
+        let mut order: Vec<usize> = (0..positions.len()).collect();
+        order.sort_unstable_by_key(|&k| positions[k]);
+        let mut points = vec![Point::new(0.0, 0.0); positions.len()];
+        let mut next = order.iter().copied().peekable();
+        let last = order.last().map_or(0, |&k| positions[k] + 1);
+        ctx.progress.message(format!(
+            "{}: reading {} records' points from the stream",
+            self.header().name,
+            thousands(positions.len() as u64)
+        ));
+        for (i, r) in RunData::stream(records, objects, ctx)?.take(last).enumerate() {
+            while let Some(k) = next.next_if(|&k| positions[k] == i) {
+                points[k] = r.point;
+            }
+        }
+        anyhow::ensure!(
+            next.peek().is_none(),
+            "{}: the stream ended before record {}",
+            self.header().name,
+            next.peek().map_or(0, |&k| positions[k])
+        );
+        Ok(points)
+    }
+
     /// Ingests the dataset's operation stream ([`ingest_ops`]).
     pub fn ingest(&self, bed: &mut Testbed, ctx: &RunContext) -> anyhow::Result<IngestCost> {
         match self {
             RunData::Held(t) => ingest_ops(bed, t.ops(), t.len(), ctx),
             RunData::Streamed { records, objects, .. } => {
-                let params = lsmlab_workloads::gen::BerlinModParams {
-                    vehicles: Some(*objects),
-                    ..Default::default()
-                };
-                let stream = lsmlab_workloads::gen::berlinmod_stream(*records, ctx.seed, &params)
-                    .context("generating berlinmod")?;
-                ingest_ops(bed, lsmlab_workloads::OpStream::new(stream), *records, ctx)
+                let stream = RunData::stream(*records, *objects, ctx)?;
+                ingest_ops(bed, OpStream::new(stream), *records, ctx)
             }
         }
     }
 }
 
 impl IndexConfig {
-    /// [`IndexConfig::datasets_and_notes`] for a run that only ingests each dataset's stream: a
+    /// [`IndexConfig::datasets_and_notes`] for a run that reads each dataset's records in order
+    /// only (its ingests, and [`RunData::points_at`] for what it draws from the records): a
     /// generated BerlinMOD dataset of at least [`STREAM_MIN_RECORDS`] records is streamed
     /// ([`RunData::Streamed`]), every other dataset is held.
     pub fn streamed_datasets_and_notes(
@@ -602,7 +759,7 @@ impl IndexConfig {
             let objects = self.objects_for(d, records);
             notes.push(self.objects_note(d, records, objects));
             notes.push(format!(
-                "{d} is streamed: generated anew for each strategy as it is ingested, never held \
+                "{d} is streamed: generated anew each time it is ingested, never held \
                  ({} records or more are streamed).",
                 thousands(STREAM_MIN_RECORDS as u64)
             ));
@@ -1108,5 +1265,149 @@ mod tests {
             500,
             "never more objects than records"
         );
+    }
+
+    /// The four RUM experiments that stream a large generated BerlinMOD dataset.
+    const STREAMING: [&str; 4] = ["rum-update", "rum-query", "rum-mixed", "rum-tuning"];
+
+    fn overlay(sets: &[&str]) -> Overlay {
+        Overlay::sets(&sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_streamed_dataset_counts_what_the_held_one_counts() {
+        let progress = crate::progress::Progress::silent();
+        let ctx = RunContext {
+            scale: Scale::Tiny,
+            seed: 11,
+            data: &[],
+            progress: &progress,
+        };
+        for (name, sets) in [
+            ("rum-update", &["strategies=Eager,Validation,UM+FMBV"][..]),
+            (
+                "rum-query",
+                &[
+                    "strategies=Validation,UM+M",
+                    "queries=6",
+                    "selectivities=0.01,0.2",
+                ],
+            ),
+            (
+                "rum-mixed",
+                &[
+                    "strategies=Validation,UM+BV",
+                    "query_fractions=0.02",
+                    "query_skews=uniform,data,hot",
+                ],
+            ),
+            (
+                "rum-tuning",
+                &["vacuum_thresholds=2,16", "buffered_thresholds=4", "queries=6"],
+            ),
+        ] {
+            let e = crate::registry::find(name).unwrap();
+            let mut all = vec!["datasets=gowalla,berlinmod", "records=3000", "memory_pages=8"];
+            all.extend(sets);
+            let cfg = e.resolve(Scale::Tiny, &overlay(&all)).unwrap();
+            let held = e.run(&cfg, &ctx).unwrap();
+            // BerlinMOD's 3,000 records are streamed, Gowalla (never streamed) is held
+            let streamed = with_stream_min(1_000, || e.run(&cfg, &ctx)).unwrap();
+            let says = |notes: &[String], what: &str| notes.iter().any(|n| n.contains(what));
+            assert!(says(&streamed.notes, "berlinmod is streamed"), "{name}");
+            assert!(!says(&streamed.notes, "gowalla is streamed"), "{name}");
+            assert!(!says(&held.notes, "is streamed"), "{name}");
+            assert_eq!(
+                says(&streamed.notes, "Query centres drawn from a streamed"),
+                name != "rum-update",
+                "{name}"
+            );
+            assert_eq!(held.rows.len(), streamed.rows.len(), "{name}");
+            let (mut berlinmod_rows, mut found) = (0, 0.0);
+            for (h, s) in held.rows.iter().zip(&streamed.rows) {
+                let keys = |r: &crate::rows::Row| r.keys().cloned().collect::<Vec<_>>();
+                assert_eq!(keys(h), keys(s), "{name}");
+                for (k, v) in h.iter().filter(|(k, _)| !crate::rows::is_timed(k)) {
+                    assert_eq!(v, &s[k], "{name}: {k} in {h:?}");
+                }
+                berlinmod_rows += usize::from(h["dataset"] == "berlinmod");
+                if let Some(c) = h.get("avg_candidates") {
+                    found += c.as_f64().unwrap();
+                }
+            }
+            assert_eq!(berlinmod_rows * 2, held.rows.len(), "{name}");
+            // the queries find something, so equal answers say the boxes are the same
+            assert_eq!(found > 0.0, name != "rum-update", "{name}");
+        }
+    }
+
+    #[test]
+    fn points_at_reads_the_records_a_held_dataset_has() {
+        let progress = crate::progress::Progress::silent();
+        let ctx = RunContext {
+            scale: Scale::Tiny,
+            seed: 5,
+            data: &[],
+            progress: &progress,
+        };
+        let held = generated(Dataset::Berlinmod, 500, 10, &ctx).unwrap();
+        let streamed = RunData::Streamed {
+            header: Trajectories {
+                name: "berlinmod".into(),
+                extent: held.extent,
+                records: Vec::new(),
+            },
+            records: 500,
+            objects: 10,
+        };
+        let at = [499, 3, 0, 3, 250];
+        let points = streamed.points_at(&at, &ctx).unwrap();
+        assert_eq!(
+            points,
+            RunData::Held(Arc::clone(&held)).points_at(&at, &ctx).unwrap()
+        );
+        assert_eq!(points[1], held.records[3].point);
+        assert_eq!(streamed.objects(), held.objects());
+        let e = format!("{:#}", streamed.points_at(&[500], &ctx).unwrap_err());
+        assert!(e.contains("record 500") && e.contains("of 500"), "{e}");
+    }
+
+    #[test]
+    fn estimates_follow_the_device_and_what_is_streamed() {
+        for name in STREAMING {
+            let e = crate::registry::find(name).unwrap();
+            let estimate = |scale, sets: &[&str]| {
+                let cfg = e.resolve(scale, &overlay(sets)).unwrap();
+                e.memory_estimate(&cfg, &[]).unwrap().unwrap()
+            };
+            // The paper's BerlinMOD is streamed, and on the file device (the paper scale's
+            // default) the index's pages leave memory: within the 3 GB budget.
+            let file = estimate(Scale::Paper, &["datasets=berlinmod"]);
+            assert!(file.bytes < 3_000_000_000, "{name}: {file:?}");
+            assert!(
+                file.basis.contains("56,129,943 records (streamed") && file.basis.contains("device=file"),
+                "{name}: {}",
+                file.basis
+            );
+            // On the in-memory device every page of the index stays.
+            let mem = estimate(Scale::Paper, &["datasets=berlinmod", "device=mem"]);
+            assert!(mem.bytes > file.bytes, "{name}: {mem:?} {file:?}");
+            assert!(!mem.basis.contains("device=file"), "{name}: {}", mem.basis);
+            // Below the threshold the records are held and count besides the index.
+            let at = |n: usize| format!("records={n}");
+            let streamed = estimate(Scale::Paper, &["datasets=berlinmod", &at(STREAM_MIN_RECORDS)]);
+            let held = estimate(Scale::Paper, &["datasets=berlinmod", &at(STREAM_MIN_RECORDS - 1)]);
+            assert!(held.basis.contains("B per held record"), "{name}: {}", held.basis);
+            assert!(
+                streamed.basis.contains("streamed, none held"),
+                "{name}: {}",
+                streamed.basis
+            );
+            assert!(held.bytes > streamed.bytes, "{name}: {held:?} {streamed:?}");
+            // At small the file device keeps less of the index in memory than the in-memory one.
+            let small = estimate(Scale::Small, &["datasets=berlinmod", "device=mem"]);
+            let small_file = estimate(Scale::Small, &["datasets=berlinmod", "device=file"]);
+            assert!(small_file.bytes < small.bytes, "{name}: {small_file:?} {small:?}");
+        }
     }
 }

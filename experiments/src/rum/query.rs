@@ -3,7 +3,8 @@
 //! strategies return different result sets.
 
 use super::{
-    check_strategies, ingest_ops, IndexConfig, PhaseIo, PhaseTimes, PAPER, PHASE_NOTE, STRATEGIES_HELP,
+    check_strategies, IndexConfig, PhaseIo, PhaseTimes, RunData, PAPER, PHASE_NOTE, STRATEGIES_HELP,
+    STREAMED_CENTRES_NOTE,
 };
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
@@ -16,7 +17,6 @@ use anyhow::{bail, Context};
 use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
-use lsmlab_workloads::Trajectories;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -26,6 +26,11 @@ use std::time::{Duration, Instant};
 pub const SELECTIVITIES: [f64; 7] = [0.001, 0.008, 0.027, 0.064, 0.125, 0.216, 0.343];
 
 pub struct RumQuery;
+
+/// Peak RSS per held record (see `memory_estimate`).
+const HELD_B: u64 = 40;
+/// Peak RSS per record for the index's pages on the in-memory device (see `memory_estimate`).
+const INDEX_B: u64 = 110;
 
 /// `rum-query`'s parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -69,15 +74,37 @@ impl Config for QueryConfig {
 type Fingerprint = (u64, usize);
 
 /// Query boxes of side `s` x extent centred on points drawn from the data (hot spots), the same
-/// for every strategy of a dataset.
-pub fn query_boxes(data: &Trajectories, s: f64, n: usize, seed: u64) -> Vec<Rect> {
-    let mut rng = lsmlab_workloads::seeded_rng(seed, &format!("rum-query/{}/{s}", data.name));
-    (0..n)
-        .map(|_| {
-            let r = &data.records[rng.random_range(0..data.records.len())];
-            data.extent.box_around(r.point, s)
-        })
-        .collect()
+/// for every strategy of a dataset: one list of `n` per side fraction in `sides`. The records are
+/// drawn by position first ([`query_centres`]) and their points read after
+/// ([`RunData::points_at`]), so a streamed dataset gets the boxes the held one gets.
+pub fn query_boxes(
+    data: &RunData,
+    sides: &[f64],
+    n: usize,
+    seed: u64,
+    ctx: &RunContext,
+) -> anyhow::Result<Vec<Vec<Rect>>> {
+    if n == 0 {
+        return Ok(vec![Vec::new(); sides.len()]);
+    }
+    let header = data.header();
+    let positions: Vec<usize> = sides
+        .iter()
+        .flat_map(|&s| query_centres(&header.name, data.len(), s, n, seed))
+        .collect();
+    let points = data.points_at(&positions, ctx)?;
+    Ok(sides
+        .iter()
+        .zip(points.chunks(n))
+        .map(|(&s, points)| points.iter().map(|&p| header.extent.box_around(p, s)).collect())
+        .collect())
+}
+
+/// The positions of the `n` records that centre the queries of side `s` on dataset `name` of
+/// `records` records, drawn from the seed alone.
+pub fn query_centres(name: &str, records: usize, s: f64, n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = lsmlab_workloads::seeded_rng(seed, &format!("rum-query/{name}/{s}"));
+    (0..n).map(|_| rng.random_range(0..records)).collect()
 }
 
 /// An order-independent fingerprint of a result set (sorted object ids, FNV-1a).
@@ -95,9 +122,23 @@ pub fn fingerprint(oids: &mut [u64]) -> u64 {
 impl TypedExperiment for RumQuery {
     type Config = QueryConfig;
 
-    /// Peak RSS grew by about 190 B per record in this experiment (measured, rounded up).
+    /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
+    /// [`HELD_B`] each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
+    /// the index's pages, [`INDEX_B`] per record on the in-memory device, capped on `device = file`
+    /// by the cache, the memory component and a merge's survivors. Measured with `/usr/bin/time -v`:
+    /// at small on BerlinMOD, all nine strategies, device=mem, 81 MiB at 500,000 records and
+    /// 146 MiB at 1,000,000 (136 B per record); at the paper's settings (device=file) over
+    /// 8,000,000 BerlinMOD records under Validation and UM+M, 744 MiB held and 511 MiB streamed
+    /// (31 B per held record). HELD_B rounds the held records up as `rum-update` does; INDEX_B is
+    /// the rest of the in-memory slope, rounded up. At settings far below the paper's the cap
+    /// undercounts: device=file with a 256-page memory component (cache 1,024 pages, max mergeable
+    /// 2,048) grew 77 B per held record between the same two sizes, about 45 B beyond the records
+    /// (rum-mixed's ingests, Eager and Validation among them, grew 40 B there and rum-tuning's 37 B,
+    /// so it comes with the queries after a full ingest), not pinned down here.
     fn memory_estimate(&self, config: &QueryConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.memory_estimate(190, data)
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, HELD_B, INDEX_B, data)
     }
 
     fn name(&self) -> &'static str {
@@ -134,17 +175,20 @@ impl TypedExperiment for RumQuery {
         let strategies = &cfg.strategies;
         let sels = &cfg.selectivities;
         let nq = cfg.queries;
-        let (datasets, mut notes) = p.datasets_and_notes(ctx, &cfg.storage, strategies)?;
+        let (datasets, mut notes) = p.streamed_datasets_and_notes(ctx, &cfg.storage, strategies)?;
         ctx.progress.set_total(datasets.len() * strategies.len());
         let mut rows = Vec::new();
-        for data in &datasets {
-            let boxes: Vec<Vec<Rect>> = sels.iter().map(|&s| query_boxes(data, s, nq, ctx.seed)).collect();
+        for run_data in &datasets {
+            let data = run_data.header();
+            let objects = run_data.objects() as u64;
+            let boxes = query_boxes(run_data, sels, nq, ctx.seed, ctx)?;
             // fingerprints[sel][query] of the first strategy, to check the others against
             let mut reference: Option<(Strategy, Vec<Vec<Fingerprint>>)> = None;
             for &strategy in strategies {
                 ctx.progress.begin(format!("{} {strategy}", data.name));
                 let mut bed = p.testbed(&cfg.storage, strategy, data)?;
-                let cost = ingest_ops(&mut bed, data.ops(), data.len(), ctx)
+                let cost = run_data
+                    .ingest(&mut bed, ctx)
                     .with_context(|| format!("{} under {strategy}", data.name))?;
                 ctx.progress.message("querying");
                 let mut prints = Vec::with_capacity(sels.len());
@@ -173,7 +217,11 @@ impl TypedExperiment for RumQuery {
                     prints.push(sel_prints);
                     let n = nq as f64;
                     let row = p
-                        .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
+                        .objects_fields(
+                            RowBuilder::new().str("dataset", &data.name),
+                            objects,
+                            &cfg.storage,
+                        )
                         .str("strategy", strategy.to_string())
                         .num("selectivity", s)
                         .int("queries", nq as u64)
@@ -220,6 +268,9 @@ impl TypedExperiment for RumQuery {
              with identical result sets (checked).",
             cfg.storage.cache_pages, nq
         ));
+        if datasets.iter().any(RunData::is_streamed) {
+            notes.push(STREAMED_CENTRES_NOTE.into());
+        }
         notes.push(format!(
             "avg_modelled_us = measured query time + counted page reads x the {} profile.",
             cfg.storage.profile

@@ -5,7 +5,9 @@
 //! trade-off; its authors swept th over 2, 4, 8, 16, 32, 64).
 
 use super::query::query_boxes;
-use super::{ingest_ops, ms, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
+use super::{
+    ms, IndexConfig, PhaseIo, PhaseTimes, RunData, Testbed, PAPER, PHASE_NOTE, STREAMED_CENTRES_NOTE,
+};
 use crate::config::{check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
@@ -19,6 +21,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct RumTuning;
+
+/// Peak RSS per held record (see `memory_estimate`).
+const HELD_B: u64 = 40;
+/// Peak RSS per record for the index's pages on the in-memory device (see `memory_estimate`).
+const INDEX_B: u64 = 90;
 
 const THRESHOLDS: [u32; 6] = [2, 4, 8, 16, 32, 64];
 
@@ -68,9 +75,18 @@ impl Config for TuningConfig {
 impl TypedExperiment for RumTuning {
     type Config = TuningConfig;
 
-    /// Peak RSS grew by about 180 B per record in this experiment (measured, rounded up).
+    /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
+    /// [`HELD_B`] each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
+    /// the index's pages, [`INDEX_B`] per record on the in-memory device, capped on `device = file`
+    /// by the cache, the memory component and a merge's survivors. Measured with `/usr/bin/time -v`
+    /// at small on BerlinMOD (vacuum and buffered thresholds 2 and 64): device=mem, 43 MiB at
+    /// 500,000 records and 101 MiB at 1,000,000 (122 B per record); device=file with a 256-page
+    /// memory component, 30 MiB and 48 MiB (37 B per record: the held records, the index's part
+    /// capped). INDEX_B is the in-memory slope less the held records, rounded up.
     fn memory_estimate(&self, config: &TuningConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.memory_estimate(180, data)
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, HELD_B, INDEX_B, data)
     }
 
     fn name(&self) -> &'static str {
@@ -116,13 +132,15 @@ impl TypedExperiment for RumTuning {
             cells.push(("buffered_threshold", t, "UM+BV".parse()?));
         }
         let (datasets, mut notes) =
-            p.datasets_and_notes(ctx, &cfg.storage, &cells.iter().map(|c| c.2).collect::<Vec<_>>())?;
+            p.streamed_datasets_and_notes(ctx, &cfg.storage, &cells.iter().map(|c| c.2).collect::<Vec<_>>())?;
         ctx.progress.set_total(datasets.len() * cells.len());
         let sel = cfg.selectivity;
         let nq = cfg.queries;
         let mut rows = Vec::new();
-        for data in &datasets {
-            let boxes = query_boxes(data, sel, nq, ctx.seed);
+        for run_data in &datasets {
+            let data = run_data.header();
+            let objects = run_data.objects() as u64;
+            let boxes = query_boxes(run_data, &[sel], nq, ctx.seed, ctx)?.remove(0);
             for &(knob, threshold, strategy) in &cells {
                 ctx.progress
                     .begin(format!("{} {strategy} {knob}={threshold}", data.name));
@@ -133,7 +151,8 @@ impl TypedExperiment for RumTuning {
                 }
                 let (b_th, v_th) = (index_cfg.buffered_threshold, index_cfg.vacuum_threshold);
                 let mut bed = Testbed::new(&cfg.storage, index_cfg)?;
-                let cost = ingest_ops(&mut bed, data.ops(), data.len(), ctx)
+                let cost = run_data
+                    .ingest(&mut bed, ctx)
                     .with_context(|| format!("{} under {strategy}", data.name))?;
                 let io = bed.io();
                 let start = Instant::now();
@@ -147,7 +166,11 @@ impl TypedExperiment for RumTuning {
                 let q_reads = query_io.page_reads as f64 / nq as f64;
                 let st = bed.index.stats();
                 let row = p
-                    .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
+                    .objects_fields(
+                        RowBuilder::new().str("dataset", &data.name),
+                        objects,
+                        &cfg.storage,
+                    )
                     .str("knob", knob)
                     .int("threshold", threshold)
                     .str("strategy", strategy.to_string())
@@ -173,6 +196,9 @@ impl TypedExperiment for RumTuning {
                 };
                 rows.push(phases.fields(row, &times, &bed.storage, true).build());
             }
+        }
+        if datasets.iter().any(RunData::is_streamed) {
+            notes.push(STREAMED_CENTRES_NOTE.into());
         }
         notes.push(format!(
             "{PHASE_NOTE} query is the {nq} queries after the ingest, together."

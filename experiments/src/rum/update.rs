@@ -3,11 +3,10 @@
 //! maximum Update Memo size).
 
 use super::{check_strategies, modelled_note, ms, IndexConfig, PAPER, PHASE_NOTE, STRATEGIES_HELP};
-use crate::config::{self, Config, DeviceKind, KeyHelp, StorageConfig};
+use crate::config::{self, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
-use crate::progress::thousands;
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
@@ -44,7 +43,8 @@ impl Config for UpdateConfig {
 impl TypedExperiment for RumUpdate {
     type Config = UpdateConfig;
 
-    /// Peak RSS, per dataset (the largest counts, as datasets run one after another): the records
+    /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], shared with `rum-query`, `rum-mixed`
+    /// and `rum-tuning`), per dataset (the largest counts, as datasets run one after another): the records
     /// it holds, about 40 B each with the operation stream computed as they are ingested (none
     /// for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus the index's pages,
     /// about 60 B per record on the in-memory device, which keeps every page (measured: 259 MB at
@@ -55,49 +55,9 @@ impl TypedExperiment for RumUpdate {
     /// the paper's settings, against a measured peak of 1.16 GiB over the whole 56M-record
     /// BerlinMOD stream and all nine strategies).
     fn memory_estimate(&self, config: &UpdateConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        const HELD_B: u64 = 40;
-        const INDEX_B: u64 = 60;
-        if !data.is_empty() {
-            return config.index.memory_estimate(HELD_B + INDEX_B, data);
-        }
-        let index = &config.index;
-        let page = config.storage.page_size as u64;
-        let index_cap = match config.storage.device {
-            DeviceKind::Mem => u64::MAX,
-            DeviceKind::File => {
-                (config.storage.cache_pages as u64 + index.memory_pages + index.max_mergeable_pages) * page
-            }
-        };
-        let per_dataset = |d: super::Dataset| {
-            let n = match index.records {
-                0 => d.paper_records(),
-                n => n,
-            } as u64;
-            let streamed = super::streams(d, n as usize);
-            let held = if streamed { 0 } else { n * HELD_B };
-            (held + (n * INDEX_B).min(index_cap), n, streamed)
-        };
-        let (bytes, n, streamed) = index.datasets.iter().map(|&d| per_dataset(d)).max()?;
-        let held = match streamed {
-            true => "streamed, none held".to_string(),
-            false => format!("{HELD_B} B per held record"),
-        };
-        let pages = match config.storage.device {
-            DeviceKind::Mem => format!("{INDEX_B} B per record for the index's pages"),
-            DeviceKind::File => format!(
-                "{INDEX_B} B per record for the index's pages up to the cache, the memory \
-                 component and a merge's survivors ({} MiB, device=file)",
-                index_cap >> 20
-            ),
-        };
-        Some(MemoryEstimate {
-            bytes: bytes + super::RUN_BASE_BYTES,
-            basis: format!(
-                "{} records ({held}); {pages}; + {} MiB",
-                thousands(n),
-                super::RUN_BASE_BYTES >> 20
-            ),
-        })
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, 40, 60, data)
     }
 
     fn name(&self) -> &'static str {
