@@ -125,13 +125,20 @@ impl HilbertCurve {
         self.extent
     }
 
+    /// The grid cell of `v` along an axis spanning `lo..=hi`: `floor((v - lo) / (hi - lo) * 2^16)`
+    /// clamped to `0 ..= 2^16 - 1`; 0 for a NaN `v`, a degenerate axis, or a NaN quotient.
+    ///
+    /// The float-to-int conversion saturates (negative and NaN to 0, too large to `u32::MAX`), so
+    /// `(t as u32).min(side - 1)` equals `t.floor().clamp(0, side - 1) as u32` for every `t`
+    /// without calling `floor`, which on baseline x86-64 is a library call.
+    #[inline]
     fn cell(v: f64, lo: f64, hi: f64) -> u32 {
-        let side = (1u32 << Self::ORDER) as f64;
+        const SIDE: u32 = 1 << HilbertCurve::ORDER;
         if hi <= lo || v.is_nan() {
             return 0;
         }
-        let t = ((v - lo) / (hi - lo) * side).floor();
-        t.clamp(0.0, side - 1.0) as u32
+        let t = (v - lo) / (hi - lo) * f64::from(SIDE);
+        (t as u32).min(SIDE - 1)
     }
 
     /// The Hilbert index of `p` (0 .. 4^16).
@@ -142,8 +149,87 @@ impl HilbertCurve {
     }
 }
 
-/// The classic iterative xy-to-d conversion on a 2^order grid.
-fn hilbert_index(order: u32, mut x: u32, mut y: u32) -> u64 {
+/// The xy-to-d conversion of the Hilbert curve on a `2^order` grid (`order` <= 16), as a state
+/// machine over the levels of the curve, most significant first.
+///
+/// The classic iterative conversion ([`hilbert_index_bitwise`]) reads, at each level, the
+/// quadrant `(rx, ry)` of the point in coordinates transformed by the levels above; the digit of
+/// the level is `(3 * rx) ^ ry`, and the transform grows by a swap of the axes when `ry = 0`, after
+/// a complement of both (of their remaining bits) when also `rx = 1`. Swaps and complements
+/// commute, so the transform is one of four, "swap or not" and "complement or not", and the
+/// transformed bits of a level are the raw bits of `x` and `y` at that level, swapped and/or
+/// complemented. [`HILBERT_TABLE`] runs that machine over four levels at once: from a state and
+/// four raw bits of each coordinate to the eight bits of the four digits and the next state.
+fn hilbert_index(order: u32, x: u32, y: u32) -> u64 {
+    debug_assert!(order <= 16, "Hilbert order {order} above 16");
+    let mut state = 0u32;
+    let mut d = 0u64;
+    // Levels above a multiple of four, one at a time.
+    let mut level = order;
+    while !level.is_multiple_of(HILBERT_LEVELS_PER_STEP) {
+        level -= 1;
+        let (digit, next) = hilbert_step(state, (x >> level) & 1, (y >> level) & 1);
+        d = (d << 2) | u64::from(digit);
+        state = next;
+    }
+    while level > 0 {
+        level -= HILBERT_LEVELS_PER_STEP;
+        let xs = (x >> level) & 0xf;
+        let ys = (y >> level) & 0xf;
+        let entry = HILBERT_TABLE[((state << 8) | (xs << 4) | ys) as usize];
+        d = (d << 8) | u64::from(entry & 0xff);
+        state = u32::from(entry >> 8);
+    }
+    d
+}
+
+/// Levels of the Hilbert curve one [`HILBERT_TABLE`] lookup covers.
+const HILBERT_LEVELS_PER_STEP: u32 = 4;
+
+/// One level of the state machine of [`hilbert_index`]: from the state (bit 0: the axes are
+/// swapped, bit 1: both are complemented) and the raw bits of `x` and `y` at this level, the
+/// level's digit and the next state.
+const fn hilbert_step(state: u32, bx: u32, by: u32) -> (u32, u32) {
+    let swap = state & 1;
+    let complement = (state >> 1) & 1;
+    let (tx, ty) = if swap == 1 { (by, bx) } else { (bx, by) };
+    let rx = tx ^ complement;
+    let ry = ty ^ complement;
+    let digit = (3 * rx) ^ ry;
+    let not_ry = ry ^ 1;
+    let next_swap = swap ^ not_ry;
+    let next_complement = complement ^ (rx & not_ry);
+    (digit, next_swap | (next_complement << 1))
+}
+
+/// [`hilbert_step`] over four levels: indexed by `state << 8 | x_bits << 4 | y_bits` (the four
+/// levels' raw bits of each coordinate, most significant first), an entry holds the four digits in
+/// its low byte (most significant first) and the next state above them.
+static HILBERT_TABLE: [u16; 4 << 8] = {
+    let mut table = [0u16; 4 << 8];
+    let mut i = 0;
+    while i < table.len() {
+        let mut state = (i >> 8) as u32;
+        let xs = ((i >> 4) & 0xf) as u32;
+        let ys = (i & 0xf) as u32;
+        let mut digits = 0u32;
+        let mut level = HILBERT_LEVELS_PER_STEP;
+        while level > 0 {
+            level -= 1;
+            let (digit, next) = hilbert_step(state, (xs >> level) & 1, (ys >> level) & 1);
+            digits = (digits << 2) | digit;
+            state = next;
+        }
+        table[i] = (digits | (state << 8)) as u16;
+        i += 1;
+    }
+    table
+};
+
+/// The classic iterative xy-to-d conversion on a 2^order grid, one level per step: the reference
+/// [`hilbert_index`] is tested against.
+#[cfg(test)]
+fn hilbert_index_bitwise(order: u32, mut x: u32, mut y: u32) -> u64 {
     let n: u32 = 1 << order;
     let mut d: u64 = 0;
     let mut s = n / 2;
@@ -174,6 +260,9 @@ mod tests {
         assert_eq!(hilbert_index(1, 0, 1), 1);
         assert_eq!(hilbert_index(1, 1, 1), 2);
         assert_eq!(hilbert_index(1, 1, 0), 3);
+        for (x, y) in [(0, 0), (0, 1), (1, 1), (1, 0)] {
+            assert_eq!(hilbert_index(1, x, y), hilbert_index_bitwise(1, x, y));
+        }
     }
 
     #[test]
@@ -192,6 +281,146 @@ mod tests {
             let (a, b) = (w[0].unwrap(), w[1].unwrap());
             let dist = a.0.abs_diff(b.0) + a.1.abs_diff(b.1);
             assert_eq!(dist, 1, "consecutive cells {a:?} {b:?} are not neighbours");
+        }
+    }
+
+    /// A xorshift64 stream: test inputs without a dependency.
+    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
+    #[test]
+    fn table_driven_index_equals_the_bitwise_one() {
+        // Every cell of every grid up to 2^8 x 2^8.
+        for order in 1..=8 {
+            let n = 1u32 << order;
+            for x in 0..n {
+                for y in 0..n {
+                    assert_eq!(
+                        hilbert_index(order, x, y),
+                        hilbert_index_bitwise(order, x, y),
+                        "order {order} ({x}, {y})"
+                    );
+                }
+            }
+        }
+        // Larger grids: random cells, and every pair of edge coordinates (0, 1, the middle, max).
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        for order in 9..=HilbertCurve::ORDER {
+            let n = 1u32 << order;
+            let edges = [0, 1, n / 2 - 1, n / 2, n / 2 + 1, n - 2, n - 1];
+            for &x in &edges {
+                for &y in &edges {
+                    assert_eq!(
+                        hilbert_index(order, x, y),
+                        hilbert_index_bitwise(order, x, y),
+                        "order {order} ({x}, {y})"
+                    );
+                }
+            }
+            for _ in 0..200_000 {
+                let v = next();
+                let (x, y) = ((v as u32) & (n - 1), ((v >> 32) as u32) & (n - 1));
+                assert_eq!(
+                    hilbert_index(order, x, y),
+                    hilbert_index_bitwise(order, x, y),
+                    "order {order} ({x}, {y})"
+                );
+            }
+        }
+    }
+
+    /// The key as first written: `floor`, `clamp`, then the bitwise conversion.
+    fn key_reference(curve: &HilbertCurve, p: Point) -> u64 {
+        fn cell(v: f64, lo: f64, hi: f64) -> u32 {
+            let side = (1u32 << HilbertCurve::ORDER) as f64;
+            if hi <= lo || v.is_nan() {
+                return 0;
+            }
+            let t = ((v - lo) / (hi - lo) * side).floor();
+            t.clamp(0.0, side - 1.0) as u32
+        }
+        let e = curve.extent();
+        let x = cell(p.x, e.min.x, e.max.x);
+        let y = cell(p.y, e.min.y, e.max.y);
+        hilbert_index_bitwise(HilbertCurve::ORDER, x, y)
+    }
+
+    #[test]
+    fn key_equals_the_reference_key() {
+        let extents = [
+            Rect::new(0.0, 0.0, 1000.0, 1000.0),
+            Rect::new(-180.0, -90.0, 180.0, 90.0),
+            Rect::new(0.0, 0.0, 1.0, 1.0),
+            Rect::new(1e-300, -1e300, 2e-300, 1e300),
+            Rect::new(5.0, 5.0, 5.0, 7.0), // degenerate in x
+            Rect::new(5.0, 7.0, 6.0, 3.0), // inverted in y
+            Rect::new(f64::NEG_INFINITY, 0.0, f64::INFINITY, 1.0),
+            Rect::new(0.0, f64::NAN, 1.0, 1.0),
+        ];
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let unit = |v: u64| (v >> 11) as f64 / (1u64 << 53) as f64;
+        for extent in extents {
+            let curve = HilbertCurve::new(extent);
+            let (lo, hi) = (extent.min, extent.max);
+            // The borders, the cells' borders next to them, points just outside (clamped) and the
+            // special values, on each axis.
+            let mut xs = vec![
+                lo.x,
+                hi.x,
+                (lo.x + hi.x) / 2.0,
+                lo.x - 1.0,
+                hi.x + 1.0,
+                lo.x.next_down(),
+                hi.x.next_up(),
+            ];
+            let mut ys = vec![
+                lo.y,
+                hi.y,
+                (lo.y + hi.y) / 2.0,
+                lo.y - 1.0,
+                hi.y + 1.0,
+                lo.y.next_down(),
+                hi.y.next_up(),
+            ];
+            for k in [1.0, 2.0, 65535.0, 65536.0] {
+                xs.push(lo.x + (hi.x - lo.x) * k / 65536.0);
+                ys.push(lo.y + (hi.y - lo.y) * k / 65536.0);
+            }
+            xs.extend(specials);
+            ys.extend(specials);
+            for &x in &xs {
+                for &y in &ys {
+                    let p = Point::new(x, y);
+                    assert_eq!(curve.key(p), key_reference(&curve, p), "{p:?} in {extent:?}");
+                }
+            }
+            // Random points over the extent and a margin around it.
+            for _ in 0..100_000 {
+                let (a, b) = (unit(next()), unit(next()));
+                let p = Point::new(
+                    lo.x + (hi.x - lo.x) * (a * 1.2 - 0.1),
+                    lo.y + (hi.y - lo.y) * (b * 1.2 - 0.1),
+                );
+                assert_eq!(curve.key(p), key_reference(&curve, p), "{p:?} in {extent:?}");
+            }
         }
     }
 

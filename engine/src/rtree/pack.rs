@@ -12,8 +12,9 @@ use crate::geom::HilbertCurve;
 
 /// Bits of a Hilbert key: two per level of the curve.
 const KEY_BITS: u32 = 2 * HilbertCurve::ORDER;
-/// Bits sorted per radix pass.
-const DIGIT_BITS: u32 = 11;
+/// Bits sorted per radix pass: 256 buckets, whose write positions the scatter keeps in cache (2048
+/// buckets of 11-bit digits, one pass fewer, scattered about 10% slower over 100k keys).
+const DIGIT_BITS: u32 = 8;
 const BUCKETS: usize = 1 << DIGIT_BITS;
 
 /// Sorts `entries` into packing order (see the module documentation).
@@ -34,7 +35,7 @@ fn sort(curve: &HilbertCurve, entries: &mut [SpatialEntry], tag: bool) {
     if n < 2 {
         return;
     }
-    let keys: Vec<u64> = if tag {
+    if tag {
         let mut tagged: Vec<u64> = entries
             .iter()
             .enumerate()
@@ -45,20 +46,26 @@ fn sort(curve: &HilbertCurve, entries: &mut [SpatialEntry], tag: bool) {
         for (slot, t) in entries.iter_mut().zip(&tagged) {
             *slot = input[(t & u64::from(u32::MAX)) as usize];
         }
-        tagged.iter().map(|t| t >> 32).collect()
+        order_ties(entries, |i| tagged[i] >> 32);
     } else {
         let mut keyed: Vec<(u64, SpatialEntry)> = entries.iter().map(|e| (curve.key(e.point), *e)).collect();
         radix_sort(&mut keyed, |(k, _)| *k);
         for (slot, (_, e)) in entries.iter_mut().zip(&keyed) {
             *slot = *e;
         }
-        keyed.into_iter().map(|(k, _)| k).collect()
-    };
-    // Equal keys: (oid, ts), stable.
+        order_ties(entries, |i| keyed[i].0);
+    }
+}
+
+/// Orders each run of equal keys (`key(i)` is the key of `entries[i]`, sorted) by `(oid, ts)`,
+/// stably.
+fn order_ties(entries: &mut [SpatialEntry], key: impl Fn(usize) -> u64) {
+    let n = entries.len();
     let mut i = 0;
     while i < n {
+        let k = key(i);
         let mut j = i + 1;
-        while j < n && keys[j] == keys[i] {
+        while j < n && key(j) == k {
             j += 1;
         }
         if j - i > 1 {
@@ -68,32 +75,44 @@ fn sort(curve: &HilbertCurve, entries: &mut [SpatialEntry], tag: bool) {
     }
 }
 
+/// Radix passes: enough digits to cover a key.
+const PASSES: usize = KEY_BITS.div_ceil(DIGIT_BITS) as usize;
+
 /// Stable LSD radix sort of `v` by `key`, whose values lie below `2^KEY_BITS`.
+///
+/// One read of `v` counts the digits of every pass at once; a pass whose digit is the same for
+/// every key would not move anything and is skipped.
 fn radix_sort<T: Copy>(v: &mut Vec<T>, key: impl Fn(&T) -> u64) {
-    let mut other: Vec<T> = Vec::with_capacity(v.len());
-    let mut shift = 0;
-    while shift < KEY_BITS {
-        let mut counts = vec![0usize; BUCKETS + 1];
-        for item in v.iter() {
-            counts[((key(item) >> shift) as usize & (BUCKETS - 1)) + 1] += 1;
+    let n = v.len();
+    if n < 2 {
+        return;
+    }
+    let mut counts = vec![[0usize; BUCKETS]; PASSES];
+    for item in v.iter() {
+        let k = key(item);
+        for (p, c) in counts.iter_mut().enumerate() {
+            c[(k >> (p as u32 * DIGIT_BITS)) as usize & (BUCKETS - 1)] += 1;
         }
-        if counts.contains(&v.len()) {
-            // Every key has the same digit here: the pass would not move anything.
-            shift += DIGIT_BITS;
+    }
+    let mut other: Vec<T> = vec![v[0]; n];
+    for (p, c) in counts.iter_mut().enumerate() {
+        if c.contains(&n) {
             continue;
         }
-        for b in 1..=BUCKETS {
-            counts[b] += counts[b - 1];
+        // Counts to starting offsets.
+        let mut sum = 0;
+        for b in c.iter_mut() {
+            let k = *b;
+            *b = sum;
+            sum += k;
         }
-        other.clear();
-        other.resize(v.len(), v[0]);
+        let shift = p as u32 * DIGIT_BITS;
         for item in v.iter() {
             let d = (key(item) >> shift) as usize & (BUCKETS - 1);
-            other[counts[d]] = *item;
-            counts[d] += 1;
+            other[c[d]] = *item;
+            c[d] += 1;
         }
         std::mem::swap(v, &mut other);
-        shift += DIGIT_BITS;
     }
 }
 
