@@ -18,6 +18,18 @@ const READ_ATTEMPTS: u32 = 16;
 /// copy; readers holding the old one keep seeing the old bytes.
 pub type PageRef = Arc<[u8]>;
 
+/// What a reader established about a resident page's bytes, kept with the page while it stays
+/// resident and its bytes stay the same ([`BufferCache::read_noted`], [`BufferCache::set_note`]).
+/// An in-place write, an admission over a clean copy, an eviction or an invalidation forgets it, so
+/// a page read again from the device is looked at afresh. The disk R-tree keeps the MBR of a node
+/// that passed its structural checks here: a later visit neither rechecks the node nor recomputes
+/// its MBR.
+pub type PageNote = [u64; 4];
+
+/// Page buffers of evicted frames kept for the next misses to read into (a miss then allocates
+/// nothing); more than one is only used when several threads miss at once.
+const SPARE_PAGES: usize = 4;
+
 /// A cache of `capacity` whole pages over one device, shared by every index of a run
 /// (`Arc<BufferCache>`, used from many threads).
 ///
@@ -98,6 +110,12 @@ struct Frame {
 struct State {
     /// Resident page -> its frame. Iterated only where the result is sorted by page id.
     table: FxHashMap<PageId, Frame>,
+    /// Frame number -> the note a reader left on the page in it (`None` for a page not looked at
+    /// since it arrived or changed). Kept beside the table so that a plain hit does not read it.
+    notes: Vec<Option<PageNote>>,
+    /// Buffers of evicted pages no reader held any more, for misses to reuse (at most
+    /// [`SPARE_PAGES`]).
+    spare: Vec<PageRef>,
     /// Frame number -> the page in it (meaningful for frames not on the free list), for victims.
     owners: Vec<PageId>,
     /// Frames without a page, reused last-freed first.
@@ -115,6 +133,12 @@ impl State {
     /// The read hit path: count, tell the policy, hand out the page.
     #[inline]
     fn hit(&mut self, id: PageId) -> Option<PageRef> {
+        self.hit_frame(id).map(|(page, _)| page)
+    }
+
+    /// [`State::hit`] that also names the page's frame.
+    #[inline(always)]
+    fn hit_frame(&mut self, id: PageId) -> Option<(PageRef, FrameId)> {
         let frame = self.table.get_mut(&id)?;
         let page = frame.data.clone();
         if frame.prefetched {
@@ -122,8 +146,9 @@ impl State {
             self.stats.prefetch_hits += 1;
         }
         self.stats.hits += 1;
-        self.policy.touched(frame.frame);
-        Some(page)
+        let f = frame.frame;
+        self.policy.touched(f);
+        Some((page, f))
     }
 
     /// Puts a page that is not resident into a free frame (the caller made room).
@@ -146,14 +171,21 @@ impl State {
         };
         let old = self.table.insert(id, frame);
         debug_assert!(old.is_none(), "page {id} installed twice");
+        let i = f as usize;
+        if i >= self.notes.len() {
+            self.notes.resize(i + 1, None);
+        }
+        self.notes[i] = None;
         self.policy.inserted(f, id, how);
     }
 
-    /// Takes a resident page out of every structure (no write-back, no counting).
-    fn remove(&mut self, id: PageId) {
+    /// Takes a resident page out of every structure (no write-back, no counting) and returns its
+    /// bytes.
+    fn remove(&mut self, id: PageId) -> PageRef {
         let frame = self.table.remove(&id).expect("removing a resident page");
         self.policy.removed(frame.frame);
         self.free.push(frame.frame);
+        frame.data
     }
 
     /// Writes a dirty page back and marks it clean (the page stays dirty if the write fails).
@@ -173,8 +205,12 @@ impl State {
             let f = self.policy.victim().expect("a full cache has a victim");
             let id = self.owners[f as usize];
             self.write_back(device, id)?;
-            self.remove(id);
+            let mut data = self.remove(id);
             self.stats.evictions += 1;
+            // A buffer no reader holds any more is kept for the next miss to read into.
+            if self.spare.len() < SPARE_PAGES && Arc::get_mut(&mut data).is_some() {
+                self.spare.push(data);
+            }
         }
         Ok(())
     }
@@ -202,6 +238,8 @@ impl BufferCache {
             capacity,
             state: Mutex::new(State {
                 table: FxHashMap::default(),
+                notes: Vec::new(),
+                spare: Vec::new(),
                 owners: Vec::new(),
                 free: Vec::new(),
                 policy,
@@ -227,12 +265,16 @@ impl BufferCache {
         }
     }
 
-    /// Reads a page from the device straight into a fresh shared page. The zeroed buffer comes from
-    /// `vec!` (a calloc, then one copy into the shared allocation) rather than an iterator filling
-    /// it byte by byte.
-    fn read_device(&self, id: PageId) -> Result<PageRef> {
-        let mut page: PageRef = PageRef::from(vec![0u8; self.device.page_size()]);
-        let buf = Arc::get_mut(&mut page).expect("a page just allocated is not shared");
+    /// Reads a page from the device into `spare` (the buffer of an evicted page, which no one else
+    /// holds) or else into a fresh shared page. A fresh buffer comes from `vec!` (a calloc, then
+    /// one copy into the shared allocation) rather than an iterator filling it byte by byte. A
+    /// device read fills the whole buffer, so nothing of the evicted page shows through.
+    fn read_device(&self, id: PageId, spare: Option<PageRef>) -> Result<PageRef> {
+        let mut page: PageRef = match spare {
+            Some(page) => page,
+            None => PageRef::from(vec![0u8; self.device.page_size()]),
+        };
+        let buf = Arc::get_mut(&mut page).expect("a spare or fresh page is not shared");
         self.device.read_page(id, buf)?;
         Ok(page)
     }
@@ -257,15 +299,45 @@ impl BufferCache {
     /// Reads a page, from the cache if it is there (a hit), else from the device (a miss; the page
     /// is then cached, which may evict a victim and write it back if it is dirty).
     pub fn read(&self, id: PageId) -> Result<PageRef> {
-        let epoch = {
+        let (epoch, spare) = {
             let mut st = self.lock();
             if let Some(page) = st.hit(id) {
                 return Ok(page);
             }
             st.stats.misses += 1;
-            st.epoch
+            (st.epoch, st.spare.pop())
         };
-        self.read_miss(id, epoch)
+        self.read_miss(id, epoch, spare)
+    }
+
+    /// [`Self::read`] that also returns the note left on the page by [`Self::set_note`], if the
+    /// page is resident, has one and has not changed since (a miss returns none). Counted and
+    /// seen by the policy exactly as a read.
+    #[inline]
+    pub fn read_noted(&self, id: PageId) -> Result<(PageRef, Option<PageNote>)> {
+        let (epoch, spare) = {
+            let mut st = self.lock();
+            if let Some((page, f)) = st.hit_frame(id) {
+                let note = st.notes[f as usize];
+                return Ok((page, note));
+            }
+            st.stats.misses += 1;
+            (st.epoch, st.spare.pop())
+        };
+        Ok((self.read_miss(id, epoch, spare)?, None))
+    }
+
+    /// Leaves a note on a page for later [`Self::read_noted`] calls, if the page is resident with
+    /// the very bytes `page` (as a read returned them): a page written in place or read afresh
+    /// since keeps no note meant for other bytes. Neither counted nor seen by the policy.
+    pub fn set_note(&self, id: PageId, page: &PageRef, note: PageNote) {
+        let mut st = self.lock();
+        let st = &mut *st;
+        if let Some(frame) = st.table.get(&id) {
+            if Arc::ptr_eq(&frame.data, page) {
+                st.notes[frame.frame as usize] = Some(note);
+            }
+        }
     }
 
     /// The rest of a miss, kept out of line so that the hit path stays small. A device read that
@@ -275,10 +347,10 @@ impl BufferCache {
     /// and not yet rewritten. Single-threaded, the epoch never moves during a read, so a failed read
     /// fails at once.
     #[inline(never)]
-    fn read_miss(&self, id: PageId, mut epoch: u64) -> Result<PageRef> {
+    fn read_miss(&self, id: PageId, mut epoch: u64, mut spare: Option<PageRef>) -> Result<PageRef> {
         let mut attempts = 1;
         let page = loop {
-            match self.read_device(id) {
+            match self.read_device(id, spare.take()) {
                 Ok(page) => break page,
                 Err(e) => {
                     let mut st = self.lock();
@@ -336,6 +408,7 @@ impl BufferCache {
             frame.data = data;
             frame.dirty = true;
             let f = frame.frame;
+            st.notes[f as usize] = None;
             st.policy.touched(f);
         } else {
             st.make_room(&*self.device, self.capacity)?;
@@ -359,6 +432,8 @@ impl BufferCache {
         if let Some(frame) = st.table.get_mut(&id) {
             if !frame.dirty {
                 frame.data = data;
+                let f = frame.frame as usize;
+                st.notes[f] = None;
             }
             return Ok(false);
         }
@@ -374,14 +449,14 @@ impl BufferCache {
         if self.capacity == 0 {
             return Ok(false);
         }
-        let epoch = {
-            let st = self.lock();
+        let (epoch, spare) = {
+            let mut st = self.lock();
             if st.table.contains_key(&id) {
                 return Ok(false);
             }
-            st.epoch
+            (st.epoch, st.spare.pop())
         };
-        let page = self.read_device(id)?;
+        let page = self.read_device(id, spare)?;
         let mut st = self.lock();
         st.stats.prefetch_reads += 1;
         if st.epoch != epoch || st.table.contains_key(&id) {
@@ -462,6 +537,7 @@ impl BufferCache {
         let mut st = self.lock();
         Self::flush_locked(&mut st, &*self.device)?;
         st.table.clear();
+        st.notes.clear();
         st.owners.clear();
         st.free.clear();
         st.policy.clear();

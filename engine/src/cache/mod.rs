@@ -21,7 +21,7 @@ pub mod policy;
 pub mod sink;
 mod stats;
 
-pub use buffer::{BufferCache, PageRef};
+pub use buffer::{BufferCache, PageNote, PageRef};
 pub use policy::{Arrival, CacheConfig, FrameId, PolicyKind, ReplacementPolicy};
 pub use sink::{AdmitAll, AdmitNone, CacheSink, PageSink, WarmUp};
 pub use stats::CacheStats;

@@ -61,6 +61,8 @@ fn cache_is_send_and_sync() {
 #[derive(Clone, Debug)]
 enum Op {
     Read(PageId),
+    /// A read that also fetches the page's note, then leaves a new one (numbered by the step).
+    ReadNoted(PageId),
     Write(PageId, u8),
     Admit(PageId),
     Prefetch(PageId),
@@ -77,6 +79,8 @@ struct ModelPage {
     value: u8,
     dirty: bool,
     prefetched: bool,
+    /// The note left on the page since it arrived or last changed.
+    note: Option<u64>,
 }
 
 /// LRU the slow, obvious way: a vector in recency order (most recent first), the device's
@@ -125,7 +129,7 @@ impl Model {
     /// Applies `op`; for a read, returns the byte the page should hold.
     fn apply(&mut self, op: &Op) -> Option<u8> {
         match *op {
-            Op::Read(id) => {
+            Op::Read(id) | Op::ReadNoted(id) => {
                 if let Some(i) = self.pos(id) {
                     let mut p = self.pages.remove(i);
                     self.stats.hits += 1;
@@ -149,6 +153,7 @@ impl Model {
                             value,
                             dirty: false,
                             prefetched: false,
+                            note: None,
                         },
                     );
                 }
@@ -164,6 +169,7 @@ impl Model {
                     let mut p = self.pages.remove(i);
                     p.value = value;
                     p.dirty = true;
+                    p.note = None;
                     self.pages.insert(0, p);
                 } else {
                     self.make_room();
@@ -174,13 +180,22 @@ impl Model {
                             value,
                             dirty: true,
                             prefetched: false,
+                            note: None,
                         },
                     );
                 }
                 None
             }
             Op::Admit(id) | Op::Prefetch(id) => {
-                if self.capacity == 0 || self.pos(id).is_some() {
+                if let Some(i) = self.pos(id) {
+                    // An admission replaces a clean copy's bytes (the same bytes), which forgets
+                    // its note.
+                    if matches!(op, Op::Admit(_)) && !self.pages[i].dirty {
+                        self.pages[i].note = None;
+                    }
+                    return None;
+                }
+                if self.capacity == 0 {
                     return None;
                 }
                 if matches!(op, Op::Prefetch(_)) {
@@ -196,6 +211,7 @@ impl Model {
                         value,
                         dirty: false,
                         prefetched: true,
+                        note: None,
                     },
                 );
                 self.stats.prefetch_admissions += 1;
@@ -241,7 +257,8 @@ const MODEL_PAGES: u64 = 24;
 fn op() -> impl Strategy<Value = Op> {
     let id = 0..MODEL_PAGES;
     prop_oneof![
-        12 => id.clone().prop_map(Op::Read),
+        9 => id.clone().prop_map(Op::Read),
+        3 => id.clone().prop_map(Op::ReadNoted),
         3 => (id.clone(), any::<u8>()).prop_map(|(i, v)| Op::Write(i, v)),
         2 => id.clone().prop_map(Op::Admit),
         2 => id.clone().prop_map(Op::Prefetch),
@@ -265,11 +282,24 @@ fn check_against_model(capacity: usize, ops: &[Op], boxed: bool) -> std::result:
     };
     let mut model = Model::new(capacity, MODEL_PAGES);
     for (step, op) in ops.iter().enumerate() {
+        let note_before = op_page(op)
+            .and_then(|id| model.pos(id))
+            .and_then(|i| model.pages[i].note);
         let expected = model.apply(op);
         match *op {
             Op::Read(id) => {
                 let page = cache.read(id).unwrap();
                 prop_assert!(page.iter().all(|&b| Some(b) == expected), "step {step} {op:?}");
+            }
+            Op::ReadNoted(id) => {
+                let (page, note) = cache.read_noted(id).unwrap();
+                prop_assert!(page.iter().all(|&b| Some(b) == expected), "step {step} {op:?}");
+                prop_assert_eq!(note, note_before.map(|n| [n; 4]), "step {} {:?}", step, op);
+                let n = step as u64;
+                cache.set_note(id, &page, [n; 4]);
+                if let Some(i) = model.pos(id) {
+                    model.pages[i].note = Some(n);
+                }
             }
             Op::Write(id, v) => cache.write(id, &[v; PS]).unwrap(),
             // A prefetcher admits the device's contents of the page (the model's disk).
@@ -295,6 +325,14 @@ fn check_against_model(capacity: usize, ops: &[Op], boxed: bool) -> std::result:
         prop_assert_eq!(cache.dirty_len(), model.pages.iter().filter(|p| p.dirty).count());
     }
     Ok(())
+}
+
+/// The page a read names (the page whose note a [`Op::ReadNoted`] checks).
+fn op_page(op: &Op) -> Option<PageId> {
+    match *op {
+        Op::Read(id) | Op::ReadNoted(id) => Some(id),
+        _ => None,
+    }
 }
 
 proptest! {
@@ -754,4 +792,54 @@ fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
         (s.misses, s.prefetch_reads, s.prefetch_admissions, s.evictions),
         (3, 1, 0, 0)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notes and reused buffers.
+
+#[test]
+fn a_note_is_kept_for_the_bytes_it_was_left_on_only() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 2);
+    let (page, note) = cache.read_noted(0).unwrap();
+    assert_eq!(note, None);
+    cache.set_note(0, &page, [7; 4]);
+    assert_eq!(cache.read_noted(0).unwrap().1, Some([7; 4]));
+    // Counted as reads: one miss, one hit.
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses), (1, 1));
+
+    // Written in place: the note was about the old bytes, and a late note on them is refused.
+    cache.write(0, &[9; PS]).unwrap();
+    assert_eq!(cache.read_noted(0).unwrap().1, None);
+    cache.set_note(0, &page, [8; 4]);
+    let (fresh, note) = cache.read_noted(0).unwrap();
+    assert_eq!((fresh[0], note), (9, None));
+
+    // Evicted and read again from the device: looked at afresh.
+    cache.set_note(0, &fresh, [1; 4]);
+    cache.read(1).unwrap();
+    cache.read(2).unwrap();
+    assert!(!cache.contains(0));
+    assert_eq!(cache.read_noted(0).unwrap().1, None);
+
+    // A capacity-0 cache keeps nothing, notes included.
+    let none = BufferCache::new(dev, 0);
+    let (page, _) = none.read_noted(3).unwrap();
+    none.set_note(3, &page, [1; 4]);
+    assert_eq!(none.read_noted(3).unwrap().1, None);
+}
+
+#[test]
+fn an_evicted_page_a_reader_still_holds_is_not_reused() {
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 1);
+    let held = cache.read(0).unwrap();
+    for id in [1, 2, 3, 1, 2, 3] {
+        // Page 0's buffer is held, so it never becomes a spare; the others' are reused.
+        assert!(cache.read(id).unwrap().iter().all(|&b| b == id as u8));
+    }
+    assert!(held.iter().all(|&b| b == 0));
+    assert_eq!(cache.stats().misses, 7);
+    assert_eq!(dev.stats().page_reads, 7);
 }

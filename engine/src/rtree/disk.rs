@@ -38,8 +38,16 @@
 //! tree's MBR kept in memory). A page that fails a check yields [`Error::Corrupt`] rather than a
 //! wrong answer. These checks are structural; bit-level integrity of a page's payload is the job of
 //! the device ([`crate::storage::FileDevice`] verifies a checksum on every read).
+//!
+//! A search checks a page once per arrival in the cache: the first visit checks the header and
+//! the child pointers and computes the node's MBR from its entries, and the cache keeps that MBR
+//! with the page (a [`crate::cache::PageNote`]) until the page leaves the cache or its bytes
+//! change. A later visit compares the kept MBR with the parent's record, which costs four
+//! comparisons instead of a pass over the page, and reads only what the query needs. A page read
+//! through a cache of capacity 0 is checked on every visit; [`DiskRTree::scan`] checks every leaf
+//! it reads.
 
-use crate::cache::BufferCache;
+use crate::cache::{BufferCache, PageNote};
 use crate::geom::Rect;
 use crate::rtree::SpatialEntry;
 use crate::storage::{Device, PageId};
@@ -287,34 +295,58 @@ impl DiskRTree {
         let mut visited = 0u64;
         while let Some((level, idx, expected)) = stack.pop() {
             let id = self.page_id(level, idx);
-            let page = cache.read(id)?;
+            let (page, note) = cache.read_noted(id)?;
             visited += 1;
-            let count = self.check_header(id, &page, level, idx)?;
-            // Each entry is read straight from the page's bytes and serves both the structural
-            // check (the node's MBR, its children's page ids) and the query; only a result is
-            // decoded whole, and nothing is allocated per node.
-            let actual = if level == 0 {
-                search_leaf(&page, count, rect, f)
+            // A page is checked on its first visit after it arrived in the cache (its header, its
+            // children's page ids, and the MBR of what it holds, computed from its bytes); the
+            // cache keeps that MBR as the page's note until the page leaves or changes, so later
+            // visits only compare it with the MBR the parent recorded. A page read with a cache of
+            // capacity 0 is never noted, so it is checked on every visit.
+            let actual = match note {
+                Some(n) => rect_of_note(&n),
+                None => {
+                    let actual = self.check_node(id, &page, level, idx)?;
+                    cache.set_note(id, &page, note_of_rect(&actual));
+                    actual
+                }
+            };
+            self.check_mbr(id, &actual, &expected)?;
+            // The header is checked: the count is the one the packed layout gives. Only a result
+            // is decoded whole, and nothing is allocated per node.
+            let count = read_count(&page);
+            if level == 0 {
+                search_leaf(&page, count, rect, f);
             } else {
                 let mark = stack.len();
                 let first_idx = idx * self.internal_cap as u64;
-                let first_child = self.page_id(level - 1, first_idx);
-                let (actual, bad) = search_internal(&page, count, rect, first_child, |k, r| {
+                search_internal(&page, count, rect, |k, r| {
                     stack.push((level - 1, first_idx + k as u64, r));
                 });
-                if bad {
-                    // Report the first child pointer that is not where the packed layout puts it.
-                    for (k, chunk) in internal_slots(&page, count).enumerate() {
-                        self.check_child(id, level, first_idx + k as u64, read_u64(chunk, 32))?;
-                    }
-                }
                 // Visit children left to right, i.e. in packing order.
                 stack[mark..].reverse();
-                actual
-            };
-            self.check_mbr(id, &actual, &expected)?;
+            }
         }
         Ok(visited)
+    }
+
+    /// The structural checks of node `idx` of `level` that depend on its page alone: the header,
+    /// and for an internal node every child pointer. Returns the MBR of what the node holds (its
+    /// points, or its children's MBRs), for the caller to compare with its parent's record.
+    fn check_node(&self, id: PageId, page: &[u8], level: usize, idx: u64) -> Result<Rect> {
+        let count = self.check_header(id, page, level, idx)?;
+        if level == 0 {
+            return Ok(leaf_bounds(page, count));
+        }
+        let first_idx = idx * self.internal_cap as u64;
+        let first_child = self.page_id(level - 1, first_idx);
+        let (actual, bad) = internal_bounds(page, count, first_child);
+        if bad {
+            // Report the first child pointer that is not where the packed layout puts it.
+            for (k, chunk) in internal_slots(page, count).enumerate() {
+                self.check_child(id, level, first_idx + k as u64, read_u64(chunk, 32))?;
+            }
+        }
+        Ok(actual)
     }
 
     /// All entries in stored (packing) order, reading the leaf pages straight from the device in
@@ -586,18 +618,51 @@ fn bounds_of<const S: usize>(
     acc[0].merge(acc[1]).rect()
 }
 
-/// One leaf of a search: passes every entry inside `rect` to `f`, in stored order, and returns the
-/// MBR of all the leaf's points (for the structural check).
-///
-/// The MBR and the query are two passes over the page: the first only widens bounds (no call, no
-/// branch on the data, so its accumulators stay in registers), the second tests each point and
-/// calls `f` for a match.
+/// The entry count of a page whose header has been checked.
 #[inline(always)]
-fn search_leaf(page: &[u8], count: usize, rect: &Rect, f: &mut impl FnMut(&SpatialEntry)) -> Rect {
+fn read_count(page: &[u8]) -> usize {
+    u32::from_le_bytes(page[4..8].try_into().expect("4 bytes")) as usize
+}
+
+/// A node's MBR as the cache keeps it ([`PageNote`]): the bits of `min.x, min.y, max.x, max.y`.
+fn note_of_rect(r: &Rect) -> PageNote {
+    [r.min.x, r.min.y, r.max.x, r.max.y].map(f64::to_bits)
+}
+
+/// The MBR kept in a page's note ([`note_of_rect`]).
+#[inline(always)]
+fn rect_of_note(n: &PageNote) -> Rect {
+    let [a, b, c, d] = n.map(f64::from_bits);
+    Rect::new(a, b, c, d)
+}
+
+/// The MBR of a leaf's points (for the structural check): one pass that only widens bounds (no
+/// call, no branch on the data, so its accumulators stay in registers).
+fn leaf_bounds(page: &[u8], count: usize) -> Rect {
     const SIZE: usize = SpatialEntry::ENCODED_SIZE;
     let (slots, _) = page[HEADER_SIZE..HEADER_SIZE + count * SIZE].as_chunks::<SIZE>();
     let point = |c: &[u8; SIZE]| pair_at(c, 0);
-    let mbr = bounds_of(slots, point, point);
+    bounds_of(slots, point, point)
+}
+
+/// The MBR of an internal node's children's MBRs (for the structural check), and whether any child
+/// pointer differs from `first_child + slot`.
+fn internal_bounds(page: &[u8], count: usize, first_child: PageId) -> (Rect, bool) {
+    const SIZE: usize = INTERNAL_ENTRY_SIZE;
+    let (slots, _) = page[HEADER_SIZE..HEADER_SIZE + count * SIZE].as_chunks::<SIZE>();
+    let mbr = bounds_of(slots, |c| pair_at(c, 0), |c| pair_at(c, 16));
+    let mut stray = 0u64;
+    for (k, c) in slots.iter().enumerate() {
+        stray |= u64::from_le_bytes(c[32..40].try_into().expect("8 bytes")) ^ (first_child + k as u64);
+    }
+    (mbr, stray != 0)
+}
+
+/// One leaf of a search: passes every entry inside `rect` to `f`, in stored order.
+#[inline(always)]
+fn search_leaf(page: &[u8], count: usize, rect: &Rect, f: &mut impl FnMut(&SpatialEntry)) {
+    const SIZE: usize = SpatialEntry::ENCODED_SIZE;
+    let (slots, _) = page[HEADER_SIZE..HEADER_SIZE + count * SIZE].as_chunks::<SIZE>();
     for c in slots {
         let (x, y) = (f64_at(c, 0), f64_at(c, 8));
         // `Rect::contains_point`.
@@ -605,34 +670,21 @@ fn search_leaf(page: &[u8], count: usize, rect: &Rect, f: &mut impl FnMut(&Spati
             f(&SpatialEntry::decode(c));
         }
     }
-    mbr
 }
 
 /// One internal node of a search: passes `(slot, child MBR)` of every child whose MBR meets `rect`
-/// to `visit`, in stored order, and returns the MBR of all the children's MBRs (for the structural
-/// check) and whether any child pointer differs from `first_child + slot`. Two passes, as in
-/// [`search_leaf`].
+/// to `visit`, in stored order.
 #[inline(always)]
-fn search_internal(
-    page: &[u8],
-    count: usize,
-    rect: &Rect,
-    first_child: PageId,
-    mut visit: impl FnMut(usize, Rect),
-) -> (Rect, bool) {
+fn search_internal(page: &[u8], count: usize, rect: &Rect, mut visit: impl FnMut(usize, Rect)) {
     const SIZE: usize = INTERNAL_ENTRY_SIZE;
     let (slots, _) = page[HEADER_SIZE..HEADER_SIZE + count * SIZE].as_chunks::<SIZE>();
-    let mbr = bounds_of(slots, |c| pair_at(c, 0), |c| pair_at(c, 16));
-    let mut stray = 0u64;
     for (k, c) in slots.iter().enumerate() {
-        stray |= u64::from_le_bytes(c[32..40].try_into().expect("8 bytes")) ^ (first_child + k as u64);
         let r = [f64_at(c, 0), f64_at(c, 8), f64_at(c, 16), f64_at(c, 24)];
         // `Rect::intersects`.
         if (r[0] <= rect.max.x) & (rect.min.x <= r[2]) & (r[1] <= rect.max.y) & (rect.min.y <= r[3]) {
             visit(k, Rect::new(r[0], r[1], r[2], r[3]));
         }
     }
-    (mbr, stray != 0)
 }
 
 #[cfg(test)]
@@ -1003,6 +1055,64 @@ mod tests {
         assert!(corrupt(&t));
         dev.write_page(root, &orig).unwrap();
 
+        assert_eq!(sorted_results(&t, &cache, &all), oracle(&es, &all));
+    }
+
+    #[test]
+    fn a_checked_page_is_checked_again_once_its_bytes_change_or_it_is_read_again() {
+        let ps = 256;
+        let dev = device(ps);
+        let es = grid(30);
+        let t = DiskRTree::bulk_load(&*dev, es.iter().copied()).unwrap();
+        let all = Rect::new(-1.0, -1.0, 100.0, 100.0);
+        let cache = BufferCache::new(dev.clone(), 10_000);
+        let corrupt_at = |t: &DiskRTree| match t.search(&cache, &all, |_| {}) {
+            Err(Error::Corrupt { page, .. }) => Some(page),
+            Ok(()) => None,
+            Err(e) => panic!("{e}"),
+        };
+        // Every page checked and noted; the warm search answers and visits the same.
+        let cold = t.search_counted(&cache, &all, |_| {}).unwrap();
+        assert_eq!(sorted_results(&t, &cache, &all), oracle(&es, &all));
+        assert_eq!(t.search_counted(&cache, &all, |_| {}).unwrap(), cold);
+
+        // A leaf rewritten in place through the cache: its note is gone, the new bytes are checked.
+        let leaf = t.first_page() + 3;
+        let orig = cache.read(leaf).unwrap().to_vec();
+        let mut bad = orig.clone();
+        bad[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&1e9f64.to_le_bytes());
+        cache.write(leaf, &bad).unwrap();
+        assert_eq!(corrupt_at(&t), Some(leaf));
+        cache.write(leaf, &orig).unwrap();
+        assert_eq!(corrupt_at(&t), None);
+
+        // Corrupted on the device while a checked copy is cached: the copy answers; once evicted,
+        // the page read again is checked again.
+        cache.flush_dirty().unwrap();
+        dev.write_page(leaf, &bad).unwrap();
+        assert_eq!(corrupt_at(&t), None);
+        assert!(cache.evict(leaf).unwrap());
+        assert_eq!(corrupt_at(&t), Some(leaf));
+        dev.write_page(leaf, &orig).unwrap();
+        assert!(cache.evict(leaf).unwrap());
+        assert_eq!(corrupt_at(&t), None);
+
+        // A parent whose record of a checked child changes: the child's kept MBR no longer matches.
+        // Shrink the record of a child that does not bound the root on the right, so the root
+        // itself still covers the tree's MBR.
+        let root = t.root_page();
+        let orig = cache.read(root).unwrap().to_vec();
+        let count = read_count(&orig);
+        let max_x = |k: usize| f64::from_le_bytes(orig[HEADER_SIZE + k * 40 + 16..][..8].try_into().unwrap());
+        let k = (0..count)
+            .find(|&k| (0..count).any(|j| j != k && max_x(j) >= max_x(k)))
+            .unwrap();
+        let child = read_u64(&orig, HEADER_SIZE + k * 40 + 32);
+        let mut bad = orig.clone();
+        bad[HEADER_SIZE + k * 40 + 16..][..8].copy_from_slice(&(max_x(k) - 0.5).to_le_bytes());
+        cache.write(root, &bad).unwrap();
+        assert_eq!(corrupt_at(&t), Some(child));
+        cache.write(root, &orig).unwrap();
         assert_eq!(sorted_results(&t, &cache, &all), oracle(&es, &all));
     }
 
