@@ -7,6 +7,11 @@
 //! differs when its values differ (floats beyond a relative 1e-9, the rounding a different
 //! optimisation level gives an average); timed fields always differ a little, so each is shown
 //! with the ratio B/A.
+//!
+//! Rows of a peer engine (an `engine` field other than `lsmlab`, e.g. the fjall peer of
+//! `leaper-online`) are set aside and only counted: the peer runs its flushes and compactions on
+//! its own threads and its intervals are cut by the wall clock, so how many rows it writes and
+//! what they hold differ from run to run of the same code.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -38,6 +43,16 @@ pub struct Comparison {
     pub timed: Vec<FieldChange>,
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
+    /// Rows of a peer engine in A and in B ([`is_peer_row`]), not compared.
+    pub peer_rows: (usize, usize),
+}
+
+/// Whether a row is a peer engine's (its `engine` is not `lsmlab`): wall-clock measurements of
+/// another engine's background work, which no two runs repeat.
+pub fn is_peer_row(row: &Row) -> bool {
+    row.get("engine")
+        .and_then(Value::as_str)
+        .is_some_and(|e| e != "lsmlab")
 }
 
 impl Comparison {
@@ -101,10 +116,13 @@ pub fn compare(a: &ResultFile, b: &ResultFile) -> anyhow::Result<Comparison> {
         context: context(a, b),
         ..Comparison::default()
     };
-    let rows_b: BTreeMap<String, &Row> = keyed_rows(&b.rows).into_iter().collect();
-    let keys_a: Vec<String> = keyed_rows(&a.rows).into_iter().map(|(k, _)| k).collect();
-    for (key, row_a) in keyed_rows(&a.rows) {
-        let Some(row_b) = rows_b.get(&key) else {
+    let own = |rows: &[Row]| -> Vec<Row> { rows.iter().filter(|r| !is_peer_row(r)).cloned().collect() };
+    let (rows_a, rows_b) = (own(&a.rows), own(&b.rows));
+    out.peer_rows = (a.rows.len() - rows_a.len(), b.rows.len() - rows_b.len());
+    let keyed_b: BTreeMap<String, &Row> = keyed_rows(&rows_b).into_iter().collect();
+    let keys_a: Vec<String> = keyed_rows(&rows_a).into_iter().map(|(k, _)| k).collect();
+    for (key, row_a) in keyed_rows(&rows_a) {
+        let Some(row_b) = keyed_b.get(&key) else {
             out.only_in_a.push(key);
             continue;
         };
@@ -130,7 +148,7 @@ pub fn compare(a: &ResultFile, b: &ResultFile) -> anyhow::Result<Comparison> {
             }
         }
     }
-    for (key, _) in keyed_rows(&b.rows) {
+    for (key, _) in keyed_rows(&rows_b) {
         if !keys_a.contains(&key) {
             out.only_in_b.push(key);
         }
@@ -201,6 +219,13 @@ pub fn render(c: &Comparison, a_name: &str, b_name: &str, experiment: &str) -> S
         c.only_in_a.len(),
         c.only_in_b.len()
     );
+    if c.peer_rows != (0, 0) {
+        let _ = writeln!(
+            s,
+            "  not compared: {} and {} rows of a peer engine (timed by the wall clock, with background work on its own threads)",
+            c.peer_rows.0, c.peer_rows.1
+        );
+    }
     for key in &c.only_in_a {
         let _ = writeln!(s, "  only in A: {key}");
     }
@@ -335,6 +360,26 @@ mod tests {
         let c = compare(&a, &b).unwrap();
         assert!(!c.counted_differ());
         assert!(render(&c, "a", "b", "fake").contains("identical in every matched row"));
+        // A peer engine's rows are set aside, however many each run wrote and whatever they hold.
+        let peer = |ops: u64| {
+            RowBuilder::new()
+                .str("engine", "fjall")
+                .bool("in_flush", ops > 1)
+                .int("ops", ops)
+                .build()
+        };
+        let mut a = a.clone();
+        a.rows.extend([peer(1), peer(2)]);
+        b.rows.push(peer(3));
+        let c = compare(&a, &b).unwrap();
+        assert!(!c.counted_differ());
+        assert_eq!(c.peer_rows, (2, 1));
+        assert!(render(&c, "a", "b", "fake").contains("not compared: 2 and 1 rows of a peer engine"));
+        // lsmlab's own rows, marked as such, are still compared.
+        b.rows[0].insert("engine".into(), serde_json::json!("lsmlab"));
+        a.rows[0].insert("engine".into(), serde_json::json!("lsmlab"));
+        b.rows[0].insert("flushes".into(), serde_json::json!(99));
+        assert!(compare(&a, &b).unwrap().counted_differ());
         b.experiment = "other".into();
         let err = compare(&a, &b).unwrap_err().to_string();
         assert!(
