@@ -382,24 +382,18 @@ mod tests {
             let (lo, hi) = (extent.min, extent.max);
             // The borders, the cells' borders next to them, points just outside (clamped) and the
             // special values, on each axis.
-            let mut xs = vec![
-                lo.x,
-                hi.x,
-                (lo.x + hi.x) / 2.0,
-                lo.x - 1.0,
-                hi.x + 1.0,
-                lo.x.next_down(),
-                hi.x.next_up(),
-            ];
-            let mut ys = vec![
-                lo.y,
-                hi.y,
-                (lo.y + hi.y) / 2.0,
-                lo.y - 1.0,
-                hi.y + 1.0,
-                lo.y.next_down(),
-                hi.y.next_up(),
-            ];
+            let edges = |lo: f64, hi: f64| {
+                vec![
+                    lo,
+                    hi,
+                    (lo + hi) / 2.0,
+                    lo - 1.0,
+                    hi + 1.0,
+                    lo.next_down(),
+                    hi.next_up(),
+                ]
+            };
+            let (mut xs, mut ys) = (edges(lo.x, hi.x), edges(lo.y, hi.y));
             for k in [1.0, 2.0, 65535.0, 65536.0] {
                 xs.push(lo.x + (hi.x - lo.x) * k / 65536.0);
                 ys.push(lo.y + (hi.y - lo.y) * k / 65536.0);
