@@ -214,9 +214,15 @@ impl TypedExperiment for RumMixed {
     /// 698 MiB held and 457 MiB streamed (32 B per held record). HELD_B rounds the held records up
     /// as `rum-update` does; INDEX_B is the rest of the in-memory slope, rounded up.
     fn memory_estimate(&self, config: &MixedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config
-            .index
-            .streamed_memory_estimate(&config.storage, HELD_B, INDEX_B, data)
+        config.index.streamed_memory_estimate(
+            &config.storage,
+            super::RecordBytes {
+                held: HELD_B,
+                index: INDEX_B,
+                query: 0,
+            },
+            data,
+        )
     }
 
     fn name(&self) -> &'static str {

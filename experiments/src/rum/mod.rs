@@ -153,24 +153,36 @@ impl IndexConfig {
     }
 }
 
+/// A RUM experiment's peak memory per record, measured ([`IndexConfig::streamed_memory_estimate`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RecordBytes {
+    /// Per record the run holds (none for a streamed dataset).
+    pub held: u64,
+    /// Per record for the index's pages (capped on `device = file`).
+    pub index: u64,
+    /// Per record for what one query holds at once (its candidates), never capped.
+    pub query: u64,
+}
+
 impl IndexConfig {
     /// The peak memory of a run that streams a large generated BerlinMOD dataset
     /// ([`IndexConfig::streamed_datasets_and_notes`]), per dataset (the largest counts, as
-    /// datasets run one after another): `held_b` per record the run holds (none when the dataset
-    /// is [`streams`]), plus `index_b` per record for the index's pages. On the in-memory device
-    /// every page stays in memory; on `device = file` the pages live in the file, so the index's
-    /// part is at most what stays in memory: the buffer cache, the memory component and a merge's
-    /// survivors (32 B each, at most about `max_mergeable_pages` of pages). With `--data` files,
-    /// [`IndexConfig::memory_estimate`] at `held_b + index_b` (the files are all held).
+    /// datasets run one after another): `b.held` per record the run holds (none when the dataset
+    /// is [`streams`]), plus `b.index` per record for the index's pages, plus `b.query` per record
+    /// for a query's candidates. On the in-memory device every page stays in memory; on `device =
+    /// file` the pages live in the file, so the index's part is at most what stays in memory: the
+    /// buffer cache, the memory component and a merge's survivors (32 B each, at most about
+    /// `max_mergeable_pages` of pages). With `--data` files, [`IndexConfig::memory_estimate`] at
+    /// the sum of the three (the files are all held).
     pub fn streamed_memory_estimate(
         &self,
         storage: &StorageConfig,
-        held_b: u64,
-        index_b: u64,
+        b: RecordBytes,
         data: &[DataSpec],
     ) -> Option<MemoryEstimate> {
+        let (held_b, index_b, query_b) = (b.held, b.index, b.query);
         if !data.is_empty() {
-            return self.memory_estimate(held_b + index_b, data);
+            return self.memory_estimate(held_b + index_b + query_b, data);
         }
         let page = storage.page_size as u64;
         let index_cap = match storage.device {
@@ -186,7 +198,7 @@ impl IndexConfig {
             } as u64;
             let streamed = streams(d, n as usize);
             let held = if streamed { 0 } else { n * held_b };
-            (held + (n * index_b).min(index_cap), n, streamed)
+            (held + (n * index_b).min(index_cap) + n * query_b, n, streamed)
         };
         let (bytes, n, streamed) = self.datasets.iter().map(|&d| per_dataset(d)).max()?;
         let held = match streamed {
@@ -201,10 +213,14 @@ impl IndexConfig {
                 index_cap >> 20
             ),
         };
+        let query = match query_b {
+            0 => String::new(),
+            b => format!("; {b} B per record for a query's candidates"),
+        };
         Some(MemoryEstimate {
             bytes: bytes + RUN_BASE_BYTES,
             basis: format!(
-                "{} records ({held}); {pages}; + {} MiB",
+                "{} records ({held}); {pages}{query}; + {} MiB",
                 thousands(n),
                 RUN_BASE_BYTES >> 20
             ),
@@ -1384,6 +1400,11 @@ mod tests {
             // default) the index's pages leave memory: within the 3 GB budget.
             let file = estimate(Scale::Paper, &["datasets=berlinmod"]);
             assert!(file.bytes < 3_000_000_000, "{name}: {file:?}");
+            if name == "rum-query" {
+                // Above the measured peak of the whole stream (its queries' candidates included).
+                assert!(file.bytes > 1_760_328 * 1024, "{file:?}");
+                assert!(file.basis.contains("a query's candidates"), "{}", file.basis);
+            }
             assert!(
                 file.basis.contains("56,129,943 records (streamed") && file.basis.contains("device=file"),
                 "{name}: {}",

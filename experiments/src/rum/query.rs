@@ -31,6 +31,9 @@ pub struct RumQuery;
 const HELD_B: u64 = 40;
 /// Peak RSS per record for the index's pages on the in-memory device (see `memory_estimate`).
 const INDEX_B: u64 = 110;
+/// Peak RSS per record for the candidates one query holds before it validates them (see
+/// `memory_estimate`).
+const CANDIDATES_B: u64 = 16;
 
 /// `rum-query`'s parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,13 +135,24 @@ impl TypedExperiment for RumQuery {
     /// (31 B per held record). HELD_B rounds the held records up as `rum-update` does; INDEX_B is
     /// the rest of the in-memory slope, rounded up. At settings far below the paper's the cap
     /// undercounts: device=file with a 256-page memory component (cache 1,024 pages, max mergeable
-    /// 2,048) grew 77 B per held record between the same two sizes, about 45 B beyond the records
-    /// (rum-mixed's ingests, Eager and Validation among them, grew 40 B there and rum-tuning's 37 B,
-    /// so it comes with the queries after a full ingest), not pinned down here.
+    /// 2,048) grew 77 B per held record between the same two sizes, about 45 B beyond the records,
+    /// most of it the queries' candidates (their vector, doubling as it grows, may hold up to three
+    /// times their 32 B while it reallocates). A query gathers every candidate of every component (32 B each)
+    /// before it validates any (`LsmRTree::query`), and the largest, side 0.343, finds about 0.39
+    /// candidates per record on BerlinMOD (21,929,237 per query over the whole 56M-record stream).
+    /// [`CANDIDATES_B`] per record, never capped, holds them: over the whole 56,129,943-record
+    /// BerlinMOD stream at the paper's settings (device=file, Validation and UM, 10 queries per
+    /// selectivity) the run peaked at 1,760,328 KiB, against rum-update's 1,219,904 KiB.
     fn memory_estimate(&self, config: &QueryConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config
-            .index
-            .streamed_memory_estimate(&config.storage, HELD_B, INDEX_B, data)
+        config.index.streamed_memory_estimate(
+            &config.storage,
+            super::RecordBytes {
+                held: HELD_B,
+                index: INDEX_B,
+                query: CANDIDATES_B,
+            },
+            data,
+        )
     }
 
     fn name(&self) -> &'static str {

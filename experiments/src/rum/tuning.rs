@@ -84,9 +84,15 @@ impl TypedExperiment for RumTuning {
     /// memory component, 30 MiB and 48 MiB (37 B per record: the held records, the index's part
     /// capped). INDEX_B is the in-memory slope less the held records, rounded up.
     fn memory_estimate(&self, config: &TuningConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config
-            .index
-            .streamed_memory_estimate(&config.storage, HELD_B, INDEX_B, data)
+        config.index.streamed_memory_estimate(
+            &config.storage,
+            super::RecordBytes {
+                held: HELD_B,
+                index: INDEX_B,
+                query: 0,
+            },
+            data,
+        )
     }
 
     fn name(&self) -> &'static str {

@@ -55,9 +55,15 @@ impl TypedExperiment for RumUpdate {
     /// the paper's settings, against a measured peak of 1.16 GiB over the whole 56M-record
     /// BerlinMOD stream and all nine strategies).
     fn memory_estimate(&self, config: &UpdateConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config
-            .index
-            .streamed_memory_estimate(&config.storage, 40, 60, data)
+        config.index.streamed_memory_estimate(
+            &config.storage,
+            super::RecordBytes {
+                held: 40,
+                index: 60,
+                query: 0,
+            },
+            data,
+        )
     }
 
     fn name(&self) -> &'static str {
