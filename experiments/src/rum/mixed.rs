@@ -24,10 +24,13 @@ use std::time::{Duration, Instant};
 
 pub struct RumMixed;
 
-/// Peak RSS per held record (see `memory_estimate`).
-const HELD_B: u64 = 40;
-/// Peak RSS per record for the index's pages on the in-memory device (see `memory_estimate`).
-const INDEX_B: u64 = 80;
+/// Peak RSS per record, measured (see `memory_estimate`): per held record, per record for the
+/// index's pages on the in-memory device, and per record for a query's candidates.
+const PER_RECORD: super::RecordBytes = super::RecordBytes {
+    held: 40,
+    index: 80,
+    query: 0,
+};
 
 /// Where query boxes are centred.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,8 +205,8 @@ impl TypedExperiment for RumMixed {
     type Config = MixedConfig;
 
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
-    /// [`HELD_B`] each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
-    /// the index's pages, [`INDEX_B`] per record on the in-memory device, capped on `device = file`
+    /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
+    /// the index's pages, `PER_RECORD.index` per record on the in-memory device, capped on `device = file`
     /// by the cache, the memory component and a merge's survivors. The query schedules (40 B per
     /// query: 0.4 B per record at the query fraction 0.01) are within the slopes. Measured with
     /// `/usr/bin/time -v`: at small on BerlinMOD, the seven paper strategies, query_fractions=0.01,
@@ -211,18 +214,12 @@ impl TypedExperiment for RumMixed {
     /// device=file with a 256-page memory component, 35 MiB and 55 MiB (40 B per record: the held
     /// records, the index's part capped); at the paper's settings (device=file) over 8,000,000
     /// BerlinMOD records under Validation and UM+M (query_fractions=0.01, query_skews=data),
-    /// 698 MiB held and 457 MiB streamed (32 B per held record). HELD_B rounds the held records up
-    /// as `rum-update` does; INDEX_B is the rest of the in-memory slope, rounded up.
+    /// 698 MiB held and 457 MiB streamed (32 B per held record). `held` rounds the held records up
+    /// as `rum-update` does; `index` is the rest of the in-memory slope, rounded up.
     fn memory_estimate(&self, config: &MixedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.streamed_memory_estimate(
-            &config.storage,
-            super::RecordBytes {
-                held: HELD_B,
-                index: INDEX_B,
-                query: 0,
-            },
-            data,
-        )
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, PER_RECORD, data)
     }
 
     fn name(&self) -> &'static str {

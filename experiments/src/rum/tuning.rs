@@ -22,10 +22,13 @@ use std::time::Instant;
 
 pub struct RumTuning;
 
-/// Peak RSS per held record (see `memory_estimate`).
-const HELD_B: u64 = 40;
-/// Peak RSS per record for the index's pages on the in-memory device (see `memory_estimate`).
-const INDEX_B: u64 = 90;
+/// Peak RSS per record, measured (see `memory_estimate`): per held record, per record for the
+/// index's pages on the in-memory device, and per record for a query's candidates.
+const PER_RECORD: super::RecordBytes = super::RecordBytes {
+    held: 40,
+    index: 90,
+    query: 0,
+};
 
 const THRESHOLDS: [u32; 6] = [2, 4, 8, 16, 32, 64];
 
@@ -76,23 +79,17 @@ impl TypedExperiment for RumTuning {
     type Config = TuningConfig;
 
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
-    /// [`HELD_B`] each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
-    /// the index's pages, [`INDEX_B`] per record on the in-memory device, capped on `device = file`
+    /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
+    /// the index's pages, `PER_RECORD.index` per record on the in-memory device, capped on `device = file`
     /// by the cache, the memory component and a merge's survivors. Measured with `/usr/bin/time -v`
     /// at small on BerlinMOD (vacuum and buffered thresholds 2 and 64): device=mem, 43 MiB at
     /// 500,000 records and 101 MiB at 1,000,000 (122 B per record); device=file with a 256-page
     /// memory component, 30 MiB and 48 MiB (37 B per record: the held records, the index's part
-    /// capped). INDEX_B is the in-memory slope less the held records, rounded up.
+    /// capped). `index` is the in-memory slope less the held records, rounded up.
     fn memory_estimate(&self, config: &TuningConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.streamed_memory_estimate(
-            &config.storage,
-            super::RecordBytes {
-                held: HELD_B,
-                index: INDEX_B,
-                query: 0,
-            },
-            data,
-        )
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, PER_RECORD, data)
     }
 
     fn name(&self) -> &'static str {

@@ -40,6 +40,14 @@ impl Config for UpdateConfig {
     }
 }
 
+/// Peak RSS per record, measured (see `memory_estimate`): 40 B per held record, 60 B per record
+/// for the index's pages on the in-memory device.
+const PER_RECORD: super::RecordBytes = super::RecordBytes {
+    held: 40,
+    index: 60,
+    query: 0,
+};
+
 impl TypedExperiment for RumUpdate {
     type Config = UpdateConfig;
 
@@ -55,15 +63,9 @@ impl TypedExperiment for RumUpdate {
     /// the paper's settings, against a measured peak of 1.16 GiB over the whole 56M-record
     /// BerlinMOD stream and all nine strategies).
     fn memory_estimate(&self, config: &UpdateConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.streamed_memory_estimate(
-            &config.storage,
-            super::RecordBytes {
-                held: 40,
-                index: 60,
-                query: 0,
-            },
-            data,
-        )
+        config
+            .index
+            .streamed_memory_estimate(&config.storage, PER_RECORD, data)
     }
 
     fn name(&self) -> &'static str {
