@@ -446,6 +446,31 @@ fn update_memo_audit_holds_and_only_um_strategies_have_a_memo() {
     }
 }
 
+/// `for_each_fresh`, which holds no candidates, passes exactly the entries a query over the whole
+/// plane returns, and sees as many candidates, under every strategy and cleaning variant.
+#[test]
+fn the_fresh_scan_returns_what_a_whole_plane_query_returns() {
+    let key =
+        |e: &lsmlab_engine::rtree::SpatialEntry| (e.oid, e.ts, e.point.x.to_bits(), e.point.y.to_bits());
+    for seed in [5, 17] {
+        let ops = random_ops(seed, 2500);
+        for (name, strategy, tweak) in variants() {
+            let (mut index, _dev) = small_index(strategy, tweak);
+            check_stream(&name, &mut index, &ops);
+            let all = Rect::new(f64::MIN, f64::MIN, f64::MAX, f64::MAX);
+            let q = index.query(&all).unwrap();
+            let mut queried: Vec<_> = q.results.iter().map(key).collect();
+            let mut scanned = Vec::new();
+            let candidates = index.for_each_fresh(|e| scanned.push(key(e))).unwrap();
+            queried.sort_unstable();
+            scanned.sort_unstable();
+            assert!(!scanned.is_empty(), "{name}");
+            assert_eq!(scanned, queried, "{name}, seed {seed}: fresh entries");
+            assert_eq!(candidates, q.candidates, "{name}, seed {seed}: candidates");
+        }
+    }
+}
+
 /// The R-tree's flushes and merges run on the framework's executor: an observer sees one finished
 /// flush per flush and one finished merge per merge, each component with its R-tree extent and,
 /// under Eager, its deleted-key B+-tree extent, and the extents' pages add up to the disk pages.

@@ -18,7 +18,6 @@ use crate::geom::Point;
 use crate::lsm::LifecycleStats;
 use crate::rtree::{MemRTree, NodeId, SpatialEntry};
 use crate::Result;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Where a query candidate came from.
@@ -51,8 +50,10 @@ pub(crate) struct MaintenanceStats {
     pub superseded_flushed: u64,
 }
 
-/// Every object's entry stamps in the index (memory and disk), by oid: what the UM audit checks.
-pub(crate) type ObjectStamps = BTreeMap<u64, Vec<u64>>;
+/// Passes every entry of the index (memory and disk) to its argument as `(oid, ts)`, one at a time,
+/// without holding them: what the UM audit reads, so that it needs memory for the objects only,
+/// not for the entries (the paper's BerlinMOD stream leaves 56M of them).
+pub(crate) type StampScan<'a> = dyn Fn(&mut dyn FnMut(u64, u64)) -> Result<()> + 'a;
 
 /// What a flush or merge did beside writing its output, applied by [`Maintenance::commit`] once
 /// the output is installed.
@@ -214,7 +215,7 @@ pub(crate) trait Maintenance: Send {
 
     /// Checks the strategy's own bookkeeping against the index's contents, read by `stamps` only
     /// if needed. The default has nothing to check.
-    fn audit(&self, _stamps: &dyn Fn() -> Result<ObjectStamps>) -> Result<std::result::Result<(), String>> {
+    fn audit(&self, _stamps: &StampScan<'_>) -> Result<std::result::Result<(), String>> {
         Ok(Ok(()))
     }
 }

@@ -4,15 +4,16 @@
 
 use super::config::CleaningCounters;
 use super::maintenance::{
-    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, ObjectStamps, Source,
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, Source, StampScan,
 };
 use super::stats::CleaningCounts;
 use super::strategy::CleaningSwitches;
-use super::um::UpdateMemo;
+use super::um::{MemoState, UpdateMemo};
 use crate::cache::BufferCache;
 use crate::geom::Point;
 use crate::rtree::{MemRTree, NodeId, SpatialEntry};
 use crate::Result;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// The Update Memo strategy's state: the memo (shared with concurrent ingesting threads), the
@@ -208,33 +209,57 @@ impl Maintenance for UpdateMemoMaintenance {
 
     /// Every UM entry's count equals the number of its object's entries older than its timestamp
     /// (its obsolete entries), no entry is newer than the UM's timestamp, and an object without a UM
-    /// entry has at most one entry.
-    fn audit(&self, stamps: &dyn Fn() -> Result<ObjectStamps>) -> Result<std::result::Result<(), String>> {
-        let per_object = stamps()?;
-        let um = &self.um;
-        for (oid, state) in um.snapshot() {
-            let stamps = per_object.get(&oid).map(Vec::as_slice).unwrap_or(&[]);
-            let obsolete = stamps.iter().filter(|&&t| t < state.ts).count() as u64;
-            if obsolete != state.cnt {
+    /// entry has at most one entry. The entries go by one at a time; what is kept is a tally per
+    /// object, so the audit's memory follows the objects, not the entries.
+    fn audit(&self, stamps: &StampScan<'_>) -> Result<std::result::Result<(), String>> {
+        /// One object's entries as the audit tallies them.
+        #[derive(Default)]
+        struct Tally {
+            entries: u64,
+            /// Entries older than the UM's timestamp (none without a UM entry).
+            older: u64,
+            /// The first entry seen newer than the UM's timestamp.
+            newer: Option<u64>,
+        }
+        let snapshot = self.um.snapshot();
+        let states: FxHashMap<u64, MemoState> = snapshot.iter().copied().collect();
+        let mut tallies: FxHashMap<u64, Tally> = FxHashMap::default();
+        stamps(&mut |oid, ts| {
+            let t = tallies.entry(oid).or_default();
+            t.entries += 1;
+            if let Some(state) = states.get(&oid) {
+                if ts < state.ts {
+                    t.older += 1;
+                } else if ts > state.ts {
+                    t.newer.get_or_insert(ts);
+                }
+            }
+        })?;
+        // The UM's entries in oid order, then the objects without one in oid order: the first
+        // violation reported does not depend on the hash order.
+        for (oid, state) in &snapshot {
+            let t = tallies.remove(oid).unwrap_or_default();
+            if t.older != state.cnt {
                 return Ok(Err(format!(
-                    "object {oid}: UM says ts {} cnt {}, but the index holds {obsolete} older entries ({stamps:?})",
-                    state.ts, state.cnt
+                    "object {oid}: UM says ts {} cnt {}, but the index holds {} older entries (of {})",
+                    state.ts, state.cnt, t.older, t.entries
                 )));
             }
-            if let Some(t) = stamps.iter().find(|&&t| t > state.ts) {
+            if let Some(newer) = t.newer {
                 return Ok(Err(format!(
-                    "object {oid}: entry stamped {t} is newer than the UM's ts {}",
+                    "object {oid}: entry stamped {newer} is newer than the UM's ts {}",
                     state.ts
                 )));
             }
         }
-        for (oid, stamps) in &per_object {
-            if stamps.len() > 1 && um.get(*oid).is_none() {
-                return Ok(Err(format!(
-                    "object {oid} has {} entries but no UM entry",
-                    stamps.len()
-                )));
-            }
+        let mut crowded: Vec<(u64, u64)> = tallies
+            .into_iter()
+            .filter(|(_, t)| t.entries > 1)
+            .map(|(oid, t)| (oid, t.entries))
+            .collect();
+        crowded.sort_unstable();
+        if let Some((oid, entries)) = crowded.first() {
+            return Ok(Err(format!("object {oid} has {entries} entries but no UM entry")));
         }
         Ok(Ok(()))
     }
@@ -259,5 +284,42 @@ impl MergeFilter for CleanUponMerge<'_> {
 
     fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
         (Vec::new(), self.cleanup)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The audit of a memo where object 1 has one obsolete entry before ts 5, over `stamps`.
+    fn audit(stamps: &[(u64, u64)]) -> std::result::Result<(), String> {
+        let m = UpdateMemoMaintenance::new(CleaningSwitches::default(), 8, 8, CleaningCounters::Updates);
+        m.um.record_obsolete(1, 5);
+        let scan = |f: &mut dyn FnMut(u64, u64)| -> Result<()> {
+            stamps.iter().for_each(|&(oid, ts)| f(oid, ts));
+            Ok(())
+        };
+        m.audit(&scan).unwrap()
+    }
+
+    #[test]
+    fn the_audit_finds_each_kind_of_disagreement() {
+        // Object 1: one entry older than the UM's ts and the fresh one; object 2: one entry, no UM.
+        assert_eq!(audit(&[(1, 2), (2, 3), (1, 5)]), Ok(()));
+        let why = audit(&[(1, 2), (1, 3), (1, 5)]).unwrap_err();
+        assert!(
+            why.contains("object 1") && why.contains("2 older entries (of 3)"),
+            "{why}"
+        );
+        let why = audit(&[(1, 2), (1, 5), (1, 7)]).unwrap_err();
+        assert!(why.contains("stamped 7 is newer than the UM's ts 5"), "{why}");
+        let why = audit(&[(1, 2), (1, 5), (9, 1), (3, 1), (9, 4), (3, 2)]).unwrap_err();
+        assert_eq!(why, "object 3 has 2 entries but no UM entry");
+        // A UM entry whose object left no entry in the index at all.
+        let why = audit(&[]).unwrap_err();
+        assert!(
+            why.contains("cnt 1, but the index holds 0 older entries (of 0)"),
+            "{why}"
+        );
     }
 }

@@ -16,7 +16,7 @@ pub use query::QueryOutcome;
 
 use super::component::SpatialRuns;
 use super::config::{FlushTrigger, SpatialConfig};
-use super::maintenance::{Maintenance, MemoryWrite, ObjectStamps};
+use super::maintenance::{Maintenance, MemoryWrite};
 use super::stats::SpatialStats;
 use super::strategy::Strategy;
 use super::um::UpdateMemo;
@@ -187,17 +187,13 @@ impl LsmRTree {
     /// entry has at most one entry (reads every disk component). Other strategies have nothing to
     /// check. Returns a description of the first violation.
     pub fn audit_update_memo(&self) -> Result<std::result::Result<(), String>> {
-        let stamps = || -> Result<ObjectStamps> {
-            let mut per_object = ObjectStamps::new();
-            self.memory
-                .for_each(|e| per_object.entry(e.oid).or_default().push(e.ts));
+        let stamps = |f: &mut dyn FnMut(u64, u64)| -> Result<()> {
+            self.memory.for_each(|e| f(e.oid, e.ts));
             let device = self.cache.device().clone();
             for (_, c) in self.store.runs() {
-                for e in c.rtree.scan(device.as_ref())? {
-                    per_object.entry(e.oid).or_default().push(e.ts);
-                }
+                c.rtree.scan_with(device.as_ref(), |e| f(e.oid, e.ts))?;
             }
-            Ok(per_object)
+            Ok(())
         };
         self.maintenance.audit(&stamps)
     }

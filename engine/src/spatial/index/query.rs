@@ -52,3 +52,42 @@ impl LsmRTree {
         Ok(out)
     }
 }
+
+impl LsmRTree {
+    /// Every fresh entry of the index, passed to `f` one at a time: what [`LsmRTree::query`] over
+    /// the whole plane returns, in the same order of sources (memory, then each disk component
+    /// newest first) and with the same validation, without holding the candidates. A query holds
+    /// every candidate at once (32 B each, every entry of the index for the whole plane); this
+    /// holds none, so checking what an ingest of any size left needs memory for the fresh entries
+    /// only. The disk components' leaves are read straight from the device, in packing order,
+    /// bypassing the buffer cache (whose contents and counts stay as they were); validation probes
+    /// go through it as a query's do. Returns the candidates seen. On `Err`, entries already passed
+    /// to `f` must be discarded.
+    pub fn for_each_fresh(&self, mut f: impl FnMut(&SpatialEntry)) -> Result<u64> {
+        let m = self.maintenance.as_ref();
+        let (mut candidates, mut lookups) = (0u64, 0u64);
+        let mut failed = None;
+        let mut visit = |source: Source<'_>, e: &SpatialEntry| {
+            candidates += 1;
+            if failed.is_some() {
+                return;
+            }
+            match m.is_fresh(&self.cache, source, e, &mut lookups) {
+                Ok(true) => f(e),
+                Ok(false) => {}
+                Err(err) => failed = Some(err),
+            }
+        };
+        self.memory.for_each(|e| visit(Source::Memory, e));
+        let comps: Vec<_> = self.store.runs().map(|(_, c)| c).collect();
+        let device = self.cache.device().clone();
+        for (i, c) in comps.iter().enumerate() {
+            let source = Source::Disk { newer: &comps[..i] };
+            c.rtree.scan_with(device.as_ref(), |e| visit(source, e))?;
+        }
+        match failed {
+            Some(err) => Err(err),
+            None => Ok(candidates),
+        }
+    }
+}
