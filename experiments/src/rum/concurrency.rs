@@ -3,16 +3,16 @@
 //! threads, as the authors did. After every run the fresh set and the UM are checked against a
 //! single-threaded replay of the same stream, and the run fails if they differ.
 
-use super::{check_strategies, IndexConfig, PhaseIo, PhaseTimes, Testbed, PAPER, PHASE_NOTE};
+use super::{check_strategies, IndexConfig, PhaseIo, PhaseTimes, RunData, Testbed, PAPER, PHASE_NOTE};
 use crate::config::Storage;
 use crate::config::{self, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
+use crate::progress::thousands;
 use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::{bail, Context};
-use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::{ConcurrentRumTree, MemoState, Strategy};
 use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::SpatialOp;
@@ -70,6 +70,8 @@ impl Config for ConcurrencyConfig {
 
 /// What a run leaves behind, for comparing runs.
 struct Outcome {
+    /// Operations ingested.
+    ops: u64,
     /// (oid, ts) of every fresh entry, sorted.
     fresh: Vec<(u64, u64)>,
     um: Vec<(u64, MemoState)>,
@@ -84,50 +86,104 @@ struct Outcome {
     storage: Storage,
 }
 
+/// Peak memory per record ([`IndexConfig::streamed_memory_estimate`]): the held records, and the
+/// index's pages (measured: peak RSS against records at small, all five variants and four thread
+/// counts, rounded up).
+const PER_RECORD: super::RecordBytes = super::RecordBytes {
+    held: 40,
+    index: 130,
+    query: 0,
+};
+
+/// Operations handed to the threads at a time: a batch is read from the dataset (held or
+/// streamed) before the threads start on it, so the run holds one batch, never the whole stream,
+/// and the generation of a streamed dataset stays out of the timed work. At the default settings of
+/// `tiny` and `small` the whole stream is one batch.
+const BATCH_OPS: usize = 1 << 20;
+
+#[cfg(not(test))]
+fn batch_ops() -> usize {
+    BATCH_OPS
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Unit tests shrink the batch on their own thread to run a small dataset in several batches.
+    static BATCH_FOR_TEST: std::cell::Cell<usize> = const { std::cell::Cell::new(BATCH_OPS) };
+}
+
+#[cfg(test)]
+fn batch_ops() -> usize {
+    BATCH_FOR_TEST.get()
+}
+
 fn run_threads(
     cfg: &ConcurrencyConfig,
     strategy: Strategy,
-    data: &lsmlab_workloads::Trajectories,
-    ops: &[SpatialOp],
+    data: &RunData,
+    ctx: &RunContext,
     threads: usize,
 ) -> anyhow::Result<Outcome> {
-    let bed = cfg.index.testbed(&cfg.storage, strategy, data)?;
+    let bed = cfg.index.testbed(&cfg.storage, strategy, data.header())?;
     let Testbed { index, storage } = bed;
     let (before, io_before) = (index.stats(), storage.io());
     let tree = ConcurrentRumTree::new(index)?;
-    let start = Instant::now();
-    let failures: Vec<anyhow::Error> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let tree = &tree;
-                s.spawn(move || -> anyhow::Result<()> {
-                    for (i, op) in ops.iter().enumerate() {
-                        if op.oid() as usize % threads != t {
-                            continue;
-                        }
-                        // the operation's position in the stream is its timestamp
-                        let ts = i as u64 + 1;
-                        match *op {
-                            SpatialOp::Insert { oid, at } => tree.insert(oid, ts, at)?,
-                            SpatialOp::Update { oid, to, .. } => tree.update(oid, ts, to)?,
-                            SpatialOp::Delete { .. } => {
-                                bail!("the concurrency experiment replays inserts and updates only")
+    let mut stream = data.ops(ctx)?;
+    let batch_ops = batch_ops();
+    let mut batch: Vec<SpatialOp> = Vec::with_capacity(batch_ops.min(data.len()));
+    // The timestamp of the batch's first operation: an operation's position in the stream, from 1.
+    let mut first_ts = 1u64;
+    let mut busy = Duration::ZERO;
+    loop {
+        batch.clear();
+        batch.extend(stream.by_ref().take(batch_ops));
+        if batch.is_empty() {
+            break;
+        }
+        let ops = &batch;
+        let start = Instant::now();
+        let failures: Vec<anyhow::Error> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let tree = &tree;
+                    s.spawn(move || -> anyhow::Result<()> {
+                        for (i, op) in ops.iter().enumerate() {
+                            if op.oid() as usize % threads != t {
+                                continue;
+                            }
+                            let ts = first_ts + i as u64;
+                            match *op {
+                                SpatialOp::Insert { oid, at } => tree.insert(oid, ts, at)?,
+                                SpatialOp::Update { oid, to, .. } => tree.update(oid, ts, to)?,
+                                SpatialOp::Delete { .. } => {
+                                    bail!("the concurrency experiment replays inserts and updates only")
+                                }
                             }
                         }
-                    }
-                    Ok(())
+                        Ok(())
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().expect("ingesting thread panicked").err())
-            .collect()
-    });
-    let seconds = start.elapsed().as_secs_f64();
-    if let Some(e) = failures.into_iter().next() {
-        return Err(e);
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().expect("ingesting thread panicked").err())
+                .collect()
+        });
+        busy += start.elapsed();
+        if let Some(e) = failures.into_iter().next() {
+            return Err(e);
+        }
+        first_ts += batch.len() as u64;
+        ctx.progress.tick(|| {
+            format!(
+                "{threads} threads: {} / {} operations",
+                thousands(first_ts - 1),
+                thousands(data.len() as u64)
+            )
+        });
     }
+    let ops = first_ts - 1;
+    let seconds = busy.as_secs_f64();
     let index = tree.into_inner();
     let (after, io) = (index.stats(), storage.io().since(&io_before));
     let (flush, merge) = (
@@ -144,14 +200,16 @@ fn run_threads(
     if let Err(why) = index.audit_update_memo()? {
         bail!(
             "{} under {strategy} with {threads} threads: the Update Memo disagrees with the index: {why}",
-            data.name
+            data.header().name
         );
     }
-    let all = Rect::new(f64::MIN, f64::MIN, f64::MAX, f64::MAX);
-    let mut fresh: Vec<(u64, u64)> = index.query(&all)?.results.iter().map(|e| (e.oid, e.ts)).collect();
+    // What a query over the whole plane returns, without holding its candidates (every entry).
+    let mut fresh: Vec<(u64, u64)> = Vec::new();
+    index.for_each_fresh(|e| fresh.push((e.oid, e.ts)))?;
     fresh.sort_unstable();
     let st = index.stats();
     Ok(Outcome {
+        ops,
         fresh,
         um: index.update_memo().expect("UM strategy").snapshot(),
         um_max: st.um_max_entries,
@@ -168,9 +226,30 @@ fn run_threads(
 impl TypedExperiment for RumConcurrency {
     type Config = ConcurrencyConfig;
 
-    /// Peak RSS grew by about 300 B per record in this experiment (measured, rounded up).
+    /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as the other RUM experiments), plus the
+    /// batch of operations the threads share ([`BATCH_OPS`] at most).
     fn memory_estimate(&self, config: &ConcurrencyConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
-        config.index.memory_estimate(300, data)
+        let mut e = config
+            .index
+            .streamed_memory_estimate(&config.storage, PER_RECORD, data)?;
+        let records = match config.index.records {
+            0 => config
+                .index
+                .datasets
+                .iter()
+                .map(|d| d.paper_records())
+                .max()
+                .unwrap_or(0),
+            n => n,
+        };
+        let batch = (records.min(BATCH_OPS) * std::mem::size_of::<SpatialOp>()) as u64;
+        e.bytes += batch;
+        e.basis = format!(
+            "{}; + {} MiB for a batch of operations",
+            e.basis,
+            batch.div_ceil(1 << 20)
+        );
+        Some(e)
     }
 
     fn name(&self) -> &'static str {
@@ -208,23 +287,22 @@ impl TypedExperiment for RumConcurrency {
 
     fn run(&self, cfg: &ConcurrencyConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let p = &cfg.index;
-        let (datasets, mut notes) = p.datasets_and_notes(ctx, &cfg.storage, &cfg.strategies)?;
+        let (datasets, mut notes) = p.streamed_datasets_and_notes(ctx, &cfg.storage, &cfg.strategies)?;
         ctx.progress.set_total(datasets.len() * cfg.strategies.len());
         let mut rows = Vec::new();
         for data in &datasets {
-            let ops = data.to_ops();
+            let name = &data.header().name;
             for &strategy in &cfg.strategies {
-                ctx.progress.begin(format!("{} {strategy}", data.name));
-                let replay = run_threads(cfg, strategy, data, &ops, 1)
-                    .with_context(|| format!("{} under {strategy}, single-threaded replay", data.name))?;
+                ctx.progress.begin(format!("{name} {strategy}"));
+                let replay = run_threads(cfg, strategy, data, ctx, 1)
+                    .with_context(|| format!("{name} under {strategy}, single-threaded replay"))?;
                 for &n in &cfg.threads {
                     ctx.progress.message(format!("{n} threads"));
-                    let out = run_threads(cfg, strategy, data, &ops, n)
-                        .with_context(|| format!("{} under {strategy} with {n} threads", data.name))?;
+                    let out = run_threads(cfg, strategy, data, ctx, n)
+                        .with_context(|| format!("{name} under {strategy} with {n} threads"))?;
                     if out.fresh != replay.fresh {
                         bail!(
-                            "{} under {strategy} with {n} threads: {} fresh entries, the single-threaded replay has {}",
-                            data.name,
+                            "{name} under {strategy} with {n} threads: {} fresh entries, the single-threaded replay has {}",
                             out.fresh.len(),
                             replay.fresh.len()
                         );
@@ -234,16 +312,19 @@ impl TypedExperiment for RumConcurrency {
                         .is_some_and(|s| !(s.flush || s.merge || s.buffered || s.vacuum));
                     if cleaning_free && out.um != replay.um {
                         bail!(
-                            "{} under {strategy} with {n} threads: the Update Memo differs from the replay's",
-                            data.name
+                            "{name} under {strategy} with {n} threads: the Update Memo differs from the replay's"
                         );
                     }
                     let row = p
-                        .data_fields(RowBuilder::new().str("dataset", &data.name), data, &cfg.storage)
+                        .objects_fields(
+                            RowBuilder::new().str("dataset", name),
+                            data.objects() as u64,
+                            &cfg.storage,
+                        )
                         .str("strategy", strategy.to_string())
                         .int("threads", n as u64)
-                        .int("ops", ops.len() as u64)
-                        .num("throughput_ops_s", ops.len() as f64 / out.seconds.max(1e-9))
+                        .int("ops", out.ops)
+                        .num("throughput_ops_s", out.ops as f64 / out.seconds.max(1e-9))
                         .int("um_entries_final", out.um.len() as u64)
                         .int("um_max_entries", out.um_max)
                         .int("flushes", out.flushes)
@@ -267,6 +348,13 @@ impl TypedExperiment for RumConcurrency {
                 .into(),
         );
         notes.push(format!(
+            "Operations reach the threads in batches of {} read from the dataset beforehand (held, or \
+             generated when streamed); the threads wait for each other at the end of a batch, and the \
+             reading is not timed. A run of one batch (every run of up to {} operations) has no such wait.",
+            thousands(BATCH_OPS as u64),
+            thousands(BATCH_OPS as u64)
+        ));
+        notes.push(format!(
             "{PHASE_NOTE} Here update is the threads' wall time outside flushes and merges."
         ));
         notes.push(
@@ -289,5 +377,55 @@ impl TypedExperiment for RumConcurrency {
 
     fn report(&self, result: &ResultFile) -> String {
         rr::concurrency_report(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overlay;
+
+    /// A run in batches of 700 operations (five batches of 3,000 records) counts what a run in one
+    /// batch counts with one thread, and passes every check against the replay with several.
+    #[test]
+    fn batches_change_no_counted_field() {
+        let progress = crate::progress::Progress::silent();
+        let ctx = RunContext {
+            scale: Scale::Tiny,
+            seed: 3,
+            data: &[],
+            progress: &progress,
+        };
+        let e = crate::registry::find("rum-concurrency").unwrap();
+        let run = |threads: &str, batch: usize| {
+            let sets: Vec<String> = [
+                "datasets=berlinmod",
+                "records=3000",
+                "memory_pages=8",
+                "strategies=UM,UM+FMBV",
+                threads,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let cfg = e.resolve(Scale::Tiny, &Overlay::sets(&sets)).unwrap();
+            let old = BATCH_FOR_TEST.replace(batch);
+            let out = e.run(&cfg, &ctx);
+            BATCH_FOR_TEST.set(old);
+            out.unwrap()
+        };
+        let (whole, batched) = (run("threads=1", BATCH_OPS), run("threads=1", 700));
+        assert_eq!(whole.rows.len(), 2);
+        for (w, b) in whole.rows.iter().zip(&batched.rows) {
+            assert_eq!(w["ops"], 3000);
+            for (k, v) in w.iter().filter(|(k, _)| !crate::rows::is_timed(k)) {
+                assert_eq!(v, &b[k], "{k} in {w:?}");
+            }
+        }
+        assert!(whole.rows.iter().any(|r| r["flushes"].as_u64().unwrap() > 0));
+        // several threads, several batches: the run checks itself against the replay
+        let many = run("threads=2,3", 700);
+        assert_eq!(many.rows.len(), 4);
+        assert!(many.rows.iter().all(|r| r["ops"] == 3000));
     }
 }
