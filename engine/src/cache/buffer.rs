@@ -127,6 +127,17 @@ struct State {
     /// page rewritten (and written back, and evicted), meanwhile. A device read that failed while
     /// the epoch moved is tried again: it may have met a page half-written in place.
     epoch: u64,
+    /// Bumped by every arrival ([`State::install`], the only way a page becomes resident). A miss
+    /// that finds it unchanged once its device read is done knows, without a lookup, that no other
+    /// thread cached the page meanwhile; single-threaded that is every miss.
+    arrivals: u64,
+}
+
+/// What a miss saw under the lock before it released it to read the device.
+#[derive(Clone, Copy)]
+struct MissStart {
+    epoch: u64,
+    arrivals: u64,
 }
 
 impl State {
@@ -134,6 +145,15 @@ impl State {
     #[inline]
     fn hit(&mut self, id: PageId) -> Option<PageRef> {
         self.hit_frame(id).map(|(page, _)| page)
+    }
+
+    /// What a miss notes before it releases the lock to read the device.
+    #[inline]
+    fn miss_start(&self) -> MissStart {
+        MissStart {
+            epoch: self.epoch,
+            arrivals: self.arrivals,
+        }
     }
 
     /// [`State::hit`] that also names the page's frame.
@@ -171,6 +191,7 @@ impl State {
         };
         let old = self.table.insert(id, frame);
         debug_assert!(old.is_none(), "page {id} installed twice");
+        self.arrivals += 1;
         let i = f as usize;
         if i >= self.notes.len() {
             self.notes.resize(i + 1, None);
@@ -179,13 +200,45 @@ impl State {
         self.policy.inserted(f, id, how);
     }
 
-    /// Takes a resident page out of every structure (no write-back, no counting) and returns its
-    /// bytes.
-    fn remove(&mut self, id: PageId) -> PageRef {
-        let frame = self.table.remove(&id).expect("removing a resident page");
+    /// Takes the page out of every structure, if it is resident, and returns its bytes; no
+    /// write-back, no counting. One table lookup.
+    fn remove(&mut self, id: PageId) -> Option<PageRef> {
+        let frame = self.table.remove(&id)?;
+        Some(self.release(frame))
+    }
+
+    /// The rest of a removal once the page's frame is out of the table: the policy forgets the
+    /// frame and it is free for the next arrival (reused last-freed first).
+    fn release(&mut self, frame: Frame) -> PageRef {
         self.policy.removed(frame.frame);
         self.free.push(frame.frame);
         frame.data
+    }
+
+    /// Takes the page out, if it is resident, writing it back first if it is dirty (not counted as
+    /// an eviction), with one table lookup: the frame leaves the table before its write-back, and
+    /// goes back in unchanged if that fails (the page stays resident and dirty, and the policy,
+    /// told nothing, keeps it where it was).
+    fn write_back_and_remove(&mut self, device: &dyn Device, id: PageId) -> Result<Option<PageRef>> {
+        let Some(frame) = self.table.remove(&id) else {
+            return Ok(None);
+        };
+        if frame.dirty {
+            if let Err(e) = device.write_page(id, &frame.data) {
+                self.put_back(id, frame);
+                return Err(e);
+            }
+            self.stats.write_backs += 1;
+        }
+        Ok(Some(self.release(frame)))
+    }
+
+    /// Puts back a frame [`State::write_back_and_remove`] took out and could not write back. Out
+    /// of line and through `entry`, so that the miss path's one `insert` stays inlined.
+    #[cold]
+    #[inline(never)]
+    fn put_back(&mut self, id: PageId, frame: Frame) {
+        self.table.entry(id).or_insert(frame);
     }
 
     /// Writes a dirty page back and marks it clean (the page stays dirty if the write fails).
@@ -199,13 +252,15 @@ impl State {
         Ok(())
     }
 
-    /// Evicts victims until one more page fits in `capacity`.
+    /// Evicts victims until one more page fits in `capacity`. The victim's page id comes from its
+    /// frame number (`owners`), so each eviction is one table lookup, its removal.
     fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<()> {
         while self.table.len() >= capacity {
             let f = self.policy.victim().expect("a full cache has a victim");
             let id = self.owners[f as usize];
-            self.write_back(device, id)?;
-            let mut data = self.remove(id);
+            let mut data = self
+                .write_back_and_remove(device, id)?
+                .expect("a victim is resident");
             self.stats.evictions += 1;
             // A buffer no reader holds any more is kept for the next miss to read into.
             if self.spare.len() < SPARE_PAGES && Arc::get_mut(&mut data).is_some() {
@@ -245,6 +300,7 @@ impl BufferCache {
                 policy,
                 stats: CacheStats::default(),
                 epoch: 0,
+                arrivals: 0,
             }),
         }
     }
@@ -299,15 +355,15 @@ impl BufferCache {
     /// Reads a page, from the cache if it is there (a hit), else from the device (a miss; the page
     /// is then cached, which may evict a victim and write it back if it is dirty).
     pub fn read(&self, id: PageId) -> Result<PageRef> {
-        let (epoch, spare) = {
+        let (start, spare) = {
             let mut st = self.lock();
             if let Some(page) = st.hit(id) {
                 return Ok(page);
             }
             st.stats.misses += 1;
-            (st.epoch, st.spare.pop())
+            (st.miss_start(), st.spare.pop())
         };
-        self.read_miss(id, epoch, spare)
+        self.read_miss(id, start, spare)
     }
 
     /// [`Self::read`] that also returns the note left on the page by [`Self::set_note`], if the
@@ -315,16 +371,16 @@ impl BufferCache {
     /// seen by the policy exactly as a read.
     #[inline]
     pub fn read_noted(&self, id: PageId) -> Result<(PageRef, Option<PageNote>)> {
-        let (epoch, spare) = {
+        let (start, spare) = {
             let mut st = self.lock();
             if let Some((page, f)) = st.hit_frame(id) {
                 let note = st.notes[f as usize];
                 return Ok((page, note));
             }
             st.stats.misses += 1;
-            (st.epoch, st.spare.pop())
+            (st.miss_start(), st.spare.pop())
         };
-        Ok((self.read_miss(id, epoch, spare)?, None))
+        Ok((self.read_miss(id, start, spare)?, None))
     }
 
     /// Leaves a note on a page for later [`Self::read_noted`] calls, if the page is resident with
@@ -346,22 +402,26 @@ impl BufferCache {
     /// write-back or an uncached write (a file device then reports a checksum mismatch), or freed
     /// and not yet rewritten. Single-threaded, the epoch never moves during a read, so a failed read
     /// fails at once.
+    ///
+    /// Table lookups of a miss that evicts: the one that missed, the victim's removal, the new
+    /// page's insertion; the page is looked up again after the device read only if some page
+    /// arrived meanwhile (`State::arrivals`).
     #[inline(never)]
-    fn read_miss(&self, id: PageId, mut epoch: u64, mut spare: Option<PageRef>) -> Result<PageRef> {
+    fn read_miss(&self, id: PageId, mut start: MissStart, mut spare: Option<PageRef>) -> Result<PageRef> {
         let mut attempts = 1;
         let page = loop {
             match self.read_device(id, spare.take()) {
                 Ok(page) => break page,
                 Err(e) => {
                     let mut st = self.lock();
-                    if st.epoch == epoch || attempts >= READ_ATTEMPTS {
+                    if st.epoch == start.epoch || attempts >= READ_ATTEMPTS {
                         return Err(e);
                     }
                     attempts += 1;
                     if let Some(page) = st.hit(id) {
                         return Ok(page);
                     }
-                    epoch = st.epoch;
+                    start = st.miss_start();
                 }
             }
         };
@@ -369,15 +429,17 @@ impl BufferCache {
             return Ok(page);
         }
         let mut st = self.lock();
-        if st.epoch != epoch {
+        if st.epoch != start.epoch {
             return Ok(page);
         }
-        if let Some(frame) = st.table.get(&id) {
-            // Another thread cached the page while this one read the device: keep that copy (it
-            // may have been written in place since) and count nothing more.
-            let (f, page) = (frame.frame, frame.data.clone());
-            st.policy.touched(f);
-            return Ok(page);
+        if st.arrivals != start.arrivals {
+            if let Some(frame) = st.table.get(&id) {
+                // Another thread cached the page while this one read the device: keep that copy
+                // (it may have been written in place since) and count nothing more.
+                let (f, page) = (frame.frame, frame.data.clone());
+                st.policy.touched(f);
+                return Ok(page);
+            }
         }
         st.make_room(&*self.device, self.capacity)?;
         st.install(id, page.clone(), Arrival::Demand);
@@ -449,17 +511,17 @@ impl BufferCache {
         if self.capacity == 0 {
             return Ok(false);
         }
-        let (epoch, spare) = {
+        let (start, spare) = {
             let mut st = self.lock();
             if st.table.contains_key(&id) {
                 return Ok(false);
             }
-            (st.epoch, st.spare.pop())
+            (st.miss_start(), st.spare.pop())
         };
         let page = self.read_device(id, spare)?;
         let mut st = self.lock();
         st.stats.prefetch_reads += 1;
-        if st.epoch != epoch || st.table.contains_key(&id) {
+        if st.epoch != start.epoch || (st.arrivals != start.arrivals && st.table.contains_key(&id)) {
             return Ok(false);
         }
         st.make_room(&*self.device, self.capacity)?;
@@ -472,11 +534,9 @@ impl BufferCache {
     /// whether it was resident.
     pub fn evict(&self, id: PageId) -> Result<bool> {
         let mut st = self.lock();
-        if !st.table.contains_key(&id) {
+        if st.write_back_and_remove(&*self.device, id)?.is_none() {
             return Ok(false);
         }
-        st.write_back(&*self.device, id)?;
-        st.remove(id);
         st.stats.evictions += 1;
         Ok(true)
     }
@@ -493,8 +553,7 @@ impl BufferCache {
             if st.table.is_empty() {
                 break;
             }
-            if st.table.contains_key(&id) {
-                st.remove(id);
+            if st.remove(id).is_some() {
                 st.stats.invalidations += 1;
             }
         }

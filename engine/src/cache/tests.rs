@@ -794,6 +794,105 @@ fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
     );
 }
 
+/// A memory device that runs a step of another thread's, once, in the middle of the next read it
+/// serves while armed: the cache's lock is free then, as while any miss reads the device.
+struct HookedReads {
+    inner: MemDevice,
+    cache: std::sync::OnceLock<std::sync::Weak<BufferCache>>,
+    hook: std::sync::Mutex<Option<Hook>>,
+}
+
+/// A step of another thread's, run by [`HookedReads`].
+type Hook = Box<dyn FnOnce(&BufferCache) + Send>;
+
+impl HookedReads {
+    fn arm(&self, hook: impl FnOnce(&BufferCache) + Send + 'static) {
+        *self.hook.lock().unwrap() = Some(Box::new(hook));
+    }
+}
+
+impl Device for HookedReads {
+    fn page_size(&self) -> usize {
+        Device::page_size(&self.inner)
+    }
+    fn allocate(&self, count: u64) -> PageId {
+        Device::allocate(&self.inner, count)
+    }
+    fn free(&self, first: PageId, count: u64) {
+        Device::free(&self.inner, first, count)
+    }
+    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
+        Device::write_page(&self.inner, id, data)
+    }
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            if let Some(cache) = self.cache.get().and_then(|w| w.upgrade()) {
+                hook(&cache);
+            }
+        }
+        Device::read_page(&self.inner, id, buf)
+    }
+    fn sync(&self) -> crate::Result<()> {
+        Device::sync(&self.inner)
+    }
+    fn stats(&self) -> IoStats {
+        Device::stats(&self.inner)
+    }
+    fn allocated_pages(&self) -> u64 {
+        Device::allocated_pages(&self.inner)
+    }
+}
+
+/// A miss skips its second lookup only when no page arrived while it read the device; a page that
+/// did arrive (here an admission of the very page) is found: the miss hands out that copy, touches
+/// it for the policy, installs nothing and counts nothing more. Likewise a prefetch.
+#[test]
+fn a_miss_whose_page_arrived_meanwhile_keeps_the_resident_copy() {
+    let dev = Arc::new(HookedReads {
+        inner: MemDevice::new(PS),
+        cache: std::sync::OnceLock::new(),
+        hook: std::sync::Mutex::new(None),
+    });
+    Device::allocate(&*dev, 4);
+    for i in 0..4 {
+        Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
+    }
+    let cache = Arc::new(BufferCache::new(dev.clone(), 2));
+    dev.cache.set(Arc::downgrade(&cache)).unwrap();
+    cache.read(0).unwrap();
+    // While the miss on page 1 reads the device, page 1 is admitted (bytes told apart by the
+    // test: 11), then page 0 is read, so LRU order is 0, 1 until the miss touches page 1.
+    dev.arm(|c| {
+        assert!(c.admit(1, &[11; PS]).unwrap());
+        c.read(0).unwrap();
+    });
+    assert_eq!(cache.read(1).unwrap()[0], 11, "the resident copy is handed out");
+    assert_eq!(cache.resident(), [0, 1]);
+    // The miss's touch made page 1 the most recent: page 0 is the victim.
+    cache.read(2).unwrap();
+    assert_eq!(cache.resident(), [1, 2]);
+    let s = cache.stats();
+    assert_eq!(
+        (
+            s.hits,
+            s.misses,
+            s.prefetch_admissions,
+            s.prefetch_hits,
+            s.evictions
+        ),
+        (1, 3, 1, 0, 1)
+    );
+
+    // A prefetch whose page was admitted while it read the device admits nothing more.
+    dev.arm(|c| assert!(c.admit(3, &[3; PS]).unwrap()));
+    assert!(!cache.prefetch(3).unwrap());
+    assert_eq!(cache.resident(), [2, 3]);
+    let s = cache.stats();
+    assert_eq!((s.prefetch_reads, s.prefetch_admissions, s.evictions), (1, 2, 2));
+    assert_eq!(dev.stats().page_reads, 4);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Notes and reused buffers.
 
