@@ -81,23 +81,40 @@ struct ModelPage {
     prefetched: bool,
     /// The note left on the page since it arrived or last changed.
     note: Option<u64>,
+    /// CLOCK only: the frame the page is in, and its reference bit.
+    frame: usize,
+    referenced: bool,
+}
+
+/// CLOCK the slow, obvious way (Tanenbaum's second chance, as [`super::clock`] describes it):
+/// frames numbered densely as the cache numbers them (a freed frame is reused last-freed first),
+/// and a hand that sweeps them in order, clearing reference bits until it meets a clear one.
+#[derive(Default)]
+struct ClockModel {
+    /// Frames ever used (the circle's size).
+    frames: usize,
+    free: Vec<usize>,
+    hand: usize,
 }
 
 /// LRU the slow, obvious way: a vector in recency order (most recent first), the device's
-/// contents, and the counters the cache should report.
+/// contents, and the counters the cache should report. With `clock` set, CLOCK instead: victims
+/// come from [`ClockModel`]'s sweep, and a use sets the page's reference bit.
 struct Model {
     capacity: usize,
     pages: Vec<ModelPage>,
+    clock: Option<ClockModel>,
     disk: Vec<u8>,
     stats: CacheStats,
     io: IoStats,
 }
 
 impl Model {
-    fn new(capacity: usize, n: u64) -> Self {
+    fn new(capacity: usize, n: u64, clock: bool) -> Self {
         Model {
             capacity,
             pages: Vec::new(),
+            clock: clock.then(ClockModel::default),
             disk: (0..n).map(|i| i as u8).collect(),
             stats: CacheStats::default(),
             io: IoStats::default(),
@@ -119,11 +136,61 @@ impl Model {
 
     fn make_room(&mut self) {
         while self.pages.len() >= self.capacity {
-            let last = self.pages.len() - 1;
-            self.write_back(last);
-            self.pages.pop();
+            let victim = match &mut self.clock {
+                None => self.pages.len() - 1,
+                Some(c) => loop {
+                    let f = c.hand % c.frames;
+                    c.hand = f + 1;
+                    if let Some(i) = self.pages.iter().position(|p| p.frame == f) {
+                        if !std::mem::take(&mut self.pages[i].referenced) {
+                            break i;
+                        }
+                    }
+                },
+            };
+            self.write_back(victim);
+            self.remove(victim);
             self.stats.evictions += 1;
         }
+    }
+
+    /// Takes the page at `i` out, freeing its CLOCK frame.
+    fn remove(&mut self, i: usize) {
+        let p = self.pages.remove(i);
+        if let Some(c) = &mut self.clock {
+            c.free.push(p.frame);
+        }
+    }
+
+    /// Puts a page in as the most recent (LRU) or in the next free frame (CLOCK: referenced unless
+    /// it was prefetched).
+    fn install(&mut self, id: PageId, value: u8, dirty: bool, prefetched: bool) {
+        let frame = match &mut self.clock {
+            None => 0,
+            Some(c) => c.free.pop().unwrap_or_else(|| {
+                c.frames += 1;
+                c.frames - 1
+            }),
+        };
+        self.pages.insert(
+            0,
+            ModelPage {
+                id,
+                value,
+                dirty,
+                prefetched,
+                note: None,
+                frame,
+                referenced: !prefetched,
+            },
+        );
+    }
+
+    /// The page at `i` is used again: the most recent (LRU), or referenced (CLOCK).
+    fn touch(&mut self, i: usize) {
+        let mut p = self.pages.remove(i);
+        p.referenced = true;
+        self.pages.insert(0, p);
     }
 
     /// Applies `op`; for a read, returns the byte the page should hold.
@@ -131,14 +198,12 @@ impl Model {
         match *op {
             Op::Read(id) | Op::ReadNoted(id) => {
                 if let Some(i) = self.pos(id) {
-                    let mut p = self.pages.remove(i);
                     self.stats.hits += 1;
-                    if p.prefetched {
-                        p.prefetched = false;
+                    if std::mem::take(&mut self.pages[i].prefetched) {
                         self.stats.prefetch_hits += 1;
                     }
-                    let v = p.value;
-                    self.pages.insert(0, p);
+                    let v = self.pages[i].value;
+                    self.touch(i);
                     return Some(v);
                 }
                 self.stats.misses += 1;
@@ -146,16 +211,7 @@ impl Model {
                 let value = self.disk[id as usize];
                 if self.capacity > 0 {
                     self.make_room();
-                    self.pages.insert(
-                        0,
-                        ModelPage {
-                            id,
-                            value,
-                            dirty: false,
-                            prefetched: false,
-                            note: None,
-                        },
-                    );
+                    self.install(id, value, false, false);
                 }
                 Some(value)
             }
@@ -166,23 +222,14 @@ impl Model {
                     self.stats.write_backs += 1;
                     self.io.page_writes += 1;
                 } else if let Some(i) = self.pos(id) {
-                    let mut p = self.pages.remove(i);
+                    let p = &mut self.pages[i];
                     p.value = value;
                     p.dirty = true;
                     p.note = None;
-                    self.pages.insert(0, p);
+                    self.touch(i);
                 } else {
                     self.make_room();
-                    self.pages.insert(
-                        0,
-                        ModelPage {
-                            id,
-                            value,
-                            dirty: true,
-                            prefetched: false,
-                            note: None,
-                        },
-                    );
+                    self.install(id, value, true, false);
                 }
                 None
             }
@@ -204,31 +251,26 @@ impl Model {
                 }
                 self.make_room();
                 let value = self.disk[id as usize];
-                self.pages.insert(
-                    0,
-                    ModelPage {
-                        id,
-                        value,
-                        dirty: false,
-                        prefetched: true,
-                        note: None,
-                    },
-                );
+                self.install(id, value, false, true);
                 self.stats.prefetch_admissions += 1;
                 None
             }
             Op::Evict(id) => {
                 if let Some(i) = self.pos(id) {
                     self.write_back(i);
-                    self.pages.remove(i);
+                    self.remove(i);
                     self.stats.evictions += 1;
                 }
                 None
             }
             Op::Invalidate(first, count) => {
-                let before = self.pages.len();
-                self.pages.retain(|p| !(first..first + count).contains(&p.id));
-                self.stats.invalidations += (before - self.pages.len()) as u64;
+                // In page order, as the cache frees the frames.
+                for id in first..first + count {
+                    if let Some(i) = self.pos(id) {
+                        self.remove(i);
+                        self.stats.invalidations += 1;
+                    }
+                }
                 None
             }
             Op::Flush | Op::Clear => {
@@ -239,6 +281,9 @@ impl Model {
                 }
                 if matches!(op, Op::Clear) {
                     self.pages.clear();
+                    if let Some(c) = &mut self.clock {
+                        *c = ClockModel::default();
+                    }
                 }
                 None
             }
@@ -269,18 +314,32 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The cache a model check runs.
+#[derive(Clone, Copy, Debug)]
+enum Checked {
+    Lru,
+    /// LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one.
+    BoxedLru,
+    Clock,
+}
+
 /// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
 /// device's I/O and every byte read after each step.
-/// `boxed` runs LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one.
-fn check_against_model(capacity: usize, ops: &[Op], boxed: bool) -> std::result::Result<(), TestCaseError> {
+fn check_against_model(capacity: usize, ops: &[Op], kind: Checked) -> std::result::Result<(), TestCaseError> {
     let dev = device(MODEL_PAGES);
     let io0 = dev.stats();
-    let cache = if boxed {
-        BufferCache::with_policy(dev.clone(), capacity, Box::new(lru::Lru::default()))
-    } else {
-        BufferCache::new(dev.clone(), capacity)
+    let cache = match kind {
+        Checked::Lru => BufferCache::new(dev.clone(), capacity),
+        Checked::BoxedLru => BufferCache::with_policy(dev.clone(), capacity, Box::new(lru::Lru::default())),
+        Checked::Clock => BufferCache::from_config(
+            dev.clone(),
+            &CacheConfig {
+                policy: PolicyKind::Clock,
+                capacity_pages: capacity,
+            },
+        ),
     };
-    let mut model = Model::new(capacity, MODEL_PAGES);
+    let mut model = Model::new(capacity, MODEL_PAGES, matches!(kind, Checked::Clock));
     for (step, op) in ops.iter().enumerate() {
         let note_before = op_page(op)
             .and_then(|id| model.pos(id))
@@ -350,7 +409,7 @@ proptest! {
             0..300,
         ),
     ) {
-        check_against_model(capacity, &ops, false)?;
+        check_against_model(capacity, &ops, Checked::Lru)?;
     }
 
     /// Every operation: writes, admissions, prefetches, evictions, flushes and clears too.
@@ -360,7 +419,17 @@ proptest! {
         ops in proptest::collection::vec(op(), 0..300),
         boxed in any::<bool>(),
     ) {
-        check_against_model(capacity, &ops, boxed)?;
+        check_against_model(capacity, &ops, if boxed { Checked::BoxedLru } else { Checked::Lru })?;
+    }
+
+    /// CLOCK against its model on every operation: which frame each page gets and which one the
+    /// hand stops at depend on the order frames are freed and reused.
+    #[test]
+    fn clock_matches_the_model_on_every_operation(
+        capacity in 0usize..10,
+        ops in proptest::collection::vec(op(), 0..300),
+    ) {
+        check_against_model(capacity, &ops, Checked::Clock)?;
     }
 }
 
