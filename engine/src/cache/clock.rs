@@ -57,10 +57,13 @@ impl ReplacementPolicy for Clock {
         if self.resident == 0 {
             return None;
         }
-        // At most two turns: the first clears every reference bit it passes.
+        // At most two turns: the first clears every reference bit it passes. The hand is at most
+        // `n` (it is one past a frame, and the circle never shrinks but on `clear`, which resets
+        // it), so wrapping it is a compare, not a division per frame passed.
         let n = self.bits.len();
         loop {
-            let i = self.hand % n;
+            debug_assert!(self.hand <= n);
+            let i = if self.hand < n { self.hand } else { 0 };
             self.hand = i + 1;
             match self.bits[i] {
                 Bit::Empty => {}
