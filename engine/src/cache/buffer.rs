@@ -222,14 +222,13 @@ impl State {
         frame.data
     }
 
-    /// Takes the page out, if it is resident, writing it back first if it is dirty (not counted as
-    /// an eviction), with one table lookup: the frame leaves the table before its write-back, and
-    /// goes back in unchanged if that fails (the page stays resident and dirty, and the policy,
-    /// told nothing, keeps it where it was).
-    fn write_back_and_remove(&mut self, device: &dyn Device, id: PageId) -> Result<Option<PageRef>> {
-        let Some(frame) = self.table.remove(&id) else {
-            return Ok(None);
-        };
+    /// Finishes taking out page `id`, whose frame was just removed from the table: writes it back
+    /// if it is dirty (not counted as an eviction), then releases the frame. So a page leaves with
+    /// one table lookup, its removal, even when it is written back. If the write-back fails the
+    /// frame goes back into the table unchanged: the page stays resident and dirty, and the
+    /// policy, told nothing, keeps it where it was.
+    #[inline]
+    fn write_back_taken(&mut self, device: &dyn Device, id: PageId, frame: Frame) -> Result<PageRef> {
         if frame.dirty {
             if let Err(e) = device.write_page(id, &frame.data) {
                 self.put_back(id, frame);
@@ -237,11 +236,11 @@ impl State {
             }
             self.stats.write_backs += 1;
         }
-        Ok(Some(self.release(frame)))
+        Ok(self.release(frame))
     }
 
-    /// Puts back a frame [`State::write_back_and_remove`] took out and could not write back. Out
-    /// of line and through `entry`, so that the miss path's one `insert` stays inlined.
+    /// Puts back a frame [`State::write_back_taken`] could not write back (an error path, out of
+    /// line).
     #[cold]
     #[inline(never)]
     fn put_back(&mut self, id: PageId, frame: Frame) {
@@ -265,9 +264,8 @@ impl State {
         while self.table.len() >= capacity {
             let f = self.policy.victim().expect("a full cache has a victim");
             let id = self.owners[f as usize];
-            let mut data = self
-                .write_back_and_remove(device, id)?
-                .expect("a victim is resident");
+            let frame = self.table.remove(&id).expect("a victim is resident");
+            let mut data = self.write_back_taken(device, id, frame)?;
             self.stats.evictions += 1;
             // A buffer no reader holds any more is kept for the next miss to read into.
             if self.spare.len() < SPARE_PAGES && Arc::get_mut(&mut data).is_some() {
@@ -541,9 +539,10 @@ impl BufferCache {
     /// whether it was resident.
     pub fn evict(&self, id: PageId) -> Result<bool> {
         let mut st = self.lock();
-        if st.write_back_and_remove(&*self.device, id)?.is_none() {
+        let Some(frame) = st.table.remove(&id) else {
             return Ok(false);
-        }
+        };
+        st.write_back_taken(&*self.device, id, frame)?;
         st.stats.evictions += 1;
         Ok(true)
     }

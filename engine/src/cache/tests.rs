@@ -630,6 +630,55 @@ fn a_failed_write_back_keeps_the_dirty_page() {
     assert_eq!(cache.read(0).unwrap()[0], 50);
 }
 
+/// A victim whose write-back fails is taken out of the page table and put back: it stays
+/// resident, dirty, in its frame and where the policy had it, and nothing is counted.
+#[test]
+fn a_victim_whose_write_back_failed_stays_where_the_policy_had_it() {
+    for policy in PolicyKind::ALL {
+        let flaky = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(PS))));
+        Device::allocate(&*flaky, 4);
+        for i in 0..4 {
+            Device::write_page(&*flaky, i, &[i as u8; PS]).unwrap();
+        }
+        let cache = BufferCache::from_config(
+            flaky.clone(),
+            &CacheConfig {
+                policy,
+                capacity_pages: 2,
+            },
+        );
+        cache.write(0, &[50; PS]).unwrap();
+        cache.read(1).unwrap();
+        let before = cache.stats();
+        flaky.arm(Fault::Never, Fault::From(1));
+        assert!(matches!(cache.read(2), Err(Error::Io(_))), "{policy}");
+        assert!(matches!(cache.evict(0), Err(Error::Io(_))), "{policy}");
+        flaky.disarm();
+        assert_eq!(cache.resident(), [0, 1], "{policy}");
+        assert!(cache.is_dirty(0), "{policy}");
+        let s = cache.stats().since(&before);
+        assert_eq!((s.misses, s.evictions, s.write_backs), (1, 0, 0), "{policy}");
+        cache.read(3).unwrap();
+        let s = cache.stats().since(&before);
+        let mut buf = [0u8; PS];
+        Device::read_page(&*flaky, 0, &mut buf).unwrap();
+        match policy {
+            // Page 0 is still the least recent: it goes now, and its bytes reach the device.
+            PolicyKind::Lru => {
+                assert_eq!(cache.resident(), [1, 3]);
+                assert_eq!((s.misses, s.evictions, s.write_backs, buf[0]), (2, 1, 1, 50));
+            }
+            // The failed search left the hand past frame 0 (page 0), both reference bits cleared:
+            // page 1, in frame 1, goes; page 0 stays dirty.
+            PolicyKind::Clock => {
+                assert_eq!(cache.resident(), [0, 3]);
+                assert_eq!((s.misses, s.evictions, s.write_backs, buf[0]), (2, 1, 0, 0));
+                assert!(cache.is_dirty(0));
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Admission, prefetch and explicit eviction.
 
