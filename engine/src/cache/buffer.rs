@@ -88,6 +88,10 @@ impl Policy {
         dispatch!(self, p => p.removed(frame))
     }
 
+    fn replaced(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        dispatch!(self, p => p.replaced(frame, page, how))
+    }
+
     fn victim(&mut self) -> Option<FrameId> {
         dispatch!(self, p => p.victim())
     }
@@ -128,7 +132,7 @@ struct State {
     /// page rewritten (and written back, and evicted), meanwhile. A device read that failed while
     /// the epoch moved is tried again: it may have met a page half-written in place.
     epoch: u64,
-    /// Bumped by every arrival ([`State::install`], the only way a page becomes resident). A miss
+    /// Bumped by every arrival ([`State::place`], the only way a page becomes resident). A miss
     /// that finds it unchanged once its device read is done knows, without a lookup, that no other
     /// thread cached the page meanwhile; single-threaded that is every miss.
     arrivals: u64,
@@ -172,9 +176,20 @@ impl State {
         Some((page, f))
     }
 
-    /// Puts a page that is not resident into a free frame (the caller made room).
-    fn install(&mut self, id: PageId, data: PageRef, how: Arrival) {
-        let f = match self.free.pop() {
+    /// Makes room for page `id`, which is not resident, and puts it in: the last victim's frame,
+    /// if `capacity` required one, else a free frame. The arriving page takes the victim's frame
+    /// straight away, as it would from the free list (last freed, first reused), and the policy
+    /// hears of both in one call ([`ReplacementPolicy::replaced`]).
+    fn place(
+        &mut self,
+        device: &dyn Device,
+        capacity: usize,
+        id: PageId,
+        data: PageRef,
+        how: Arrival,
+    ) -> Result<()> {
+        let reused = self.make_room(device, capacity)?;
+        let f = match reused.or_else(|| self.free.pop()) {
             Some(f) => {
                 self.owners[f as usize] = id;
                 f
@@ -204,7 +219,11 @@ impl State {
             self.notes.resize(i + 1, None);
         }
         self.notes[i] = None;
-        self.policy.inserted(f, id, how);
+        match reused {
+            Some(_) => self.policy.replaced(f, id, how),
+            None => self.policy.inserted(f, id, how),
+        }
+        Ok(())
     }
 
     /// Takes the page out of every structure, if it is resident, and returns its bytes; no
@@ -222,13 +241,12 @@ impl State {
         frame.data
     }
 
-    /// Finishes taking out page `id`, whose frame was just removed from the table: writes it back
-    /// if it is dirty (not counted as an eviction), then releases the frame. So a page leaves with
-    /// one table lookup, its removal, even when it is written back. If the write-back fails the
-    /// frame goes back into the table unchanged: the page stays resident and dirty, and the
-    /// policy, told nothing, keeps it where it was.
+    /// Writes back page `id`, whose frame was just removed from the table, if it is dirty (not
+    /// counted as an eviction). So a page leaves with one table lookup, its removal, even when it
+    /// is written back. If the write-back fails the frame goes back into the table unchanged: the
+    /// page stays resident and dirty, and the policy, told nothing, keeps it where it was.
     #[inline]
-    fn write_back_taken(&mut self, device: &dyn Device, id: PageId, frame: Frame) -> Result<PageRef> {
+    fn write_back_taken(&mut self, device: &dyn Device, id: PageId, frame: Frame) -> Result<Frame> {
         if frame.dirty {
             if let Err(e) = device.write_page(id, &frame.data) {
                 self.put_back(id, frame);
@@ -236,7 +254,7 @@ impl State {
             }
             self.stats.write_backs += 1;
         }
-        Ok(self.release(frame))
+        Ok(frame)
     }
 
     /// Puts back a frame [`State::write_back_taken`] could not write back (an error path, out of
@@ -258,21 +276,30 @@ impl State {
         Ok(())
     }
 
-    /// Evicts victims until one more page fits in `capacity`. The victim's page id comes from its
-    /// frame number (`owners`), so each eviction is one table lookup, its removal.
-    fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<()> {
+    /// Evicts victims until one more page fits in `capacity`, and returns the last victim's frame,
+    /// still known to the policy, for the arriving page (any earlier victim's frame is released).
+    /// The victim's page id comes from its frame number (`owners`), so each eviction is one table
+    /// lookup, its removal.
+    #[inline]
+    fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<Option<FrameId>> {
+        let mut reused: Option<FrameId> = None;
         while self.table.len() >= capacity {
+            if let Some(f) = reused.take() {
+                self.policy.removed(f);
+                self.free.push(f);
+            }
             let f = self.policy.victim().expect("a full cache has a victim");
             let id = self.owners[f as usize];
             let frame = self.table.remove(&id).expect("a victim is resident");
-            let mut data = self.write_back_taken(device, id, frame)?;
+            let mut data = self.write_back_taken(device, id, frame)?.data;
             self.stats.evictions += 1;
+            reused = Some(f);
             // A buffer no reader holds any more is kept for the next miss to read into.
             if self.spare.len() < SPARE_PAGES && Arc::get_mut(&mut data).is_some() {
                 self.spare.push(data);
             }
         }
-        Ok(())
+        Ok(reused)
     }
 }
 
@@ -446,8 +473,7 @@ impl BufferCache {
                 return Ok(page);
             }
         }
-        st.make_room(&*self.device, self.capacity)?;
-        st.install(id, page.clone(), Arrival::Demand);
+        st.place(&*self.device, self.capacity, id, page.clone(), Arrival::Demand)?;
         Ok(page)
     }
 
@@ -478,8 +504,7 @@ impl BufferCache {
             st.notes[f as usize] = None;
             st.policy.touched(f);
         } else {
-            st.make_room(&*self.device, self.capacity)?;
-            st.install(id, data, Arrival::Write);
+            st.place(&*self.device, self.capacity, id, data, Arrival::Write)?;
         }
         st.stats.writes += 1;
         Ok(())
@@ -504,8 +529,7 @@ impl BufferCache {
             }
             return Ok(false);
         }
-        st.make_room(&*self.device, self.capacity)?;
-        st.install(id, data, Arrival::Prefetch);
+        st.place(&*self.device, self.capacity, id, data, Arrival::Prefetch)?;
         st.stats.prefetch_admissions += 1;
         Ok(true)
     }
@@ -529,8 +553,7 @@ impl BufferCache {
         if st.epoch != start.epoch || (st.arrivals != start.arrivals && st.table.contains_key(&id)) {
             return Ok(false);
         }
-        st.make_room(&*self.device, self.capacity)?;
-        st.install(id, page, Arrival::Prefetch);
+        st.place(&*self.device, self.capacity, id, page, Arrival::Prefetch)?;
         st.stats.prefetch_admissions += 1;
         Ok(true)
     }
@@ -542,7 +565,8 @@ impl BufferCache {
         let Some(frame) = st.table.remove(&id) else {
             return Ok(false);
         };
-        st.write_back_taken(&*self.device, id, frame)?;
+        let frame = st.write_back_taken(&*self.device, id, frame)?;
+        st.release(frame);
         st.stats.evictions += 1;
         Ok(true)
     }

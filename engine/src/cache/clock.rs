@@ -25,6 +25,16 @@ pub struct Clock {
     resident: usize,
 }
 
+impl Clock {
+    /// A demand or write arrival starts referenced, a prefetched page unreferenced.
+    fn arrival_bit(how: Arrival) -> Bit {
+        match how {
+            Arrival::Prefetch => Bit::Unreferenced,
+            Arrival::Demand | Arrival::Write => Bit::Referenced,
+        }
+    }
+}
+
 impl ReplacementPolicy for Clock {
     fn name(&self) -> &'static str {
         "clock"
@@ -36,10 +46,7 @@ impl ReplacementPolicy for Clock {
             self.bits.resize(i + 1, Bit::Empty);
         }
         debug_assert_eq!(self.bits[i], Bit::Empty, "frame {frame} inserted twice");
-        self.bits[i] = match how {
-            Arrival::Prefetch => Bit::Unreferenced,
-            Arrival::Demand | Arrival::Write => Bit::Referenced,
-        };
+        self.bits[i] = Self::arrival_bit(how);
         self.resident += 1;
     }
 
@@ -51,6 +58,14 @@ impl ReplacementPolicy for Clock {
     fn removed(&mut self, frame: FrameId) {
         self.bits[frame as usize] = Bit::Empty;
         self.resident -= 1;
+    }
+
+    /// The frame stays occupied: only its bit changes, to an arrival's.
+    #[inline]
+    fn replaced(&mut self, frame: FrameId, _page: PageId, how: Arrival) {
+        let bit = &mut self.bits[frame as usize];
+        debug_assert_ne!(*bit, Bit::Empty, "frame {frame} replaced while empty");
+        *bit = Self::arrival_bit(how);
     }
 
     fn victim(&mut self) -> Option<FrameId> {

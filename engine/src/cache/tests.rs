@@ -318,9 +318,34 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Clone, Copy, Debug)]
 enum Checked {
     Lru,
-    /// LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one.
+    /// LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one, and
+    /// without its own [`ReplacementPolicy::replaced`] (the trait's default runs).
     BoxedLru,
     Clock,
+}
+
+/// LRU with the trait's default [`ReplacementPolicy::replaced`] (removed, then inserted).
+struct PlainLru(lru::Lru);
+
+impl ReplacementPolicy for PlainLru {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn inserted(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        self.0.inserted(frame, page, how)
+    }
+    fn touched(&mut self, frame: FrameId) {
+        self.0.touched(frame)
+    }
+    fn removed(&mut self, frame: FrameId) {
+        self.0.removed(frame)
+    }
+    fn victim(&mut self) -> Option<FrameId> {
+        self.0.victim()
+    }
+    fn clear(&mut self) {
+        self.0.clear()
+    }
 }
 
 /// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
@@ -330,7 +355,9 @@ fn check_against_model(capacity: usize, ops: &[Op], kind: Checked) -> std::resul
     let io0 = dev.stats();
     let cache = match kind {
         Checked::Lru => BufferCache::new(dev.clone(), capacity),
-        Checked::BoxedLru => BufferCache::with_policy(dev.clone(), capacity, Box::new(lru::Lru::default())),
+        Checked::BoxedLru => {
+            BufferCache::with_policy(dev.clone(), capacity, Box::new(PlainLru(lru::Lru::default())))
+        }
         Checked::Clock => BufferCache::from_config(
             dev.clone(),
             &CacheConfig {
