@@ -8,6 +8,7 @@ use crate::storage::{Device, PageId};
 use crate::{Error, Result};
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// Device reads a miss makes at most while other threads write or invalidate pages
@@ -87,6 +88,10 @@ impl Policy {
         dispatch!(self, p => p.removed(frame))
     }
 
+    fn replaced(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        dispatch!(self, p => p.replaced(frame, page, how))
+    }
+
     fn victim(&mut self) -> Option<FrameId> {
         dispatch!(self, p => p.victim())
     }
@@ -127,6 +132,17 @@ struct State {
     /// page rewritten (and written back, and evicted), meanwhile. A device read that failed while
     /// the epoch moved is tried again: it may have met a page half-written in place.
     epoch: u64,
+    /// Bumped by every arrival ([`State::place`], the only way a page becomes resident). A miss
+    /// that finds it unchanged once its device read is done knows, without a lookup, that no other
+    /// thread cached the page meanwhile; single-threaded that is every miss.
+    arrivals: u64,
+}
+
+/// What a miss saw under the lock before it released it to read the device.
+#[derive(Clone, Copy)]
+struct MissStart {
+    epoch: u64,
+    arrivals: u64,
 }
 
 impl State {
@@ -134,6 +150,15 @@ impl State {
     #[inline]
     fn hit(&mut self, id: PageId) -> Option<PageRef> {
         self.hit_frame(id).map(|(page, _)| page)
+    }
+
+    /// What a miss notes before it releases the lock to read the device.
+    #[inline]
+    fn miss_start(&self) -> MissStart {
+        MissStart {
+            epoch: self.epoch,
+            arrivals: self.arrivals,
+        }
     }
 
     /// [`State::hit`] that also names the page's frame.
@@ -151,9 +176,20 @@ impl State {
         Some((page, f))
     }
 
-    /// Puts a page that is not resident into a free frame (the caller made room).
-    fn install(&mut self, id: PageId, data: PageRef, how: Arrival) {
-        let f = match self.free.pop() {
+    /// Makes room for page `id`, which is not resident, and puts it in: the last victim's frame,
+    /// if `capacity` required one, else a free frame. The arriving page takes the victim's frame
+    /// straight away, as it would from the free list (last freed, first reused), and the policy
+    /// hears of both in one call ([`ReplacementPolicy::replaced`]).
+    fn place(
+        &mut self,
+        device: &dyn Device,
+        capacity: usize,
+        id: PageId,
+        data: PageRef,
+        how: Arrival,
+    ) -> Result<()> {
+        let reused = self.make_room(device, capacity)?;
+        let f = match reused.or_else(|| self.free.pop()) {
             Some(f) => {
                 self.owners[f as usize] = id;
                 f
@@ -169,23 +205,64 @@ impl State {
             dirty: how == Arrival::Write,
             prefetched: how == Arrival::Prefetch,
         };
-        let old = self.table.insert(id, frame);
-        debug_assert!(old.is_none(), "page {id} installed twice");
+        // Through `entry` rather than `insert`: the same single lookup, and compiled inline here
+        // (a plain `insert` was compiled out of line, a call per miss).
+        match self.table.entry(id) {
+            Entry::Vacant(slot) => {
+                slot.insert(frame);
+            }
+            Entry::Occupied(_) => unreachable!("page {id} installed twice"),
+        }
+        self.arrivals += 1;
         let i = f as usize;
         if i >= self.notes.len() {
             self.notes.resize(i + 1, None);
         }
         self.notes[i] = None;
-        self.policy.inserted(f, id, how);
+        match reused {
+            Some(_) => self.policy.replaced(f, id, how),
+            None => self.policy.inserted(f, id, how),
+        }
+        Ok(())
     }
 
-    /// Takes a resident page out of every structure (no write-back, no counting) and returns its
-    /// bytes.
-    fn remove(&mut self, id: PageId) -> PageRef {
-        let frame = self.table.remove(&id).expect("removing a resident page");
+    /// Takes the page out of every structure, if it is resident, and returns its bytes; no
+    /// write-back, no counting. One table lookup.
+    fn remove(&mut self, id: PageId) -> Option<PageRef> {
+        let frame = self.table.remove(&id)?;
+        Some(self.release(frame))
+    }
+
+    /// The rest of a removal once the page's frame is out of the table: the policy forgets the
+    /// frame and it is free for the next arrival (reused last-freed first).
+    fn release(&mut self, frame: Frame) -> PageRef {
         self.policy.removed(frame.frame);
         self.free.push(frame.frame);
         frame.data
+    }
+
+    /// Writes back page `id`, whose frame was just removed from the table, if it is dirty (not
+    /// counted as an eviction). So a page leaves with one table lookup, its removal, even when it
+    /// is written back. If the write-back fails the frame goes back into the table unchanged: the
+    /// page stays resident and dirty, and the policy, told nothing, keeps it where it was.
+    #[inline]
+    fn write_back_taken(&mut self, device: &dyn Device, id: PageId, frame: Frame) -> Result<Frame> {
+        if frame.dirty {
+            if let Err(e) = device.write_page(id, &frame.data) {
+                self.put_back(id, frame);
+                return Err(e);
+            }
+            self.stats.write_backs += 1;
+        }
+        Ok(frame)
+    }
+
+    /// Puts back a frame [`State::write_back_taken`] could not write back (an error path, out of
+    /// line).
+    #[cold]
+    #[inline(never)]
+    fn put_back(&mut self, id: PageId, frame: Frame) {
+        self.table.entry(id).or_insert(frame);
     }
 
     /// Writes a dirty page back and marks it clean (the page stays dirty if the write fails).
@@ -199,20 +276,30 @@ impl State {
         Ok(())
     }
 
-    /// Evicts victims until one more page fits in `capacity`.
-    fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<()> {
+    /// Evicts victims until one more page fits in `capacity`, and returns the last victim's frame,
+    /// still known to the policy, for the arriving page (any earlier victim's frame is released).
+    /// The victim's page id comes from its frame number (`owners`), so each eviction is one table
+    /// lookup, its removal.
+    #[inline]
+    fn make_room(&mut self, device: &dyn Device, capacity: usize) -> Result<Option<FrameId>> {
+        let mut reused: Option<FrameId> = None;
         while self.table.len() >= capacity {
+            if let Some(f) = reused.take() {
+                self.policy.removed(f);
+                self.free.push(f);
+            }
             let f = self.policy.victim().expect("a full cache has a victim");
             let id = self.owners[f as usize];
-            self.write_back(device, id)?;
-            let mut data = self.remove(id);
+            let frame = self.table.remove(&id).expect("a victim is resident");
+            let mut data = self.write_back_taken(device, id, frame)?.data;
             self.stats.evictions += 1;
+            reused = Some(f);
             // A buffer no reader holds any more is kept for the next miss to read into.
             if self.spare.len() < SPARE_PAGES && Arc::get_mut(&mut data).is_some() {
                 self.spare.push(data);
             }
         }
-        Ok(())
+        Ok(reused)
     }
 }
 
@@ -245,6 +332,7 @@ impl BufferCache {
                 policy,
                 stats: CacheStats::default(),
                 epoch: 0,
+                arrivals: 0,
             }),
         }
     }
@@ -299,15 +387,15 @@ impl BufferCache {
     /// Reads a page, from the cache if it is there (a hit), else from the device (a miss; the page
     /// is then cached, which may evict a victim and write it back if it is dirty).
     pub fn read(&self, id: PageId) -> Result<PageRef> {
-        let (epoch, spare) = {
+        let (start, spare) = {
             let mut st = self.lock();
             if let Some(page) = st.hit(id) {
                 return Ok(page);
             }
             st.stats.misses += 1;
-            (st.epoch, st.spare.pop())
+            (st.miss_start(), st.spare.pop())
         };
-        self.read_miss(id, epoch, spare)
+        self.read_miss(id, start, spare)
     }
 
     /// [`Self::read`] that also returns the note left on the page by [`Self::set_note`], if the
@@ -315,16 +403,16 @@ impl BufferCache {
     /// seen by the policy exactly as a read.
     #[inline]
     pub fn read_noted(&self, id: PageId) -> Result<(PageRef, Option<PageNote>)> {
-        let (epoch, spare) = {
+        let (start, spare) = {
             let mut st = self.lock();
             if let Some((page, f)) = st.hit_frame(id) {
                 let note = st.notes[f as usize];
                 return Ok((page, note));
             }
             st.stats.misses += 1;
-            (st.epoch, st.spare.pop())
+            (st.miss_start(), st.spare.pop())
         };
-        Ok((self.read_miss(id, epoch, spare)?, None))
+        Ok((self.read_miss(id, start, spare)?, None))
     }
 
     /// Leaves a note on a page for later [`Self::read_noted`] calls, if the page is resident with
@@ -346,22 +434,26 @@ impl BufferCache {
     /// write-back or an uncached write (a file device then reports a checksum mismatch), or freed
     /// and not yet rewritten. Single-threaded, the epoch never moves during a read, so a failed read
     /// fails at once.
+    ///
+    /// Table lookups of a miss that evicts: the one that missed, the victim's removal, the new
+    /// page's insertion; the page is looked up again after the device read only if some page
+    /// arrived meanwhile (`State::arrivals`).
     #[inline(never)]
-    fn read_miss(&self, id: PageId, mut epoch: u64, mut spare: Option<PageRef>) -> Result<PageRef> {
+    fn read_miss(&self, id: PageId, mut start: MissStart, mut spare: Option<PageRef>) -> Result<PageRef> {
         let mut attempts = 1;
         let page = loop {
             match self.read_device(id, spare.take()) {
                 Ok(page) => break page,
                 Err(e) => {
                     let mut st = self.lock();
-                    if st.epoch == epoch || attempts >= READ_ATTEMPTS {
+                    if st.epoch == start.epoch || attempts >= READ_ATTEMPTS {
                         return Err(e);
                     }
                     attempts += 1;
                     if let Some(page) = st.hit(id) {
                         return Ok(page);
                     }
-                    epoch = st.epoch;
+                    start = st.miss_start();
                 }
             }
         };
@@ -369,18 +461,19 @@ impl BufferCache {
             return Ok(page);
         }
         let mut st = self.lock();
-        if st.epoch != epoch {
+        if st.epoch != start.epoch {
             return Ok(page);
         }
-        if let Some(frame) = st.table.get(&id) {
-            // Another thread cached the page while this one read the device: keep that copy (it
-            // may have been written in place since) and count nothing more.
-            let (f, page) = (frame.frame, frame.data.clone());
-            st.policy.touched(f);
-            return Ok(page);
+        if st.arrivals != start.arrivals {
+            if let Some(frame) = st.table.get(&id) {
+                // Another thread cached the page while this one read the device: keep that copy
+                // (it may have been written in place since) and count nothing more.
+                let (f, page) = (frame.frame, frame.data.clone());
+                st.policy.touched(f);
+                return Ok(page);
+            }
         }
-        st.make_room(&*self.device, self.capacity)?;
-        st.install(id, page.clone(), Arrival::Demand);
+        st.place(&*self.device, self.capacity, id, page.clone(), Arrival::Demand)?;
         Ok(page)
     }
 
@@ -411,8 +504,7 @@ impl BufferCache {
             st.notes[f as usize] = None;
             st.policy.touched(f);
         } else {
-            st.make_room(&*self.device, self.capacity)?;
-            st.install(id, data, Arrival::Write);
+            st.place(&*self.device, self.capacity, id, data, Arrival::Write)?;
         }
         st.stats.writes += 1;
         Ok(())
@@ -437,8 +529,7 @@ impl BufferCache {
             }
             return Ok(false);
         }
-        st.make_room(&*self.device, self.capacity)?;
-        st.install(id, data, Arrival::Prefetch);
+        st.place(&*self.device, self.capacity, id, data, Arrival::Prefetch)?;
         st.stats.prefetch_admissions += 1;
         Ok(true)
     }
@@ -449,21 +540,20 @@ impl BufferCache {
         if self.capacity == 0 {
             return Ok(false);
         }
-        let (epoch, spare) = {
+        let (start, spare) = {
             let mut st = self.lock();
             if st.table.contains_key(&id) {
                 return Ok(false);
             }
-            (st.epoch, st.spare.pop())
+            (st.miss_start(), st.spare.pop())
         };
         let page = self.read_device(id, spare)?;
         let mut st = self.lock();
         st.stats.prefetch_reads += 1;
-        if st.epoch != epoch || st.table.contains_key(&id) {
+        if st.epoch != start.epoch || (st.arrivals != start.arrivals && st.table.contains_key(&id)) {
             return Ok(false);
         }
-        st.make_room(&*self.device, self.capacity)?;
-        st.install(id, page, Arrival::Prefetch);
+        st.place(&*self.device, self.capacity, id, page, Arrival::Prefetch)?;
         st.stats.prefetch_admissions += 1;
         Ok(true)
     }
@@ -472,11 +562,11 @@ impl BufferCache {
     /// whether it was resident.
     pub fn evict(&self, id: PageId) -> Result<bool> {
         let mut st = self.lock();
-        if !st.table.contains_key(&id) {
+        let Some(frame) = st.table.remove(&id) else {
             return Ok(false);
-        }
-        st.write_back(&*self.device, id)?;
-        st.remove(id);
+        };
+        let frame = st.write_back_taken(&*self.device, id, frame)?;
+        st.release(frame);
         st.stats.evictions += 1;
         Ok(true)
     }
@@ -493,8 +583,7 @@ impl BufferCache {
             if st.table.is_empty() {
                 break;
             }
-            if st.table.contains_key(&id) {
-                st.remove(id);
+            if st.remove(id).is_some() {
                 st.stats.invalidations += 1;
             }
         }

@@ -25,6 +25,16 @@ pub struct Clock {
     resident: usize,
 }
 
+impl Clock {
+    /// A demand or write arrival starts referenced, a prefetched page unreferenced.
+    fn arrival_bit(how: Arrival) -> Bit {
+        match how {
+            Arrival::Prefetch => Bit::Unreferenced,
+            Arrival::Demand | Arrival::Write => Bit::Referenced,
+        }
+    }
+}
+
 impl ReplacementPolicy for Clock {
     fn name(&self) -> &'static str {
         "clock"
@@ -36,10 +46,7 @@ impl ReplacementPolicy for Clock {
             self.bits.resize(i + 1, Bit::Empty);
         }
         debug_assert_eq!(self.bits[i], Bit::Empty, "frame {frame} inserted twice");
-        self.bits[i] = match how {
-            Arrival::Prefetch => Bit::Unreferenced,
-            Arrival::Demand | Arrival::Write => Bit::Referenced,
-        };
+        self.bits[i] = Self::arrival_bit(how);
         self.resident += 1;
     }
 
@@ -53,14 +60,25 @@ impl ReplacementPolicy for Clock {
         self.resident -= 1;
     }
 
+    /// The frame stays occupied: only its bit changes, to an arrival's.
+    #[inline]
+    fn replaced(&mut self, frame: FrameId, _page: PageId, how: Arrival) {
+        let bit = &mut self.bits[frame as usize];
+        debug_assert_ne!(*bit, Bit::Empty, "frame {frame} replaced while empty");
+        *bit = Self::arrival_bit(how);
+    }
+
     fn victim(&mut self) -> Option<FrameId> {
         if self.resident == 0 {
             return None;
         }
-        // At most two turns: the first clears every reference bit it passes.
+        // At most two turns: the first clears every reference bit it passes. The hand is at most
+        // `n` (it is one past a frame, and the circle never shrinks but on `clear`, which resets
+        // it), so wrapping it is a compare, not a division per frame passed.
         let n = self.bits.len();
         loop {
-            let i = self.hand % n;
+            debug_assert!(self.hand <= n);
+            let i = if self.hand < n { self.hand } else { 0 };
             self.hand = i + 1;
             match self.bits[i] {
                 Bit::Empty => {}

@@ -119,6 +119,12 @@ impl ReplacementPolicy for Lru {
         self.links[frame as usize] = UNLINKED;
     }
 
+    /// Unlinking the frame and pushing it to the front is moving it to the front.
+    #[inline]
+    fn replaced(&mut self, frame: FrameId, _page: PageId, _how: Arrival) {
+        self.touched(frame);
+    }
+
     fn victim(&mut self) -> Option<FrameId> {
         (self.tail != NIL).then_some(self.tail)
     }

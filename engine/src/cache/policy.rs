@@ -41,6 +41,13 @@ pub trait ReplacementPolicy: Send {
     fn touched(&mut self, frame: FrameId);
     /// The page in `frame` left the cache (evicted, invalidated or cleared): forget the frame.
     fn removed(&mut self, frame: FrameId);
+    /// The page in `frame` was evicted to make room for `page`, which arrived in the same frame at
+    /// once: [`ReplacementPolicy::removed`] then [`ReplacementPolicy::inserted`], as the default
+    /// does; a policy may do both in one step (the miss path calls this once per eviction).
+    fn replaced(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        self.removed(frame);
+        self.inserted(frame, page, how);
+    }
     /// The frame whose page should leave next, or `None` when nothing is resident. The policy keeps
     /// tracking the frame until [`ReplacementPolicy::removed`] is called for it (the cache may fail
     /// to write a dirty victim back and then keeps it).

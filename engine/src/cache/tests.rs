@@ -81,23 +81,40 @@ struct ModelPage {
     prefetched: bool,
     /// The note left on the page since it arrived or last changed.
     note: Option<u64>,
+    /// CLOCK only: the frame the page is in, and its reference bit.
+    frame: usize,
+    referenced: bool,
+}
+
+/// CLOCK the slow, obvious way (Tanenbaum's second chance, as [`super::clock`] describes it):
+/// frames numbered densely as the cache numbers them (a freed frame is reused last-freed first),
+/// and a hand that sweeps them in order, clearing reference bits until it meets a clear one.
+#[derive(Default)]
+struct ClockModel {
+    /// Frames ever used (the circle's size).
+    frames: usize,
+    free: Vec<usize>,
+    hand: usize,
 }
 
 /// LRU the slow, obvious way: a vector in recency order (most recent first), the device's
-/// contents, and the counters the cache should report.
+/// contents, and the counters the cache should report. With `clock` set, CLOCK instead: victims
+/// come from [`ClockModel`]'s sweep, and a use sets the page's reference bit.
 struct Model {
     capacity: usize,
     pages: Vec<ModelPage>,
+    clock: Option<ClockModel>,
     disk: Vec<u8>,
     stats: CacheStats,
     io: IoStats,
 }
 
 impl Model {
-    fn new(capacity: usize, n: u64) -> Self {
+    fn new(capacity: usize, n: u64, clock: bool) -> Self {
         Model {
             capacity,
             pages: Vec::new(),
+            clock: clock.then(ClockModel::default),
             disk: (0..n).map(|i| i as u8).collect(),
             stats: CacheStats::default(),
             io: IoStats::default(),
@@ -119,11 +136,61 @@ impl Model {
 
     fn make_room(&mut self) {
         while self.pages.len() >= self.capacity {
-            let last = self.pages.len() - 1;
-            self.write_back(last);
-            self.pages.pop();
+            let victim = match &mut self.clock {
+                None => self.pages.len() - 1,
+                Some(c) => loop {
+                    let f = c.hand % c.frames;
+                    c.hand = f + 1;
+                    if let Some(i) = self.pages.iter().position(|p| p.frame == f) {
+                        if !std::mem::take(&mut self.pages[i].referenced) {
+                            break i;
+                        }
+                    }
+                },
+            };
+            self.write_back(victim);
+            self.remove(victim);
             self.stats.evictions += 1;
         }
+    }
+
+    /// Takes the page at `i` out, freeing its CLOCK frame.
+    fn remove(&mut self, i: usize) {
+        let p = self.pages.remove(i);
+        if let Some(c) = &mut self.clock {
+            c.free.push(p.frame);
+        }
+    }
+
+    /// Puts a page in as the most recent (LRU) or in the next free frame (CLOCK: referenced unless
+    /// it was prefetched).
+    fn install(&mut self, id: PageId, value: u8, dirty: bool, prefetched: bool) {
+        let frame = match &mut self.clock {
+            None => 0,
+            Some(c) => c.free.pop().unwrap_or_else(|| {
+                c.frames += 1;
+                c.frames - 1
+            }),
+        };
+        self.pages.insert(
+            0,
+            ModelPage {
+                id,
+                value,
+                dirty,
+                prefetched,
+                note: None,
+                frame,
+                referenced: !prefetched,
+            },
+        );
+    }
+
+    /// The page at `i` is used again: the most recent (LRU), or referenced (CLOCK).
+    fn touch(&mut self, i: usize) {
+        let mut p = self.pages.remove(i);
+        p.referenced = true;
+        self.pages.insert(0, p);
     }
 
     /// Applies `op`; for a read, returns the byte the page should hold.
@@ -131,14 +198,12 @@ impl Model {
         match *op {
             Op::Read(id) | Op::ReadNoted(id) => {
                 if let Some(i) = self.pos(id) {
-                    let mut p = self.pages.remove(i);
                     self.stats.hits += 1;
-                    if p.prefetched {
-                        p.prefetched = false;
+                    if std::mem::take(&mut self.pages[i].prefetched) {
                         self.stats.prefetch_hits += 1;
                     }
-                    let v = p.value;
-                    self.pages.insert(0, p);
+                    let v = self.pages[i].value;
+                    self.touch(i);
                     return Some(v);
                 }
                 self.stats.misses += 1;
@@ -146,16 +211,7 @@ impl Model {
                 let value = self.disk[id as usize];
                 if self.capacity > 0 {
                     self.make_room();
-                    self.pages.insert(
-                        0,
-                        ModelPage {
-                            id,
-                            value,
-                            dirty: false,
-                            prefetched: false,
-                            note: None,
-                        },
-                    );
+                    self.install(id, value, false, false);
                 }
                 Some(value)
             }
@@ -166,23 +222,14 @@ impl Model {
                     self.stats.write_backs += 1;
                     self.io.page_writes += 1;
                 } else if let Some(i) = self.pos(id) {
-                    let mut p = self.pages.remove(i);
+                    let p = &mut self.pages[i];
                     p.value = value;
                     p.dirty = true;
                     p.note = None;
-                    self.pages.insert(0, p);
+                    self.touch(i);
                 } else {
                     self.make_room();
-                    self.pages.insert(
-                        0,
-                        ModelPage {
-                            id,
-                            value,
-                            dirty: true,
-                            prefetched: false,
-                            note: None,
-                        },
-                    );
+                    self.install(id, value, true, false);
                 }
                 None
             }
@@ -204,31 +251,26 @@ impl Model {
                 }
                 self.make_room();
                 let value = self.disk[id as usize];
-                self.pages.insert(
-                    0,
-                    ModelPage {
-                        id,
-                        value,
-                        dirty: false,
-                        prefetched: true,
-                        note: None,
-                    },
-                );
+                self.install(id, value, false, true);
                 self.stats.prefetch_admissions += 1;
                 None
             }
             Op::Evict(id) => {
                 if let Some(i) = self.pos(id) {
                     self.write_back(i);
-                    self.pages.remove(i);
+                    self.remove(i);
                     self.stats.evictions += 1;
                 }
                 None
             }
             Op::Invalidate(first, count) => {
-                let before = self.pages.len();
-                self.pages.retain(|p| !(first..first + count).contains(&p.id));
-                self.stats.invalidations += (before - self.pages.len()) as u64;
+                // In page order, as the cache frees the frames.
+                for id in first..first + count {
+                    if let Some(i) = self.pos(id) {
+                        self.remove(i);
+                        self.stats.invalidations += 1;
+                    }
+                }
                 None
             }
             Op::Flush | Op::Clear => {
@@ -239,6 +281,9 @@ impl Model {
                 }
                 if matches!(op, Op::Clear) {
                     self.pages.clear();
+                    if let Some(c) = &mut self.clock {
+                        *c = ClockModel::default();
+                    }
                 }
                 None
             }
@@ -269,18 +314,59 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The cache a model check runs.
+#[derive(Clone, Copy, Debug)]
+enum Checked {
+    Lru,
+    /// LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one, and
+    /// without its own [`ReplacementPolicy::replaced`] (the trait's default runs).
+    BoxedLru,
+    Clock,
+}
+
+/// LRU with the trait's default [`ReplacementPolicy::replaced`] (removed, then inserted).
+struct PlainLru(lru::Lru);
+
+impl ReplacementPolicy for PlainLru {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn inserted(&mut self, frame: FrameId, page: PageId, how: Arrival) {
+        self.0.inserted(frame, page, how)
+    }
+    fn touched(&mut self, frame: FrameId) {
+        self.0.touched(frame)
+    }
+    fn removed(&mut self, frame: FrameId) {
+        self.0.removed(frame)
+    }
+    fn victim(&mut self) -> Option<FrameId> {
+        self.0.victim()
+    }
+    fn clear(&mut self) {
+        self.0.clear()
+    }
+}
+
 /// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
 /// device's I/O and every byte read after each step.
-/// `boxed` runs LRU as a caller-supplied policy (dynamic dispatch) instead of the built-in one.
-fn check_against_model(capacity: usize, ops: &[Op], boxed: bool) -> std::result::Result<(), TestCaseError> {
+fn check_against_model(capacity: usize, ops: &[Op], kind: Checked) -> std::result::Result<(), TestCaseError> {
     let dev = device(MODEL_PAGES);
     let io0 = dev.stats();
-    let cache = if boxed {
-        BufferCache::with_policy(dev.clone(), capacity, Box::new(lru::Lru::default()))
-    } else {
-        BufferCache::new(dev.clone(), capacity)
+    let cache = match kind {
+        Checked::Lru => BufferCache::new(dev.clone(), capacity),
+        Checked::BoxedLru => {
+            BufferCache::with_policy(dev.clone(), capacity, Box::new(PlainLru(lru::Lru::default())))
+        }
+        Checked::Clock => BufferCache::from_config(
+            dev.clone(),
+            &CacheConfig {
+                policy: PolicyKind::Clock,
+                capacity_pages: capacity,
+            },
+        ),
     };
-    let mut model = Model::new(capacity, MODEL_PAGES);
+    let mut model = Model::new(capacity, MODEL_PAGES, matches!(kind, Checked::Clock));
     for (step, op) in ops.iter().enumerate() {
         let note_before = op_page(op)
             .and_then(|id| model.pos(id))
@@ -350,7 +436,7 @@ proptest! {
             0..300,
         ),
     ) {
-        check_against_model(capacity, &ops, false)?;
+        check_against_model(capacity, &ops, Checked::Lru)?;
     }
 
     /// Every operation: writes, admissions, prefetches, evictions, flushes and clears too.
@@ -360,7 +446,17 @@ proptest! {
         ops in proptest::collection::vec(op(), 0..300),
         boxed in any::<bool>(),
     ) {
-        check_against_model(capacity, &ops, boxed)?;
+        check_against_model(capacity, &ops, if boxed { Checked::BoxedLru } else { Checked::Lru })?;
+    }
+
+    /// CLOCK against its model on every operation: which frame each page gets and which one the
+    /// hand stops at depend on the order frames are freed and reused.
+    #[test]
+    fn clock_matches_the_model_on_every_operation(
+        capacity in 0usize..10,
+        ops in proptest::collection::vec(op(), 0..300),
+    ) {
+        check_against_model(capacity, &ops, Checked::Clock)?;
     }
 }
 
@@ -559,6 +655,55 @@ fn a_failed_write_back_keeps_the_dirty_page() {
     let s = cache.stats();
     assert_eq!((s.evictions, s.write_backs), (1, 1));
     assert_eq!(cache.read(0).unwrap()[0], 50);
+}
+
+/// A victim whose write-back fails is taken out of the page table and put back: it stays
+/// resident, dirty, in its frame and where the policy had it, and nothing is counted.
+#[test]
+fn a_victim_whose_write_back_failed_stays_where_the_policy_had_it() {
+    for policy in PolicyKind::ALL {
+        let flaky = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(PS))));
+        Device::allocate(&*flaky, 4);
+        for i in 0..4 {
+            Device::write_page(&*flaky, i, &[i as u8; PS]).unwrap();
+        }
+        let cache = BufferCache::from_config(
+            flaky.clone(),
+            &CacheConfig {
+                policy,
+                capacity_pages: 2,
+            },
+        );
+        cache.write(0, &[50; PS]).unwrap();
+        cache.read(1).unwrap();
+        let before = cache.stats();
+        flaky.arm(Fault::Never, Fault::From(1));
+        assert!(matches!(cache.read(2), Err(Error::Io(_))), "{policy}");
+        assert!(matches!(cache.evict(0), Err(Error::Io(_))), "{policy}");
+        flaky.disarm();
+        assert_eq!(cache.resident(), [0, 1], "{policy}");
+        assert!(cache.is_dirty(0), "{policy}");
+        let s = cache.stats().since(&before);
+        assert_eq!((s.misses, s.evictions, s.write_backs), (1, 0, 0), "{policy}");
+        cache.read(3).unwrap();
+        let s = cache.stats().since(&before);
+        let mut buf = [0u8; PS];
+        Device::read_page(&*flaky, 0, &mut buf).unwrap();
+        match policy {
+            // Page 0 is still the least recent: it goes now, and its bytes reach the device.
+            PolicyKind::Lru => {
+                assert_eq!(cache.resident(), [1, 3]);
+                assert_eq!((s.misses, s.evictions, s.write_backs, buf[0]), (2, 1, 1, 50));
+            }
+            // The failed search left the hand past frame 0 (page 0), both reference bits cleared:
+            // page 1, in frame 1, goes; page 0 stays dirty.
+            PolicyKind::Clock => {
+                assert_eq!(cache.resident(), [0, 3]);
+                assert_eq!((s.misses, s.evictions, s.write_backs, buf[0]), (2, 1, 0, 0));
+                assert!(cache.is_dirty(0));
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -792,6 +937,105 @@ fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
         (s.misses, s.prefetch_reads, s.prefetch_admissions, s.evictions),
         (3, 1, 0, 0)
     );
+}
+
+/// A memory device that runs a step of another thread's, once, in the middle of the next read it
+/// serves while armed: the cache's lock is free then, as while any miss reads the device.
+struct HookedReads {
+    inner: MemDevice,
+    cache: std::sync::OnceLock<std::sync::Weak<BufferCache>>,
+    hook: std::sync::Mutex<Option<Hook>>,
+}
+
+/// A step of another thread's, run by [`HookedReads`].
+type Hook = Box<dyn FnOnce(&BufferCache) + Send>;
+
+impl HookedReads {
+    fn arm(&self, hook: impl FnOnce(&BufferCache) + Send + 'static) {
+        *self.hook.lock().unwrap() = Some(Box::new(hook));
+    }
+}
+
+impl Device for HookedReads {
+    fn page_size(&self) -> usize {
+        Device::page_size(&self.inner)
+    }
+    fn allocate(&self, count: u64) -> PageId {
+        Device::allocate(&self.inner, count)
+    }
+    fn free(&self, first: PageId, count: u64) {
+        Device::free(&self.inner, first, count)
+    }
+    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
+        Device::write_page(&self.inner, id, data)
+    }
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            if let Some(cache) = self.cache.get().and_then(|w| w.upgrade()) {
+                hook(&cache);
+            }
+        }
+        Device::read_page(&self.inner, id, buf)
+    }
+    fn sync(&self) -> crate::Result<()> {
+        Device::sync(&self.inner)
+    }
+    fn stats(&self) -> IoStats {
+        Device::stats(&self.inner)
+    }
+    fn allocated_pages(&self) -> u64 {
+        Device::allocated_pages(&self.inner)
+    }
+}
+
+/// A miss skips its second lookup only when no page arrived while it read the device; a page that
+/// did arrive (here an admission of the very page) is found: the miss hands out that copy, touches
+/// it for the policy, installs nothing and counts nothing more. Likewise a prefetch.
+#[test]
+fn a_miss_whose_page_arrived_meanwhile_keeps_the_resident_copy() {
+    let dev = Arc::new(HookedReads {
+        inner: MemDevice::new(PS),
+        cache: std::sync::OnceLock::new(),
+        hook: std::sync::Mutex::new(None),
+    });
+    Device::allocate(&*dev, 4);
+    for i in 0..4 {
+        Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
+    }
+    let cache = Arc::new(BufferCache::new(dev.clone(), 2));
+    dev.cache.set(Arc::downgrade(&cache)).unwrap();
+    cache.read(0).unwrap();
+    // While the miss on page 1 reads the device, page 1 is admitted (bytes told apart by the
+    // test: 11), then page 0 is read, so LRU order is 0, 1 until the miss touches page 1.
+    dev.arm(|c| {
+        assert!(c.admit(1, &[11; PS]).unwrap());
+        c.read(0).unwrap();
+    });
+    assert_eq!(cache.read(1).unwrap()[0], 11, "the resident copy is handed out");
+    assert_eq!(cache.resident(), [0, 1]);
+    // The miss's touch made page 1 the most recent: page 0 is the victim.
+    cache.read(2).unwrap();
+    assert_eq!(cache.resident(), [1, 2]);
+    let s = cache.stats();
+    assert_eq!(
+        (
+            s.hits,
+            s.misses,
+            s.prefetch_admissions,
+            s.prefetch_hits,
+            s.evictions
+        ),
+        (1, 3, 1, 0, 1)
+    );
+
+    // A prefetch whose page was admitted while it read the device admits nothing more.
+    dev.arm(|c| assert!(c.admit(3, &[3; PS]).unwrap()));
+    assert!(!cache.prefetch(3).unwrap());
+    assert_eq!(cache.resident(), [2, 3]);
+    let s = cache.stats();
+    assert_eq!((s.prefetch_reads, s.prefetch_admissions, s.evictions), (1, 2, 2));
+    assert_eq!(dev.stats().page_reads, 4);
 }
 
 // ---------------------------------------------------------------------------------------------
