@@ -82,11 +82,10 @@ impl Device for MemDevice {
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         let st = self.state.lock().unwrap();
-        let page = st
-            .pages
-            .get(id as usize)
-            .and_then(|p| p.as_ref())
-            .ok_or(Error::UnknownPage { page: id })?;
+        // The error is built only when the page is missing (`ok_or` built and dropped one per read).
+        let Some(page) = st.pages.get(id as usize).and_then(|p| p.as_ref()) else {
+            return Err(Error::UnknownPage { page: id });
+        };
         buf.copy_from_slice(page);
         self.counters.read();
         Ok(())
