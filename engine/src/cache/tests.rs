@@ -5,7 +5,6 @@ use super::*;
 use crate::storage::{Device, Fault, FaultyDevice, IoStats, MemDevice, PageId};
 use crate::Error;
 use proptest::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 const PS: usize = 64;
@@ -867,52 +866,14 @@ fn concurrent_readers_and_writers_keep_the_counters_and_bytes_consistent() {
     assert_eq!(cache.stats().write_backs, dev.stats().page_writes - n);
 }
 
-/// A memory device that, while armed, invalidates page 0 of the cache during every read: an
-/// extent retired by another thread while a miss was reading it.
-struct RetiringReads {
-    inner: MemDevice,
-    cache: std::sync::OnceLock<std::sync::Weak<BufferCache>>,
-    armed: AtomicBool,
-}
-
-impl Device for RetiringReads {
-    fn page_size(&self) -> usize {
-        Device::page_size(&self.inner)
-    }
-    fn allocate(&self, count: u64) -> PageId {
-        Device::allocate(&self.inner, count)
-    }
-    fn free(&self, first: PageId, count: u64) {
-        Device::free(&self.inner, first, count)
-    }
-    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
-        Device::write_page(&self.inner, id, data)
-    }
-    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
-        if self.armed.load(Ordering::Relaxed) {
-            if let Some(cache) = self.cache.get().and_then(|w| w.upgrade()) {
-                cache.invalidate(0, 1);
-            }
-        }
-        Device::read_page(&self.inner, id, buf)
-    }
-    fn sync(&self) -> crate::Result<()> {
-        Device::sync(&self.inner)
-    }
-    fn stats(&self) -> IoStats {
-        Device::stats(&self.inner)
-    }
-    fn allocated_pages(&self) -> u64 {
-        Device::allocated_pages(&self.inner)
-    }
-}
-
+/// A miss or a prefetch whose device read overlaps an invalidation (an extent retired by another
+/// thread, here page 0's, while the read was under way) hands out what it read but caches nothing.
 #[test]
 fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
-    let dev = Arc::new(RetiringReads {
+    let dev = Arc::new(HookedReads {
         inner: MemDevice::new(PS),
         cache: std::sync::OnceLock::new(),
-        armed: AtomicBool::new(false),
+        hook: std::sync::Mutex::new(None),
     });
     Device::allocate(&*dev, 4);
     for i in 0..4 {
@@ -921,15 +882,16 @@ fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
     let cache = Arc::new(BufferCache::new(dev.clone(), 4));
     dev.cache.set(Arc::downgrade(&cache)).unwrap();
     cache.read(2).unwrap();
-    dev.armed.store(true, Ordering::Relaxed);
+    let retire = |c: &BufferCache| c.invalidate(0, 1);
+    dev.arm(retire);
     assert_eq!(cache.read(3).unwrap()[0], 3, "the reader still gets the page");
+    dev.arm(retire);
     assert!(!cache.prefetch(1).unwrap());
     assert_eq!(
         cache.resident(),
         [2],
         "neither page read across an invalidation is cached"
     );
-    dev.armed.store(false, Ordering::Relaxed);
     cache.read(3).unwrap();
     assert_eq!(cache.resident(), [2, 3]);
     let s = cache.stats();
