@@ -60,9 +60,9 @@ impl LsmRTree {
     /// every candidate at once (32 B each, every entry of the index for the whole plane); this
     /// holds none, so checking what an ingest of any size left needs memory for the fresh entries
     /// only. The disk components' leaves are read straight from the device, in packing order,
-    /// bypassing the buffer cache (whose contents and counts stay as they were); validation probes
-    /// go through it as a query's do. Returns the candidates seen. On `Err`, entries already passed
-    /// to `f` must be discarded.
+    /// bypassing the buffer cache (the leaf reads neither enter it nor count among its accesses;
+    /// the device counts them); validation probes go through it as a query's do. Returns the
+    /// candidates seen. On `Err`, entries already passed to `f` must be discarded.
     pub fn for_each_fresh(&self, mut f: impl FnMut(&SpatialEntry)) -> Result<u64> {
         let m = self.maintenance.as_ref();
         let (mut candidates, mut lookups) = (0u64, 0u64);
