@@ -1120,7 +1120,7 @@ pub fn ingest_ops(
         count += 1;
         if i % 65_536 == 0 {
             ctx.progress
-                .tick(|| format!("{} / {} operations", crate::progress::thousands(i as u64), total));
+                .tick(|| format!("{} / {} operations", thousands(i as u64), thousands(total as u64)));
         }
     }
     let total = start.elapsed();
