@@ -870,17 +870,7 @@ fn concurrent_readers_and_writers_keep_the_counters_and_bytes_consistent() {
 /// thread, here page 0's, while the read was under way) hands out what it read but caches nothing.
 #[test]
 fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
-    let dev = Arc::new(HookedReads {
-        inner: MemDevice::new(PS),
-        cache: std::sync::OnceLock::new(),
-        hook: std::sync::Mutex::new(None),
-    });
-    Device::allocate(&*dev, 4);
-    for i in 0..4 {
-        Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
-    }
-    let cache = Arc::new(BufferCache::new(dev.clone(), 4));
-    dev.cache.set(Arc::downgrade(&cache)).unwrap();
+    let (dev, cache) = HookedReads::cache(4);
     cache.read(2).unwrap();
     let retire = |c: &BufferCache| c.invalidate(0, 1);
     dev.arm(retire);
@@ -913,6 +903,22 @@ struct HookedReads {
 type Hook = Box<dyn FnOnce(&BufferCache) + Send>;
 
 impl HookedReads {
+    /// A cache of `capacity` pages over a hooked device of four pages, page `i` filled with `i`.
+    fn cache(capacity: usize) -> (Arc<HookedReads>, Arc<BufferCache>) {
+        let dev = Arc::new(HookedReads {
+            inner: MemDevice::new(PS),
+            cache: std::sync::OnceLock::new(),
+            hook: std::sync::Mutex::new(None),
+        });
+        Device::allocate(&*dev, 4);
+        for i in 0..4 {
+            Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
+        }
+        let cache = Arc::new(BufferCache::new(dev.clone(), capacity));
+        dev.cache.set(Arc::downgrade(&cache)).unwrap();
+        (dev, cache)
+    }
+
     fn arm(&self, hook: impl FnOnce(&BufferCache) + Send + 'static) {
         *self.hook.lock().unwrap() = Some(Box::new(hook));
     }
@@ -956,17 +962,7 @@ impl Device for HookedReads {
 /// it for the policy, installs nothing and counts nothing more. Likewise a prefetch.
 #[test]
 fn a_miss_whose_page_arrived_meanwhile_keeps_the_resident_copy() {
-    let dev = Arc::new(HookedReads {
-        inner: MemDevice::new(PS),
-        cache: std::sync::OnceLock::new(),
-        hook: std::sync::Mutex::new(None),
-    });
-    Device::allocate(&*dev, 4);
-    for i in 0..4 {
-        Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
-    }
-    let cache = Arc::new(BufferCache::new(dev.clone(), 2));
-    dev.cache.set(Arc::downgrade(&cache)).unwrap();
+    let (dev, cache) = HookedReads::cache(2);
     cache.read(0).unwrap();
     // While the miss on page 1 reads the device, page 1 is admitted (bytes told apart by the
     // test: 11), then page 0 is read, so LRU order is 0, 1 until the miss touches page 1.
