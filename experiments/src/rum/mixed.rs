@@ -205,17 +205,18 @@ impl TypedExperiment for RumMixed {
     type Config = MixedConfig;
 
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
-    /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus
-    /// the index's pages, `PER_RECORD.index` per record on the in-memory device, capped on `device = file`
-    /// by the cache, the memory component and a merge's survivors. The query schedules (40 B per
-    /// query: 0.4 B per record at the query fraction 0.01) are within the slopes. Measured with
-    /// `/usr/bin/time -v`: at small on BerlinMOD, the seven paper strategies, query_fractions=0.01,
-    /// device=mem, 78 MiB at 500,000 records and 131 MiB at 1,000,000 (110 B per record);
-    /// device=file with a 256-page memory component, 35 MiB and 55 MiB (40 B per record: the held
-    /// records, the index's part capped); at the paper's settings (device=file) over 8,000,000
-    /// BerlinMOD records under Validation and UM+M (query_fractions=0.01, query_skews=data),
-    /// 698 MiB held and 457 MiB streamed (32 B per held record). `held` rounds the held records up
-    /// as `rum-update` does; `index` is the rest of the in-memory slope, rounded up.
+    /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset,
+    /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
+    /// in-memory device, capped on `device = file` by the cache, the memory component and a merge's
+    /// survivors. The query schedules (40 B per query: 0.4 B per record at the query fraction 0.01)
+    /// are within the slopes. Measured with `/usr/bin/time -v`: at small on BerlinMOD, the seven
+    /// paper strategies, query_fractions=0.01, device=mem, 78 MiB at 500,000 records and 131 MiB at
+    /// 1,000,000 (110 B per record); device=file with a 256-page memory component, 35 MiB and
+    /// 55 MiB (40 B per record: the held records, the index's part capped); at the paper's settings
+    /// (device=file) over 8,000,000 BerlinMOD records under Validation and UM+M
+    /// (query_fractions=0.01, query_skews=data), 698 MiB held and 457 MiB streamed (32 B per held
+    /// record). `held` rounds the held records up as `rum-update` does; `index` is the rest of the
+    /// in-memory slope, rounded up.
     fn memory_estimate(&self, config: &MixedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         config
             .index

@@ -571,9 +571,41 @@ impl IndexConfig {
     }
 }
 
+/// A `usize` constant that a run reads through the function `$get`, and that unit tests may change
+/// on their own thread: `$with(value, f)` runs `f` with `$get` answering `value` (the thread-local
+/// `$cell` holds it). Outside tests `$get` is the constant.
+macro_rules! test_adjustable {
+    (fn $get:ident, fn $with:ident, $cell:ident = $value:expr) => {
+        #[cfg(not(test))]
+        fn $get() -> usize {
+            $value
+        }
+
+        #[cfg(test)]
+        thread_local! {
+            static $cell: std::cell::Cell<usize> = const { std::cell::Cell::new($value) };
+        }
+
+        #[cfg(test)]
+        fn $get() -> usize {
+            $cell.get()
+        }
+
+        #[cfg(test)]
+        pub(crate) fn $with<R>(value: usize, f: impl FnOnce() -> R) -> R {
+            let old = $cell.replace(value);
+            let out = f();
+            $cell.set(old);
+            out
+        }
+    };
+}
+pub(crate) use test_adjustable;
+
 /// Records from which the RUM experiments (`rum-update`, `rum-query`, `rum-mixed`, `rum-tuning`,
-/// `rum-concurrency`) stream a generated BerlinMOD dataset instead of holding it: the paper's 56,129,943 records would take 1.8 GB as records; streamed, the run holds the
-/// simulation's vehicles and road network only and generates the stream again for each ingest.
+/// `rum-concurrency`) stream a generated BerlinMOD dataset instead of holding it: the paper's
+/// 56,129,943 records would take 1.8 GB as records; streamed, the run holds the simulation's
+/// vehicles and road network only and generates the stream again for each ingest.
 pub const STREAM_MIN_RECORDS: usize = 8_000_000;
 
 /// Whether a RUM run streams generated dataset `d` of `records` records ([`STREAM_MIN_RECORDS`]).
@@ -581,31 +613,8 @@ pub fn streams(d: Dataset, records: usize) -> bool {
     d == Dataset::Berlinmod && records >= stream_min_records()
 }
 
-#[cfg(not(test))]
-fn stream_min_records() -> usize {
-    STREAM_MIN_RECORDS
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Unit tests lower the threshold on their own thread to run a small dataset both ways.
-    static STREAM_MIN_FOR_TEST: std::cell::Cell<usize> = const { std::cell::Cell::new(STREAM_MIN_RECORDS) };
-}
-
-#[cfg(test)]
-fn stream_min_records() -> usize {
-    STREAM_MIN_FOR_TEST.get()
-}
-
-/// Runs `f` with [`streams`] answering for `min` records instead of [`STREAM_MIN_RECORDS`], on
-/// this thread only.
-#[cfg(test)]
-pub(crate) fn with_stream_min<R>(min: usize, f: impl FnOnce() -> R) -> R {
-    let old = STREAM_MIN_FOR_TEST.replace(min);
-    let out = f();
-    STREAM_MIN_FOR_TEST.set(old);
-    out
-}
+// Unit tests lower the threshold on their own thread to run a small dataset both ways.
+test_adjustable!(fn stream_min_records, fn with_stream_min, STREAM_MIN_FOR_TEST = STREAM_MIN_RECORDS);
 
 /// The note of a run that draws query centres from a streamed dataset's records.
 pub const STREAMED_CENTRES_NOTE: &str =
