@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use lsmlab_workloads::kv::{decode_value, value_for, KvOp, PeriodicShift, Zipfian};
+use lsmlab_workloads::kv::{decode_value, value_for, KeyDist, KvOp, PeriodicShift, Sysbench, SysbenchDist};
 use lsmlab_workloads::{KvWorkload, WorkloadError};
 
 const OPS: usize = 100_000;
@@ -59,7 +59,10 @@ fn bad_specs_are_refused_with_the_reason() {
     assert!(reason(s.clone().with_shares(75.0, 0.0, 20.0, 6.0)).contains("sum to 101"));
     assert!(reason(s.clone().with_shares(105.0, 0.0, 0.0, -5.0)).contains("insert share is -5"));
     assert!(reason(s.clone().with_shares(f64::NAN, 0.0, 50.0, 50.0)).contains("get share"));
-    assert!(reason(s.clone().with_zipf(1.0)).contains("0.99"));
+    // YCSB's zipfian is undefined at 1.0; SysBench's (the default) is not
+    let ycsb = s.clone().with_keys(KeyDist::YcsbZipfian).unwrap();
+    assert!(reason(ycsb.with_zipf(1.0)).contains("0.99"));
+    assert!(s.clone().with_zipf(1.0).is_ok());
     assert!(s.clone().with_zipf(-0.2).is_err());
     assert!(reason(s.clone().with_records(0)).contains("record count"));
     assert!(s.clone().with_scan_len(0).is_err());
@@ -136,10 +139,12 @@ fn streams_touch_as_many_distinct_keys_as_the_zipf_law_predicts() {
             }
         }
         // E[distinct] = Σ_i 1 - (1 - p_i)^draws over the generator's item probabilities.
-        let z = Zipfian::new(RECORDS, spec.zipf).unwrap();
-        let expected: f64 = (0..RECORDS)
-            .map(|i| 1.0 - (1.0 - z.probability(i)).powf(draws as f64))
-            .sum();
+        assert_eq!(spec.keys, KeyDist::SysbenchZipfian);
+        let pmf = Sysbench::new(SysbenchDist::zipfian(spec.zipf))
+            .unwrap()
+            .pmf(RECORDS)
+            .unwrap();
+        let expected: f64 = pmf.iter().map(|p| 1.0 - (1.0 - p).powf(draws as f64)).sum();
         let got = keys.len() as f64;
         assert!(got > 1000.0, "{name}: only {got} distinct keys");
         assert!(

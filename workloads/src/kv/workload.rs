@@ -13,18 +13,25 @@
 //! periodicity of its hot set that the paper's Figure 4(c) shows ([`PeriodicShift`]).
 //!
 //! **Keys** are SysBench's: a single table of ids `0..records` (SysBench numbers them from 1;
-//! here from 0), loaded sorted. A point, update or scan draws a zipf rank `r` over the *initial*
-//! `records` ids with YCSB's [`Zipfian`] (SysBench's own `--rand-type=zipfian` is a different
-//! sampler with the same target law) and maps it to id `r` (plus the hot-set offset, if any), so
-//! the hot ids are low and contiguous. The keys are deliberately not scrambled: Leaper predicts
-//! hot *key ranges* (its Algorithm 1 grows ranges of contiguous keys), and its gains depend on
-//! hot keys sharing ranges and blocks. Drawing over the initial ids, not over the ids inserted so
-//! far, follows SysBench, whose random ids lie in `1..table_size` for the whole run; inserted ids
-//! are then never read nor updated, which changes little because they would sit at the coldest
-//! ranks anyway. Inserts append new ids `records, records + 1, ...` (an auto-increment primary
-//! key, as SysBench's `oltp_insert` without explicit ids). A scan reads `scan_len` consecutive
-//! ids from a drawn start (SysBench's `range_size`, default 100), cut at the largest id existing
-//! so far.
+//! here from 0), loaded sorted. A point, update or scan draws an id over the *initial* `records`
+//! ids with the workload's [`KeyDist`] (plus the hot-set offset, if any). The default,
+//! [`KeyDist::SysbenchZipfian`], is SysBench's own `--rand-type=zipfian` with Table 2's zipf
+//! factor as `--rand-zipfian-exp` ([`super::sysbench`]): the exact zipf law, the hottest ids the
+//! lowest and contiguous, which is where SysBench puts them. That is the synthetic workload as
+//! the paper generated it. For e-commerce and messaging the paper publishes no trace, only that
+//! their accesses "approximately follow power-law distributions" with the zipf factors of
+//! Table 2, plus e-commerce's daily periodicity (Figure 4(c)); they are drawn the same way, so
+//! their hot keys share key ranges and blocks as SysBench's do. Neither the locality of the real
+//! traces' keys nor SysBench's is a given for every system: [`KeyDist::ScrambledZipfian`] keeps
+//! the law and scatters the ranks over the key space (no locality), [`KeyDist::YcsbZipfian`] is
+//! YCSB's approximate zipfian over unscrambled ranks (what lsmlab drew before it had SysBench's
+//! generators), and [`KeyDist::Special`] is sysbench 1.0's default `--rand-type`. Drawing over
+//! the initial ids, not over the ids inserted so far, follows SysBench, whose random ids lie in
+//! `1..table_size` for the whole run; inserted ids are then never read nor updated, which changes
+//! little because they would sit at the coldest ranks anyway. Inserts append new ids
+//! `records, records + 1, ...` (an auto-increment primary key, as SysBench's `oltp_insert`
+//! without explicit ids). A scan reads `scan_len` consecutive ids from a drawn start (SysBench's
+//! `range_size`, default 100), cut at the largest id existing so far.
 //!
 //! **Time** is counted in operations: a "day" is [`KvWorkload::day_ops`] operations, and each op
 //! carries its time-of-day fraction `(seq mod day_ops) / day_ops` so that Leaper's time features
@@ -34,7 +41,8 @@ use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use super::{value_for, KvOp, Zipfian};
+use super::sysbench::{KeyDist, Sysbench};
+use super::{value_for, ycsb_fnvhash64, KvOp, Zipfian};
 use crate::{seeded_rng, WorkloadError};
 
 /// The share of each op type, in percent of all ops (they must sum to 100).
@@ -113,8 +121,14 @@ pub struct KvWorkload {
     pub name: String,
     /// Op mix in percent.
     pub shares: OpShares,
-    /// Zipf constant θ of the key draws, in `[0, 1)` (0 is uniform).
+    /// Zipf constant θ of the key draws (0 is uniform): the exponent of the zipfian
+    /// [`KeyDist`]s, in `[0, 1)` for YCSB's and `>= 0` for SysBench's; the other distributions
+    /// ignore it.
     pub zipf: f64,
+    /// How the read and updated ids are drawn (absent from specs written before lsmlab had
+    /// SysBench's generators, which drew YCSB's zipfian).
+    #[serde(default = "legacy_key_dist")]
+    pub keys: KeyDist,
     /// Initial record count (ids `0..records`).
     pub records: u64,
     /// Keys per scan (SysBench's `range_size`).
@@ -136,6 +150,11 @@ pub const DEFAULT_VALUE_BYTES: usize = 200;
 pub const DEFAULT_DAY_OPS: u64 = 100_000;
 /// Default number of places e-commerce's hot set visits per day.
 pub const DEFAULT_SHIFT_REGIONS: u32 = 4;
+
+/// What a spec without a `keys` field drew: YCSB's zipfian over unscrambled ranks.
+fn legacy_key_dist() -> KeyDist {
+    KeyDist::YcsbZipfian
+}
 
 fn bad(reason: String) -> WorkloadError {
     WorkloadError::InvalidParameter {
@@ -180,6 +199,7 @@ impl KvWorkload {
                 insert,
             },
             zipf,
+            keys: KeyDist::SysbenchZipfian,
             records,
             scan_len: DEFAULT_SCAN_LEN,
             value_bytes: DEFAULT_VALUE_BYTES,
@@ -192,15 +212,17 @@ impl KvWorkload {
     /// record, `scan_len >= 1`, `day_ops >= 1`, shift regions in `1..=records`.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         self.shares.validate()?;
-        if !(self.zipf.is_finite() && (0.0..1.0).contains(&self.zipf)) {
-            let hint = if self.zipf == 1.0 {
-                " (YCSB's zipfian is undefined at 1.0; use 0.99)"
+        let ycsb = self.keys == KeyDist::YcsbZipfian;
+        if !(self.zipf.is_finite() && self.zipf >= 0.0 && (!ycsb || self.zipf < 1.0)) {
+            let hint = if ycsb && self.zipf >= 1.0 {
+                " (YCSB's zipfian is undefined at 1.0 and above; use 0.99, or SysBench's zipfian: keys=sysbench-zipfian)"
             } else {
                 ""
             };
+            let range = if ycsb { "[0, 1)" } else { "[0, inf)" };
             return Err(bad(format!(
-                "zipf constant {} is outside [0, 1){hint}",
-                self.zipf
+                "zipf constant {} is outside {range} for {} keys{hint}",
+                self.zipf, self.keys
             )));
         }
         if self.records == 0 {
@@ -258,6 +280,13 @@ impl KvWorkload {
     /// The same workload with zipf constant `theta` in `[0, 1)`.
     pub fn with_zipf(mut self, theta: f64) -> Result<Self, WorkloadError> {
         self.zipf = theta;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// The same workload with its ids drawn by `keys`.
+    pub fn with_keys(mut self, keys: KeyDist) -> Result<Self, WorkloadError> {
+        self.keys = keys;
         self.validate()?;
         Ok(self)
     }
@@ -373,7 +402,7 @@ impl TimedOp {
 #[derive(Clone, Debug)]
 pub struct KvStream {
     spec: KvWorkload,
-    zipf: Zipfian,
+    sampler: Sampler,
     op_rng: Xoshiro256PlusPlus,
     key_rng: Xoshiro256PlusPlus,
     /// Cumulative shares: get, get+scan, get+scan+update (insert takes the rest).
@@ -391,7 +420,7 @@ impl KvStream {
         spec.validate()?;
         let s = spec.shares;
         Ok(KvStream {
-            zipf: Zipfian::new(spec.records, spec.zipf)?,
+            sampler: Sampler::new(spec)?,
             op_rng: seeded_rng(seed, &format!("kv/{}/ops", spec.name)),
             key_rng: seeded_rng(seed, &format!("kv/{}/keys", spec.name)),
             cum: [s.get, s.get + s.scan, s.get + s.scan + s.update],
@@ -417,11 +446,36 @@ impl KvStream {
         self.next_id
     }
 
-    /// A key drawn at op `seq`: zipf rank, moved by the hot-set offset, within the initial ids.
+    /// A key drawn at op `seq`: an id of the initial ones by the spec's [`KeyDist`], moved by
+    /// the hot-set offset.
     fn draw_key(&mut self) -> u64 {
-        let rank = self.zipf.sample(&mut self.key_rng);
+        let n = self.spec.records;
+        let rank = match &self.sampler {
+            Sampler::Ycsb(z) => z.sample(&mut self.key_rng),
+            Sampler::Sysbench(s) => s.sample(&mut self.key_rng, 0, n - 1),
+            Sampler::Scrambled(s) => ycsb_fnvhash64(s.sample(&mut self.key_rng, 0, n - 1)) % n,
+        };
         let offset = self.spec.hot_offset(self.seq);
-        ((u128::from(rank) + u128::from(offset)) % u128::from(self.spec.records)) as u64
+        ((u128::from(rank) + u128::from(offset)) % u128::from(n)) as u64
+    }
+}
+
+/// The id generator of a [`KeyDist`].
+#[derive(Clone, Debug)]
+enum Sampler {
+    Ycsb(Zipfian),
+    Sysbench(Sysbench),
+    /// A SysBench zipfian rank hashed over the key space.
+    Scrambled(Sysbench),
+}
+
+impl Sampler {
+    fn new(spec: &KvWorkload) -> Result<Self, WorkloadError> {
+        Ok(match (spec.keys, spec.keys.sysbench(spec.zipf)) {
+            (KeyDist::ScrambledZipfian, Some(d)) => Sampler::Scrambled(Sysbench::new(d)?),
+            (_, Some(d)) => Sampler::Sysbench(Sysbench::new(d)?),
+            (_, None) => Sampler::Ycsb(Zipfian::new(spec.records, spec.zipf)?),
+        })
     }
 }
 
