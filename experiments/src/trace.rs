@@ -208,7 +208,7 @@ fn gen_leaper(req: &GenRequest, workload: &str, w: &mut impl Write) -> anyhow::R
     let meta = json!({
         "workload": req.workload, "experiment": "leaper-*", "scale": req.scale.to_string(), "seed": req.seed,
         "params": {"records": spec.records, "value_bytes": setup.value_bytes, "day_ops": spec.day_ops,
-                   "zipf": spec.zipf, "ops": n},
+                   "zipf": spec.zipf, "key_dist": spec.keys.name(), "ops": n},
     });
     header(w, &meta, &["seq", "day", "time_of_day", "op", "key", "hi"])?;
     use lsmlab_workloads::kv::KvOp;

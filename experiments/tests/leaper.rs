@@ -86,6 +86,27 @@ fn leaper_online_rows_carry_the_ratios_the_windows_and_the_summary_fields() {
         }
     }
     assert!(intervals.iter().any(|r| r["in_flush"] == true));
+    for r in intervals.iter().chain(&summaries) {
+        for k in ["compaction_cache_ratio", "cached_inputs_per_compaction"] {
+            assert!(f(r, k) >= 0.0, "{k}: {r:?}");
+        }
+    }
+    // the variants ran beside the default, under lru and Table 4's pair, in rows of their own kind
+    let variants = lsmlab_rows(&v, "variant-summary");
+    let names: std::collections::BTreeSet<&str> =
+        variants.iter().map(|r| r["variant"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["keys=scrambled-zipfian", "keys=special", "shape=table2"].into(),
+        "the default variants"
+    );
+    assert_eq!(variants.len(), 9, "3 variants x 3 policies");
+    assert_eq!(lsmlab_rows(&v, "variant-interval").len(), 9 * 40);
+    // Table 2's synthetic table is 20 M of the 50 M records: the cache is 0.75 of its data
+    for r in variants.iter().filter(|r| r["variant"] == "shape=table2") {
+        assert!((f(r, "cache_data_ratio") - 0.75).abs() < 0.02, "{r:?}");
+        assert!((f(r, "memtable_data_ratio") - 0.25).abs() < 0.01, "{r:?}");
+    }
     for r in &summaries {
         for k in [
             "hit_ratio",
@@ -131,6 +152,12 @@ fn leaper_online_rows_carry_the_ratios_the_windows_and_the_summary_fields() {
         .iter()
         .any(|n| n.contains("cache / data = 0.3") && n.contains("memtable / data = 0.1")));
     assert!(notes.iter().any(|n| n.starts_with("Latency spike")));
+    assert!(notes
+        .iter()
+        .any(|n| n.starts_with("Keys: key_dist = sysbench-zipfian")));
+    assert!(notes
+        .iter()
+        .any(|n| n.starts_with("Variants (rows kind = variant-interval")));
     assert!(notes
         .iter()
         .any(|n| n.contains("saved") && n.contains("loaded back")));
@@ -331,6 +358,9 @@ fn bad_values_name_the_key_and_write_no_result() {
         ("leaper-online", "workloads=tpcc", "tpcc"),
         ("leaper-online", "compaction_mb_s=0", "compaction_mb_s"),
         ("leaper-online", "cache_ration=0.3", "cache_ration"),
+        ("leaper-online", "key_dist=zipf", "key_dist"),
+        ("leaper-online", "variants=keys=zipf", "keys=zipf"),
+        ("leaper-online", "variants=shape=table3", "shape=table3"),
         #[cfg(feature = "fjall")]
         ("leaper-online", "value_bytes=8", "value_bytes"),
         #[cfg(not(feature = "fjall"))]

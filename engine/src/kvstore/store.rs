@@ -48,6 +48,10 @@ pub struct BackgroundOp {
     pub input_runs: usize,
     /// Data blocks of the input runs (0 for a flush).
     pub input_blocks: u64,
+    /// Input data blocks the cache held when the operation began, before the policy acted: the
+    /// cached blocks the operation retires, whatever the policy then does about them (0 for a
+    /// flush and a trivial move).
+    pub cached_inputs: u64,
     /// Data blocks written.
     pub output_blocks: u64,
     /// Device page reads and writes during the operation (inputs' data blocks; outputs' data
@@ -481,6 +485,7 @@ impl KvStore {
                     trivial_move: false,
                     input_runs: 0,
                     input_blocks: 0,
+                    cached_inputs: 0,
                     output_blocks: counts.written,
                     pages_read: io_delta.page_reads,
                     pages_written: io_delta.page_writes,
@@ -520,6 +525,7 @@ impl KvStore {
                         trivial_move: true,
                         input_runs: 1,
                         input_blocks,
+                        cached_inputs: 0,
                         output_blocks: input_blocks,
                         pages_read: io_delta.page_reads,
                         pages_written: io_delta.page_writes,
@@ -559,6 +565,11 @@ impl KvStore {
             .collect();
         let keys = KeyRange::cover(ids.iter().filter_map(|&id| version.get(id)?.keys.as_ref()));
         let input_blocks: u64 = inputs.iter().map(|r| r.blocks.len() as u64).sum();
+        let cached_inputs = inputs
+            .iter()
+            .flat_map(|r| &r.blocks)
+            .filter(|b| self.cache.contains(b.page))
+            .count() as u64;
         let now = self.now;
         let KvStore {
             cache, policy, runs, ..
@@ -596,6 +607,7 @@ impl KvStore {
             trivial_move: false,
             input_runs: inputs.len(),
             input_blocks,
+            cached_inputs,
             output_blocks: counts.written,
             pages_read: io_delta.page_reads,
             pages_written: io_delta.page_writes,

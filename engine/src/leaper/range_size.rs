@@ -156,19 +156,34 @@ impl AccessMatrix {
         self.slots.len()
     }
 
-    /// Definition 1's `Z(A)`: the proportion of zeros in the slots x `ceil(T / A)` bit matrix
-    /// (with [`AccessMatrix::live_from`], row `s` has `ceil(live_s / A)` cells).
+    /// Definition 1's `Z(A)`: the proportion of zeros in the slots x `T / A` bit matrix of
+    /// *whole* ranges of `A` keys (with [`AccessMatrix::live_from`], row `s` has `live_s / A`
+    /// cells). When `A` does not divide `T`, the keys above the last whole range form no cell of
+    /// the matrix: a leftover range of a few keys would otherwise add a cell that is nearly always
+    /// zero and let a range size that leaves such a remainder pass the efficiency test for that
+    /// reason alone (Algorithm 1's matrix has `T / A` columns). A row with fewer keys than `A`
+    /// counts one cell, its single partial range.
     pub fn zero_proportion(&self, size: u64) -> f64 {
+        let columns = |keys: u64| if keys == 0 { 0 } else { (keys / size).max(1) };
         let cells: f64 = match &self.live {
-            None => self.key_space.div_ceil(size) as f64 * self.slots.len() as f64,
-            Some(live) => live.iter().map(|&l| l.div_ceil(size) as f64).sum(),
+            None => columns(self.key_space) as f64 * self.slots.len() as f64,
+            Some(live) => live.iter().map(|&l| columns(l) as f64).sum(),
         };
         let mut ones = 0u64;
-        for iv in &self.slots {
+        for (s, iv) in self.slots.iter().enumerate() {
+            let row_keys = self.live.as_ref().map_or(self.key_space, |l| l[s]);
+            let limit = columns(row_keys);
+            if limit == 0 {
+                continue;
+            }
+            let last = limit - 1;
             // Intervals are sorted and disjoint, so their range intervals are sorted; merge them.
             let mut cur: Option<(u64, u64)> = None;
             for &(lo, hi) in iv {
-                let (a, b) = (lo / size, hi / size);
+                let (a, b) = (lo / size, (hi / size).min(last));
+                if a > last {
+                    break;
+                }
                 cur = match cur {
                     Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
                     Some((ca, cb)) => {
@@ -181,6 +196,9 @@ impl AccessMatrix {
             if let Some((ca, cb)) = cur {
                 ones += cb - ca + 1;
             }
+        }
+        if cells == 0.0 {
+            return 0.0;
         }
         (cells - ones as f64) / cells
     }
@@ -289,8 +307,9 @@ mod tests {
         assert_eq!(m.zero_proportion(10), 11.0 / 16.0);
         // A = 20: 4 ranges; 4 + 1 ones: 3 zeros of 8.
         assert_eq!(m.zero_proportion(20), 3.0 / 8.0);
-        // A = 30: 3 ranges (the last partial); keys 0, 20 -> 0; 40 -> 1; 60 -> 2; 5 -> 0.
-        assert_eq!(m.zero_proportion(30), 2.0 / 6.0);
+        // A = 30: 2 whole ranges (keys 60..=79 form no cell); keys 0, 20 -> 0; 40 -> 1; 60 is
+        // outside; 5 -> 0: 3 ones, 1 zero of 4.
+        assert_eq!(m.zero_proportion(30), 1.0 / 4.0);
         // Scans cover every range they touch.
         let m = AccessMatrix::new(100, vec![vec![(15, 42), (40, 44)]]).unwrap();
         assert_eq!(m.zero_proportion(10), 6.0 / 10.0);
@@ -299,32 +318,35 @@ mod tests {
     #[test]
     fn stops_at_once_then_binary_search() {
         // T = 80, one slot with keys 0, 20, 40, 60. Z(10) = 4/8 = 0.5, Z(20) = 0: doubling is not
-        // efficient (0 <= 0.3). Binary search in [10, 20) for Z > 0.3: Z(15) = 2/6 (ranges 0,1,2,4
-        // of 6 accessed) passes, Z(17) = Z(16) = 1/5 fail: the answer is 15.
+        // efficient (0 <= 0.3). Binary search in [10, 20) for Z > 0.3 over whole ranges: Z(15) =
+        // 1/5 (5 ranges, all but range 3 accessed) fails, Z(12) = Z(13) = 2/6 pass, Z(14) = 1/5
+        // fails: the answer is 13.
         let m = AccessMatrix::new(80, point_slots(&[&[0, 20, 40, 60]])).unwrap();
         let c = select_range_size_matrix(&m, RangeSizeParams::default()).unwrap();
-        assert_eq!(c.size, 15);
+        assert_eq!(c.size, 13);
         let sizes: Vec<u64> = c.evaluated.iter().map(|e| e.0).collect();
-        assert_eq!(sizes, vec![10, 20, 15, 17, 16]);
+        assert_eq!(sizes, vec![10, 20, 15, 12, 13, 14]);
     }
 
     #[test]
     fn doubles_while_efficient() {
         // T = 1280, key 0 accessed in both of two slots. Z(A) = 1 - A/1280 for A a power-of-two
         // multiple of 10: each doubling keeps Z(2A)/Z(A) > 0.6 up to A = 640 (Z = 0.5 vs 0.75);
-        // Z(1280) = 0 is not efficient. In [640, 1280) every size has 2 ranges and Z = 0.5 > 0.3:
-        // the answer is 1279.
+        // Z(1280) = 0 is not efficient. In (640, 1280) every size has one whole range, always
+        // accessed (Z = 0): the answer is 640. (Counting the leftover partial range as a second
+        // cell, never accessed, would give Z = 0.5 and the answer 1279: a range size chosen for its
+        // remainder.)
         let m = AccessMatrix::new(1280, point_slots(&[&[0], &[3]])).unwrap();
         let c = select_range_size_matrix(&m, RangeSizeParams::default()).unwrap();
-        assert_eq!(c.size, 1279);
+        assert_eq!(c.size, 640);
         assert_eq!(
             c.evaluated[..8].iter().map(|e| e.0).collect::<Vec<_>>(),
             vec![10, 20, 40, 80, 160, 320, 640, 1280]
         );
         // A stricter alpha stops earlier: with alpha 0.9, Z(40)/Z(20) = (31/32)/(63/64) = 0.984 ...
         // Z(160)/Z(80) = (7/8)/(15/16) = 0.933 passes, Z(320)/Z(160) = 0.857 fails; binary search in
-        // [160, 320) for Z > 0.9 * 7/8 = 0.7875: Z(x) = 1 - 1/ceil(1280/x) > 0.7875 needs at least 5
-        // ranges, x <= 319 gives ceil(1280/319) = 5: the answer is 319.
+        // [160, 320) for Z > 0.9 * 7/8 = 0.7875: Z(x) = 1 - 1/floor(1280/x) > 0.7875 needs at least
+        // 5 whole ranges, x <= 256: the answer is 256.
         let c = select_range_size_matrix(
             &m,
             RangeSizeParams {
@@ -333,7 +355,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(c.size, 319);
+        assert_eq!(c.size, 256);
     }
 
     #[test]
@@ -347,9 +369,9 @@ mod tests {
         assert_eq!(m.zero_proportion(40), 0.75);
         assert_eq!(m.zero_proportion(80), 0.5);
         let c = select_range_size_matrix(&m, RangeSizeParams::default()).unwrap();
-        // 10 -> 20 -> 40 -> 80 (0.5 > 0.45) -> 160 (Z = 0, stop); [80, 160) with Z > 0.3: 2 ranges,
-        // one accessed: Z = 0.5 for every size up to 159.
-        assert_eq!(c.size, 159);
+        // 10 -> 20 -> 40 -> 80 (0.5 > 0.45) -> 160 (Z = 0, stop); in (80, 160) there is one whole
+        // range, accessed (Z = 0 <= 0.3): the answer is 80.
+        assert_eq!(c.size, 80);
     }
 
     #[test]

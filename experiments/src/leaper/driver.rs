@@ -88,7 +88,8 @@ impl KvSetup {
         let spec = KvWorkload::parse(workload.as_str())?
             .with_records(self.records)?
             .with_value_bytes(self.value_bytes)
-            .with_day_ops(day_ops.max(1))?;
+            .with_day_ops(day_ops.max(1))?
+            .with_keys(self.key_dist)?;
         Ok(spec)
     }
 }
@@ -392,6 +393,11 @@ pub struct Measured {
     pub invalidations: u64,
     pub admitted: u64,
     pub policy_evictions: u64,
+    /// Summed over the non-trivial compactions: their input data blocks, and the input blocks
+    /// the cache held when each began (what the compaction retires from the cache, before the
+    /// policy acts).
+    pub compaction_input_blocks: u64,
+    pub compaction_cached_inputs: u64,
     pub wall_s: f64,
 }
 
@@ -399,6 +405,16 @@ impl Measured {
     /// Flushes and compactions that rewrote blocks.
     pub fn background_ops(&self) -> u64 {
         self.flushes + self.compactions
+    }
+
+    /// Input data blocks per compaction (0 without one).
+    pub fn blocks_per_compaction(&self) -> f64 {
+        self.compaction_input_blocks as f64 / self.compactions.max(1) as f64
+    }
+
+    /// Cached input blocks per compaction when it began (0 without one).
+    pub fn cached_inputs_per_compaction(&self) -> f64 {
+        self.compaction_cached_inputs as f64 / self.compactions.max(1) as f64
     }
 }
 
@@ -428,7 +444,11 @@ pub fn measure(
             }
             match b.kind {
                 Background::Flush => m.flushes += 1,
-                Background::Compaction => m.compactions += 1,
+                Background::Compaction => {
+                    m.compactions += 1;
+                    m.compaction_input_blocks += b.input_blocks;
+                    m.compaction_cached_inputs += b.cached_inputs;
+                }
             }
             let t1 = driver.cost.background_s(b.pages_read, b.pages_written);
             recorder.background(b.kind, at - t0, t1, b.invalidated, b.admitted);

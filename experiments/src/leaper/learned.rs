@@ -331,17 +331,37 @@ pub struct TrainingSet {
     pub day_s: f64,
 }
 
+/// The records of `log` in the slots the models train on: those before the held-out tail that
+/// [`lsmlab_engine::leaper::train`] sets aside (the last `test_fraction` of the label slots,
+/// after the feature history's first slots), so that Algorithm 1 picks the range size from the
+/// training data alone and the test slots stay unseen. The log's records are in time order.
+pub fn training_records(log: &AccessLog, slot_s: f64, test_fraction: f64) -> &[AccessRecord] {
+    let slot = |t: f64| lsmlab_engine::leaper::collector::slot_of(t, slot_s);
+    let (Some(first), Some(last)) = (log.records.first(), log.records.last()) else {
+        return &log.records;
+    };
+    let (f, l) = (slot(first.time), slot(last.time));
+    let n = (l.saturating_sub(f) + 1) as usize;
+    let label = n.saturating_sub(lsmlab_engine::leaper::features::HISTORY_SLOTS);
+    let test = ((test_fraction * label as f64).round() as usize).max(1);
+    let cut = f + n.saturating_sub(test) as u64;
+    let end = log.records.partition_point(|r| slot(r.time) < cut);
+    &log.records[..end.max(1)]
+}
+
 /// Algorithm 1 (initial size 10, alpha 0.6) on a log over `0..key_space` whose first `records`
-/// keys were loaded before it, its matrix rows counting the ranges `rows` says.
+/// keys were loaded before it, its matrix rows counting the ranges `rows` says: over the
+/// training slots only ([`training_records`] with `test_fraction`).
 pub fn algorithm1(
     log: &AccessLog,
     key_space: u64,
     slot_s: f64,
     rows: Alg1KeySpace,
     records: u64,
+    test_fraction: f64,
 ) -> anyhow::Result<lsmlab_engine::leaper::RangeSizeChoice> {
     select_range_size_in(
-        &log.records,
+        training_records(log, slot_s, test_fraction),
         key_space,
         slot_s,
         RangeSizeParams::default(),
@@ -371,7 +391,14 @@ pub fn training_set(
             Vec::new(),
         )
     } else {
-        let choice = algorithm1(log, key_space, slot_s, s.alg1_key_space, spec.records)?;
+        let choice = algorithm1(
+            log,
+            key_space,
+            slot_s,
+            s.alg1_key_space,
+            spec.records,
+            s.test_fraction,
+        )?;
         (choice.size, choice.evaluated)
     };
     let config = CollectorConfig {
@@ -636,6 +663,22 @@ pub const ALG1_LIVE_COST: &str = "alg1_key_space = live against whole, measured 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn algorithm1_sees_the_training_slots_only() {
+        // 20 slots of 1 s, one read each: 14 label slots after the 6 of history, a quarter of
+        // them (round(3.5) = 4) held out, so the training records are those of slots 0..16.
+        let mut log = AccessLog::default();
+        for s in 0..20u64 {
+            log.record(s as f64 + 0.5, &KvOp::Get(s));
+        }
+        let train = training_records(&log, 1.0, 0.25);
+        assert_eq!(train.len(), 16);
+        assert!(train.iter().all(|r| r.time < 16.0));
+        // a test share of 1/2: 7 held out
+        assert_eq!(training_records(&log, 1.0, 0.5).len(), 13);
+        assert!(training_records(&AccessLog::default(), 1.0, 0.25).is_empty());
+    }
 
     #[test]
     fn few_key_ranges_are_flagged_and_enough_are_not() {

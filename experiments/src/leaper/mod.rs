@@ -16,10 +16,12 @@ pub mod pool;
 pub mod report;
 pub mod sensitivity;
 pub mod timeline;
+pub mod variant;
 
 use std::fmt;
 
 use lsmlab_engine::storage::DeviceProfile;
+use lsmlab_workloads::kv::KeyDist;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{check, check_items, KeyHelp};
@@ -121,6 +123,10 @@ pub struct KvSetup {
     pub warmup_ops: u64,
     /// A latency spike: an interval whose p95 exceeds this many times the median interval p95.
     pub spike_factor: f64,
+    /// How the workloads draw the ids they read and update (`sysbench-zipfian`, the default, is
+    /// SysBench's zipfian with Table 2's skew; see [`lsmlab_workloads::kv::KeyDist`]).
+    #[serde(default)]
+    pub key_dist: KeyDist,
     /// Closed-loop clients issuing the operations; 1 = the single-client clock (the default, what
     /// the code has always modelled: the paper gives no client count), N > 1 = the queueing clock
     /// ([`clock::Queue`]).
@@ -154,7 +160,7 @@ fn default_io_channels() -> usize {
 }
 
 /// The help of [`KvSetup`]'s keys.
-pub const SETUP_HELP: [KeyHelp; 25] = [
+pub const SETUP_HELP: [KeyHelp; 26] = [
     (
         "records",
         "records bulk-loaded before the run (the paper: 10 GB of 200 B pairs = 50,000,000)",
@@ -232,6 +238,10 @@ pub const SETUP_HELP: [KeyHelp; 25] = [
         "a latency spike is an interval whose p95 exceeds this x the median interval p95 of the workload's runs",
     ),
     (
+        "key_dist",
+        "how reads and updates draw their ids: sysbench-zipfian (default: SysBench's --rand-type=zipfian with Table 2's zipf as exponent, hot ids lowest), ycsb-zipfian (YCSB's approximate zipfian, unscrambled), scrambled-zipfian (the same law, ranks hashed over the key space: no key locality), special (sysbench 1.0's default: 1% of ids in the middle take 75% of draws), uniform, gaussian, pareto",
+    ),
+    (
         "clients",
         "closed-loop clients: 1 = the single-client clock (default; the paper gives no client count), N > 1 = N clients queueing for cpu_cores CPU servers and io_channels device channels",
     ),
@@ -278,6 +288,7 @@ impl KvSetup {
             t2_intervals: 5.0,
             warmup_ops,
             spike_factor: 2.0,
+            key_dist: KeyDist::default(),
             clients: 1,
             cpu_cores: PAPER_CPU_CORES,
             io_channels: DEFAULT_IO_CHANNELS,
@@ -309,9 +320,18 @@ impl KvSetup {
             (512..=65536).contains(&self.page_size),
             "a page size between 512 and 65536 bytes",
         )?;
-        let fraction = |key: &str, v: f64| check(key, v, v > 0.0 && v <= 1.0, "a fraction in (0, 1]");
-        fraction("cache_ratio", self.cache_ratio)?;
-        fraction("memtable_ratio", self.memtable_ratio)?;
+        check(
+            "cache_ratio",
+            self.cache_ratio,
+            self.cache_ratio > 0.0 && self.cache_ratio <= 10.0,
+            "a positive fraction of the data, at most 10 (a cache larger than the data is allowed)",
+        )?;
+        check(
+            "memtable_ratio",
+            self.memtable_ratio,
+            self.memtable_ratio > 0.0 && self.memtable_ratio <= 1.0,
+            "a fraction in (0, 1]",
+        )?;
         check("l0_trigger", self.l0_trigger, self.l0_trigger >= 1, "at least 1")?;
         check(
             "base_level_memtables",
@@ -486,8 +506,34 @@ impl KvSetup {
                  threshold judges every policy).",
                 self.spike_factor
             ),
+            self.keys_note(),
             self.clients_note(),
         ]
+    }
+
+    /// The note on how the workloads draw their ids.
+    pub fn keys_note(&self) -> String {
+        let what = match self.key_dist {
+            KeyDist::SysbenchZipfian => {
+                "SysBench's --rand-type=zipfian with each workload's Table 2 zipf factor as --rand-zipfian-exp                  (rejection inversion, the exact zipf law): the hottest ids are the lowest and contiguous, where                  SysBench puts them. The paper generates its synthetic workload with SysBench; for e-commerce and                  messaging it publishes only a zipf factor (\"approximately follow power-law distributions\") and                  e-commerce's daily periodicity, so they are drawn the same way, e-commerce's hot set moving with the                  time of day"
+            }
+            KeyDist::YcsbZipfian => {
+                "YCSB's ZipfianGenerator (Gray's approximation) over unscrambled ranks: the hottest ids are the lowest"
+            }
+            KeyDist::ScrambledZipfian => {
+                "the zipf law of SysBench's zipfian with each rank hashed over the key space (FNV-1a, as YCSB's                  ScrambledZipfianGenerator): the same popularity, no key locality"
+            }
+            KeyDist::Special => {
+                "SysBench's special distribution with its defaults (sysbench 1.0's default --rand-type): 75% of the                  draws on 0.75% of the ids, in the middle of the table, the rest a gaussian centred there"
+            }
+            KeyDist::Uniform => "SysBench's uniform distribution",
+            KeyDist::Gaussian => "SysBench's gaussian distribution (12 uniforms summed), centred on the table",
+            KeyDist::Pareto => "SysBench's pareto distribution (h = 0.2): the lowest 20% of the ids take 80% of the draws",
+        };
+        format!(
+            "Keys: key_dist = {}: {what}. Reads, scans and updates draw over the initial ids, as SysBench draws over              1..table_size; inserts append new ids (an auto-increment key). The key distribution decides how many              hot keys share a data block and a key range, which is what LRU's hit ratio and Leaper's key-range              predictions depend on: leaper-online's variants run the others beside.",
+            self.key_dist
+        )
     }
 }
 
@@ -533,12 +579,19 @@ pub fn memory_estimate(
 }
 
 /// The ratio fields every Leaper row carries: `cache_data_ratio` and `memtable_data_ratio` (as
-/// measured on the store after its bulk load) and `background_ops` (flushes + non-trivial
-/// compactions of the measured run).
+/// measured on the store after its bulk load), `background_ops` (flushes + non-trivial
+/// compactions of the measured run), `compaction_cache_ratio` (input data blocks per compaction /
+/// cache pages) and `cached_inputs_per_compaction` (input blocks cached when a compaction began:
+/// the cached blocks each compaction retires before any policy acts).
 pub fn ratio_fields(row: RowBuilder, ratios: &Ratios) -> RowBuilder {
     row.num("cache_data_ratio", ratios.cache_data)
         .num("memtable_data_ratio", ratios.memtable_data)
         .int("background_ops", ratios.background_ops)
+        .num("compaction_cache_ratio", ratios.compaction_cache)
+        .num(
+            "cached_inputs_per_compaction",
+            ratios.cached_inputs_per_compaction,
+        )
 }
 
 /// The ratios of one run, as measured.
@@ -547,6 +600,10 @@ pub struct Ratios {
     pub cache_data: f64,
     pub memtable_data: f64,
     pub background_ops: u64,
+    /// Input data blocks per compaction / cache pages (0 without a compaction).
+    pub compaction_cache: f64,
+    /// Input blocks the cache held when a compaction began, per compaction.
+    pub cached_inputs_per_compaction: f64,
 }
 
 /// Checks a list of workloads is not empty.
@@ -582,7 +639,7 @@ mod tests {
             assert_eq!(l.leveled.max_levels, 3, "{scale}");
         }
         assert_eq!(KvSetup::defaults(Scale::Paper).records, 50_000_000);
-        assert_eq!(KvSetup::help().len(), 25);
+        assert_eq!(KvSetup::help().len(), 26);
         assert_eq!(KvSetup::defaults(Scale::Small).clients, 1);
     }
 

@@ -320,7 +320,14 @@ impl TypedExperiment for LeaperModelExperiment {
                     ((spec.records as f64 * learned::PAPER_RANGE_FRACTION).round() as u64).max(1),
                 );
             for rows in [learned::Alg1KeySpace::Whole, learned::Alg1KeySpace::Live] {
-                let c = learned::algorithm1(&log, key_space, set.slot_s, rows, spec.records)?;
+                let c = learned::algorithm1(
+                    &log,
+                    key_space,
+                    set.slot_s,
+                    rows,
+                    spec.records,
+                    settings.test_fraction,
+                )?;
                 key_ranges = key_ranges.int(&format!("alg1_{}_size", rows.name()), c.size).int(
                     &format!("alg1_{}_ranges", rows.name()),
                     key_space.div_ceil(c.size),

@@ -16,11 +16,12 @@ use super::driver::{
 };
 use super::learned::{self, LeaperSettings, TrainedLeaper};
 use super::report::{self as lr, BASELINE};
+use super::variant::Variant;
 use super::{check_workloads, median, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::result::ResultFile;
-use lsmlab_workloads::kv::KvWorkload;
+use lsmlab_workloads::kv::{KeyDist, KvWorkload};
 
 pub struct LeaperOnline;
 
@@ -45,7 +46,31 @@ pub struct OnlineConfig {
     /// The policies of the queueing alternative (Table 4's pair by default).
     #[serde(default = "queueing_policies_default")]
     pub queueing_policies: Vec<WarmUpKind>,
+    /// Named alternatives run beside the default setup (see [`Variant`]), each on every workload
+    /// under `variant_policies`; rows kind = variant-interval / variant-summary, field variant.
+    #[serde(default = "variants_default")]
+    pub variants: Vec<Variant>,
+    #[serde(default = "variant_policies_default")]
+    pub variant_policies: Vec<WarmUpKind>,
 }
+
+/// The variants run by default: key locality removed, sysbench 1.0's default distribution, and
+/// Table 2's data size: the conditions the Leaper verdicts were found to depend on.
+pub fn variants_default() -> Vec<Variant> {
+    vec![
+        Variant::Keys(KeyDist::ScrambledZipfian),
+        Variant::Keys(KeyDist::Special),
+        Variant::Table2Shape,
+    ]
+}
+
+/// The variants' policies: plain LRU (the hit ratio without warm-up) and Table 4's pair.
+pub fn variant_policies_default() -> Vec<WarmUpKind> {
+    vec![WarmUpKind::Lru, WarmUpKind::IncrementalWarmup, WarmUpKind::Leaper]
+}
+
+/// The prefix of the variants' row kinds (`variant-interval`, `variant-summary`).
+pub const VARIANT_KIND_PREFIX: &str = "variant-";
 
 /// Clients of the queueing alternative: Little's law on the paper's figures (Figure 11: e-commerce
 /// about 100-150 k QPS at about 2-4 ms of latency) puts a few hundred operations in flight.
@@ -87,6 +112,14 @@ impl Config for OnlineConfig {
             "queueing_policies",
             "the policies of the queueing_clients run (default: incremental-warmup, leaper: Table 4's pair)",
         ));
+        help.push((
+            "variants",
+            "named alternatives run beside the default on every workload (rows kind = variant-interval / variant-summary, field variant): keys=<key distribution> or shape=table2 (Table 2's table sizes, the cache and memtables kept in bytes); default keys=scrambled-zipfian, keys=special, shape=table2; `variants=` (empty) runs none",
+        ));
+        help.push((
+            "variant_policies",
+            "the policies of the variants (default: lru, incremental-warmup, leaper)",
+        ));
         help
     }
 
@@ -112,6 +145,18 @@ impl Config for OnlineConfig {
             self.queueing_clients == 0 || !self.queueing_policies.is_empty(),
             "at least one policy when queueing_clients > 0",
         )?;
+        check(
+            "variant_policies",
+            "(empty)",
+            self.variants.is_empty() || !self.variant_policies.is_empty(),
+            "at least one policy when variants are run",
+        )?;
+        for v in &self.variants {
+            for &w in &self.workloads {
+                v.apply(&self.setup, w)
+                    .map_err(|e| anyhow::anyhow!("parameter `variants`: {v} on {w}: {e:#}"))?;
+            }
+        }
         check(
             "queueing_clients",
             self.queueing_clients,
@@ -352,6 +397,8 @@ fn run_policy(
             cache_data: (prep.layout.cache_pages as f64 * setup.page_size as f64) / data_bytes.max(1) as f64,
             memtable_data: prep.layout.memtable_bytes as f64 / data_bytes.max(1) as f64,
             background_ops: measured.background_ops(),
+            compaction_cache: measured.blocks_per_compaction() / prep.layout.cache_pages.max(1) as f64,
+            cached_inputs_per_compaction: measured.cached_inputs_per_compaction(),
         },
         timeline,
         measured,
@@ -551,7 +598,8 @@ pub fn run_workload(
 pub fn replay_note(t: &crate::trace::KvTrace, seed: u64) -> String {
     format!(
         "{}: operations replayed from trace {} (written by `lsmlab gen leaper-{}`{}: {} operations), not generated; \
-         the run's workloads are the traces' (a fjall peer, which draws its own stream, is not run).",
+         the run's workloads are the traces' (a fjall peer, which draws its own stream, is not run, and \
+         neither are the variants, whose keys or record counts a trace fixes).",
         t.workload,
         t.path.display(),
         t.workload,
@@ -765,7 +813,10 @@ pub fn columns_note() -> String {
         "Rows: kind = interval (one per interval and run) and kind = summary (one per workload and policy); the \
          queueing alternative's rows are the same with kind = {QUEUEING_KIND_PREFIX}interval / {QUEUEING_KIND_PREFIX}summary. \
          Every lsmlab row: workload, policy, engine = lsmlab, clients (the clock's closed-loop clients), interval_s \
-         (virtual seconds per interval), cache_data_ratio, memtable_data_ratio, background_ops. Interval rows: \
+         (virtual seconds per interval), cache_data_ratio, memtable_data_ratio, background_ops, \
+         compaction_cache_ratio (input data blocks per compaction of the measured run / cache pages: how much of \
+         the cache one compaction's inputs amount to), cached_inputs_per_compaction (input blocks the cache held \
+         when a compaction began, before the policy acted: the cached blocks each compaction retires). Interval rows: \
          interval (0-based), start_s (virtual), ops (operations started in it), qps = ops / interval_s, hit_ratio = \
          cache_hits / (cache_hits + cache_misses) over the data-block reads of those operations (absent when none \
          read a block), p95_us / p99_us of their modelled latencies, in_flush / in_compaction = the interval \
@@ -842,6 +893,8 @@ impl TypedExperiment for LeaperOnline {
             fjall_peer: fjall_peer_default(),
             queueing_clients: QUEUEING_CLIENTS,
             queueing_policies: queueing_policies_default(),
+            variants: variants_default(),
+            variant_policies: variant_policies_default(),
         }
     }
 
@@ -856,6 +909,8 @@ impl TypedExperiment for LeaperOnline {
             replayed = cfg.clone();
             replayed.workloads = traces.iter().map(|t| t.workload).collect();
             replayed.fjall_peer = false;
+            // A variant changes how keys are drawn or how many records there are: a trace fixes both.
+            replayed.variants = Vec::new();
             &replayed
         };
         let trace_of = |w: Workload| traces.iter().find(|t| t.workload == w).cloned();
@@ -866,8 +921,10 @@ impl TypedExperiment for LeaperOnline {
         } else {
             0
         };
-        ctx.progress
-            .set_total(cfg.workloads.len() * (cfg.policies.len() + 2 + peer_steps + queueing_steps));
+        let variant_steps = cfg.variants.len() * (cfg.variant_policies.len() + 2);
+        ctx.progress.set_total(
+            cfg.workloads.len() * (cfg.policies.len() + 2 + peer_steps + queueing_steps + variant_steps),
+        );
         let mut out = RunOutput {
             notes: cfg.setup.notes(),
             ..RunOutput::default()
@@ -912,10 +969,45 @@ impl TypedExperiment for LeaperOnline {
                 });
             }
         }
+        let queueing_end = cells.len();
+        let mut variant_of = Vec::new();
+        for &v in &cfg.variants {
+            for &workload in &cfg.workloads {
+                let setup = v.apply(&cfg.setup, workload)?;
+                cells.push(Cell {
+                    trace: trace_of(workload),
+                    ..Cell::new(
+                        &setup,
+                        &cfg.leaper,
+                        workload,
+                        &cfg.variant_policies,
+                        setup.cache_ratio,
+                        &|spec| Ok(spec),
+                        &format!("{workload} {v}"),
+                        false,
+                    )?
+                });
+                variant_of.push(v);
+            }
+        }
         let mut queueing_rows = Vec::new();
         let mut queueing_notes = Vec::new();
+        let mut variant_rows = Vec::new();
+        let mut variant_notes = Vec::new();
         for (i, out_cell) in run_cells(&cells, ctx).into_iter().enumerate() {
             let CellOutput { runs: w, peer } = out_cell?;
+            if i >= queueing_end {
+                let v = variant_of[i - queueing_end];
+                let setup = &cells[i].setup;
+                variant_rows.extend(workload_rows(&w, setup.spike_factor).into_iter().map(|mut r| {
+                    let kind = r.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+                    r.insert("kind".into(), format!("{VARIANT_KIND_PREFIX}{kind}").into());
+                    r.insert("variant".into(), v.to_string().into());
+                    r
+                }));
+                variant_notes.push(format!("{v}: {}", workload_note(&w, setup)));
+                continue;
+            }
             if i >= defaults {
                 let setup = &cells[i].setup;
                 queueing_rows.extend(workload_rows(&w, setup.spike_factor).into_iter().map(|mut r| {
@@ -956,6 +1048,23 @@ impl TypedExperiment for LeaperOnline {
                 q.clients_note(),
             ));
             out.notes.extend(queueing_notes);
+        }
+        out.rows.extend(variant_rows);
+        if !cfg.variants.is_empty() {
+            out.notes.push(format!(
+                "Variants (rows kind = {VARIANT_KIND_PREFIX}interval and {VARIANT_KIND_PREFIX}summary, field variant):                  each workload again under {} with one condition changed, its own training pass, calibration, model                  and runs: {}. The claims read the default rows; these rows show which verdicts move with the                  condition.",
+                cfg.variant_policies
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cfg.variants
+                    .iter()
+                    .map(|v| format!("{v} = {}", v.describe()))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ));
+            out.notes.extend(variant_notes);
         }
         out.notes.push(columns_note());
         if cfg.fjall_peer {

@@ -342,6 +342,8 @@ pub fn online_report(result: &ResultFile) -> String {
             "overhead_pct",
             "background_ops",
             "cache_data_ratio",
+            "compaction_cache_ratio",
+            "cached_inputs_per_compaction",
         ],
     );
     md += "\n### Table 4 and the overhead, beside the paper\n\n";
@@ -391,6 +393,7 @@ pub fn online_report(result: &ResultFile) -> String {
     md += "\nChanges are leaper against incremental-warmup; the overhead is leaper's QPS decline outside every \
            flush and compaction window (positive = slower), as the paper's Table 5 reports it.\n";
     md += &queueing_table(result);
+    md += &variants_table(result);
     md += &hit_definitions_table(result);
     md += &peer_table(result);
     md
@@ -464,6 +467,114 @@ fn queueing_table(result: &ResultFile) -> String {
     md += "\nThe same comparison (leaper against incremental-warmup in compaction windows) when the clients queue for \
            the modelled CPU and device (see the result's notes); qps (iw) and p95_us (iw) are incremental-warmup's \
            whole-run figures at these clients. The claims read the single client's rows.\n";
+    md
+}
+
+/// Leaper's Table 4 changes over a set of summary rows (one workload's, of one kind and variant):
+/// % change of `leaper` against the baseline in QPS, p95 and cache misses inside the compaction
+/// windows.
+fn table4_of(rows: &[&Row]) -> [Option<f64>; 3] {
+    let find = |policy: &str| {
+        rows.iter()
+            .copied()
+            .find(|r| text_of(r, "policy").as_deref() == Some(policy))
+    };
+    let (Some(leaper), Some(base)) = (find(LEAPER), find(BASELINE)) else {
+        return [None; 3];
+    };
+    let change = |field: &str| {
+        let (l, b) = (num(leaper, field)?, num(base, field)?);
+        (b != 0.0).then(|| (l / b - 1.0) * 100.0)
+    };
+    [
+        change("qps_in_windows"),
+        change("p95_in_windows_us"),
+        change("cache_misses_in_windows"),
+    ]
+}
+
+/// The variants' rows (`variant-summary`): per variant and workload the cache / data ratio, the
+/// hit ratio of each policy and Leaper's Table 4 changes, beside the default run's and the paper's;
+/// empty without such rows.
+fn variants_table(result: &ResultFile) -> String {
+    let rows: Vec<&Row> = result
+        .rows
+        .iter()
+        .filter(|r| is_kind(r, "variant-summary"))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut md = "
+### Variants: the conditions the verdicts depend on (Table 4 changes of leaper against \
+                  incremental-warmup in compaction windows)
+
+"
+    .to_string();
+    let headers = [
+        "variant",
+        "workload",
+        "cache/data",
+        "compaction/cache",
+        "hit lru",
+        "hit iw",
+        "hit leaper",
+        "QPS",
+        "p95",
+        "misses",
+        "misses (paper)",
+    ]
+    .map(String::from);
+    let f = |r: Option<&&Row>, k: &str| {
+        r.and_then(|r| num(r, k))
+            .map_or("-".into(), |v| format!("{v:.3}"))
+    };
+    let mut body = Vec::new();
+    let defaults: Vec<&Row> = result
+        .rows
+        .iter()
+        .filter(|r| is_kind(r, "summary") && !is_peer(r))
+        .collect();
+    let mut groups: Vec<(String, Vec<&Row>)> = vec![("default".to_string(), defaults)];
+    for v in distinct_of(rows.iter().copied(), "variant") {
+        let of_v = rows
+            .iter()
+            .copied()
+            .filter(|r| text_of(r, "variant").as_deref() == Some(v.as_str()))
+            .collect();
+        groups.push((v, of_v));
+    }
+    for (variant, of_v) in &groups {
+        for w in distinct_of(of_v.iter().copied(), "workload") {
+            let of_w: Vec<&Row> = of_v
+                .iter()
+                .copied()
+                .filter(|r| text_of(r, "workload").as_deref() == Some(w.as_str()))
+                .collect();
+            let policy = |p: &str| of_w.iter().find(|r| text_of(r, "policy").as_deref() == Some(p));
+            let any = of_w.first();
+            let m = table4_of(&of_w);
+            let paper = PAPER_TABLE4.iter().find(|(n, ..)| *n == w).map(|t| t.3);
+            body.push(vec![
+                variant.clone(),
+                w.clone(),
+                f(any, "cache_data_ratio"),
+                f(any, "compaction_cache_ratio"),
+                f(policy("lru"), "hit_ratio"),
+                f(policy(BASELINE), "hit_ratio"),
+                f(policy(LEAPER), "hit_ratio"),
+                pct(m[0]),
+                pct(m[1]),
+                pct(m[2]),
+                pct(paper),
+            ]);
+        }
+    }
+    md += &markdown_table(&headers, &body);
+    md += "
+Each variant changes one condition of the default run (see the result's notes): keys=... draws the ids \
+           another way, shape=table2 sizes the data by Table 2's table sizes with the cache and memtables kept in \
+           bytes. compaction/cache = input blocks per compaction / cache pages. The claims read the default rows.\n";
     md
 }
 
