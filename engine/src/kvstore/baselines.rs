@@ -40,6 +40,14 @@ impl WarmUpPolicy for NoWarmUp {
 /// blocks it overlaps are evicted just before. A remembered block may overlap several output
 /// blocks, and all of them are admitted (the second weakness Leaper names: infrequently read
 /// blocks get prefetched). A flush has no input blocks, so it admits nothing.
+///
+/// Checked against that description step by step, this is neither weaker nor stronger: the
+/// same blocks are evicted (the cached ones the new block overlaps, before it moves in), the same
+/// outputs are admitted (every one overlapping a cached input, in key order as the compaction
+/// writes them, as X-Engine's walk over pre-sorted smallest keys does), and an admission costs no
+/// device read, as a block "moved" from the compaction's buffer does not. The remembered set is
+/// taken when the operation begins: a compaction here runs at once, so no block can leave the
+/// cache between that moment and the admissions.
 #[derive(Clone, Debug, Default)]
 pub struct IncrementalWarmup {
     /// Input blocks cached when the operation began, by first key.
