@@ -787,7 +787,7 @@ fn memory_estimates_cover_the_measured_peak_of_a_tiny_run() {
     use lsmlab::config::Overlay;
     use lsmlab::scale::Scale;
     let dir = tempfile::tempdir().unwrap();
-    for name in ["diol-sizing", "oep7-space"] {
+    for name in ["diol-sizing", "oep7-space", "leaper-online"] {
         let e = lsmlab::registry::find(name).unwrap();
         let config = e.resolve(Scale::Tiny, &Overlay::default()).unwrap();
         let estimate = e.memory_estimate(&config, &[]).unwrap().expect("an estimate");

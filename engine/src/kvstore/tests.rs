@@ -482,6 +482,37 @@ fn bulk_load_fills_the_deepest_level_without_background_operations() {
     assert_eq!(kv.live_keys_estimate(), n);
 }
 
+#[test]
+fn a_bulk_load_cuts_its_runs_as_one_packing_of_every_record_would() {
+    // Values of varied sizes, so that blocks hold different numbers of entries: the runs the
+    // streamed load writes (batches of about two runs' bytes) are the whole stream's blocks cut
+    // every target_run_pages blocks, with every key readable.
+    let (mut kv, _dev) = store(64, WarmUpKind::Lru);
+    let n = 5000u64;
+    let sized = |k: u64| vec![(k % 251) as u8; 8 + (k * 37 % 90) as usize];
+    kv.bulk_load((0..n).map(|k| (k * 2, sized(k)))).unwrap();
+    let entries: Vec<(u64, super::sst::KvValue)> = (0..n)
+        .map(|k| (k * 2, crate::lsm::Slot::Live(sized(k))))
+        .collect();
+    let blocks = super::sst::pack_blocks(&entries, kv.cache().page_size()).unwrap();
+    let per_run = kv.config().leveled.target_run_pages as usize;
+    let mut want: Vec<(u64, u64)> = blocks
+        .chunks(per_run)
+        .map(|c| (entries[c[0].start].0, c.len() as u64))
+        .collect();
+    let mut got: Vec<(u64, u64)> = kv
+        .runs()
+        .map(|r| (r.blocks()[0].first_key, r.data_blocks()))
+        .collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    assert!(want.len() > 4, "several batches: {}", want.len());
+    assert_eq!(got, want);
+    for k in (0..n).step_by(97) {
+        assert_eq!(kv.get(k * 2).unwrap(), Some(sized(k)));
+    }
+}
+
 /// Records what the store tells a policy.
 #[derive(Default)]
 struct Recorder {

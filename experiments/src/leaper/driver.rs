@@ -9,7 +9,9 @@ use lsmlab_engine::cache::{BufferCache, CacheStats};
 use lsmlab_engine::kvstore::sst::{HEADER_SIZE, SLOT_SIZE};
 use lsmlab_engine::kvstore::{Background, BackgroundOp, KvConfig, KvStore, WarmUpPolicy};
 use lsmlab_engine::lsm::LeveledParams;
-use lsmlab_engine::storage::MemDevice;
+use lsmlab_engine::storage::{Device, FileDevice, FileDeviceOptions, MemDevice};
+
+use crate::config::storage::DeviceKind;
 use lsmlab_workloads::kv::{KvOp, KvStream, KvWorkload, TimedOp};
 
 use super::clock::Queue;
@@ -94,15 +96,26 @@ impl KvSetup {
     }
 }
 
-/// A store on a fresh counted memory device with a cache of `layout.cache_pages`, bulk-loaded with
-/// `spec`'s initial records.
+/// A store on a fresh device (`setup.device`: counted memory, or an unlinked page file) with a
+/// cache of `layout.cache_pages`, bulk-loaded with `spec`'s initial records.
 pub fn open_store(
     setup: &KvSetup,
     layout: &Layout,
     spec: &KvWorkload,
     policy: Box<dyn WarmUpPolicy>,
 ) -> anyhow::Result<KvStore> {
-    let device = Arc::new(MemDevice::new(setup.page_size));
+    let device: Arc<dyn Device> = match setup.device {
+        DeviceKind::Mem => Arc::new(MemDevice::new(setup.page_size)),
+        DeviceKind::File => {
+            let dir = setup.file_dir();
+            // Buffered: the clock prices a miss by the profile, so the file is a page store only.
+            let options = FileDeviceOptions { direct_io: false };
+            Arc::new(
+                FileDevice::temporary_with(&dir, setup.page_size, options)
+                    .with_context(|| format!("creating the store's page file in {}", dir.display()))?,
+            )
+        }
+    };
     let cache = Arc::new(BufferCache::new(device, layout.cache_pages));
     let config = KvConfig {
         memtable_bytes: layout.memtable_bytes,
