@@ -629,7 +629,7 @@ pub fn memory_estimate(
     crate::experiment::MemoryEstimate {
         bytes,
         basis: format!(
-            "{} records x {per_record} B + {} warm-up operations x {per_op} B ({what}, measured at tiny and small) + {} MiB",
+            "{} records x {per_record} B + {} warm-up operations x {per_op} B ({what}: measured per record and per warm-up operation at tiny and small) + {} MiB",
             crate::progress::thousands(setup.records),
             crate::progress::thousands(setup.warmup_ops),
             RUN_BASE_BYTES >> 20
