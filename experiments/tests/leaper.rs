@@ -361,6 +361,11 @@ fn bad_values_name_the_key_and_write_no_result() {
         ("leaper-online", "key_dist=zipf", "key_dist"),
         ("leaper-online", "variants=keys=zipf", "keys=zipf"),
         ("leaper-online", "variants=shape=table3", "shape=table3"),
+        (
+            "leaper-online",
+            "variants=keys=special,keys=special",
+            "each variant once",
+        ),
         #[cfg(feature = "fjall")]
         ("leaper-online", "value_bytes=8", "value_bytes"),
         #[cfg(not(feature = "fjall"))]

@@ -151,7 +151,13 @@ impl Config for OnlineConfig {
             self.variants.is_empty() || !self.variant_policies.is_empty(),
             "at least one policy when variants are run",
         )?;
-        for v in &self.variants {
+        for (i, v) in self.variants.iter().enumerate() {
+            check(
+                "variants",
+                v,
+                !self.variants[..i].contains(v),
+                "each variant once (a repeated one would run again and give duplicate rows)",
+            )?;
             for &w in &self.workloads {
                 v.apply(&self.setup, w)
                     .map_err(|e| anyhow::anyhow!("parameter `variants`: {v} on {w}: {e:#}"))?;

@@ -234,23 +234,12 @@ pub fn table4_measured(result: &ResultFile, workload: &str) -> Option<[Option<f6
 /// [`table4_measured`] over the summary rows of `kind` (`summary`, or the queueing alternative's
 /// `clients-summary`).
 pub fn table4_measured_in(result: &ResultFile, workload: &str, kind: &str) -> Option<[Option<f64>; 3]> {
-    let summary = |policy: &str| {
-        result.rows.iter().find(|r| {
-            is_kind(r, kind)
-                && text_of(r, "workload").as_deref() == Some(workload)
-                && text_of(r, "policy").as_deref() == Some(policy)
-        })
-    };
-    let (leaper, base) = (summary(LEAPER)?, summary(BASELINE)?);
-    let change = |field: &str| {
-        let (l, b) = (num(leaper, field)?, num(base, field)?);
-        (b != 0.0).then(|| (l / b - 1.0) * 100.0)
-    };
-    Some([
-        change("qps_in_windows"),
-        change("p95_in_windows_us"),
-        change("cache_misses_in_windows"),
-    ])
+    let rows: Vec<&Row> = result
+        .rows
+        .iter()
+        .filter(|r| is_kind(r, kind) && text_of(r, "workload").as_deref() == Some(workload))
+        .collect();
+    table4_of(&rows)
 }
 
 /// The Table 4 chart: for each workload, Leaper's % change against Incremental Warmup in QPS, p95
@@ -472,25 +461,24 @@ fn queueing_table(result: &ResultFile) -> String {
 
 /// Leaper's Table 4 changes over a set of summary rows (one workload's, of one kind and variant):
 /// % change of `leaper` against the baseline in QPS, p95 and cache misses inside the compaction
-/// windows.
-fn table4_of(rows: &[&Row]) -> [Option<f64>; 3] {
+/// windows; `None` without both runs, and per field where either lacks it or the baseline's value
+/// is 0.
+fn table4_of(rows: &[&Row]) -> Option<[Option<f64>; 3]> {
     let find = |policy: &str| {
         rows.iter()
             .copied()
             .find(|r| text_of(r, "policy").as_deref() == Some(policy))
     };
-    let (Some(leaper), Some(base)) = (find(LEAPER), find(BASELINE)) else {
-        return [None; 3];
-    };
+    let (leaper, base) = (find(LEAPER)?, find(BASELINE)?);
     let change = |field: &str| {
         let (l, b) = (num(leaper, field)?, num(base, field)?);
         (b != 0.0).then(|| (l / b - 1.0) * 100.0)
     };
-    [
+    Some([
         change("qps_in_windows"),
         change("p95_in_windows_us"),
         change("cache_misses_in_windows"),
-    ]
+    ])
 }
 
 /// The variants' rows (`variant-summary`): per variant and workload the cache / data ratio, the
@@ -553,7 +541,7 @@ fn variants_table(result: &ResultFile) -> String {
                 .collect();
             let policy = |p: &str| of_w.iter().find(|r| text_of(r, "policy").as_deref() == Some(p));
             let any = of_w.first();
-            let m = table4_of(&of_w);
+            let m = table4_of(&of_w).unwrap_or([None; 3]);
             let paper = PAPER_TABLE4.iter().find(|(n, ..)| *n == w).map(|t| t.3);
             body.push(vec![
                 variant.clone(),
