@@ -239,6 +239,53 @@ pub fn pack_blocks(entries: &[(u64, KvValue)], page_size: usize) -> Result<Vec<R
     Ok(blocks)
 }
 
+/// Cuts a stream of entries (strictly increasing keys) into runs of `per_run` data blocks, as
+/// one [`pack_blocks`] of every entry would cut them, and hands each run's entries to `emit` in
+/// order; without `per_run`, every entry goes to one run. With `per_run` the entries are held a
+/// batch of about two runs' bytes at a time: blocks are packed greedily, so a block boundary
+/// depends only on the entries since the previous one, and every run but a batch's last is
+/// emitted, the last one's entries starting the next batch. So a bulk load or a compaction into
+/// the last level holds two runs, not the level.
+pub fn for_each_run(
+    entries: impl Iterator<Item = Result<(u64, KvValue)>>,
+    page_size: usize,
+    per_run: Option<usize>,
+    emit: &mut dyn FnMut(&[(u64, KvValue)]) -> Result<()>,
+) -> Result<()> {
+    let per_run = per_run.map(|p| p.max(1));
+    let batch_bytes = per_run.map_or(usize::MAX, |p| p.saturating_mul(page_size).saturating_mul(2));
+    let mut entries = entries;
+    let mut batch: Vec<(u64, KvValue)> = Vec::new();
+    let mut bytes = 0usize;
+    loop {
+        let next = entries.next().transpose()?;
+        let done = next.is_none();
+        if let Some(entry) = next {
+            bytes += entry_size(&entry.1);
+            batch.push(entry);
+            if bytes < batch_bytes {
+                continue;
+            }
+        }
+        let blocks = pack_blocks(&batch, page_size)?;
+        let chunks: Vec<&[Range<usize>]> = blocks.chunks(per_run.unwrap_or(blocks.len().max(1))).collect();
+        let complete = if done {
+            chunks.len()
+        } else {
+            chunks.len().saturating_sub(1)
+        };
+        for chunk in &chunks[..complete] {
+            emit(&batch[chunk[0].start..chunk[chunk.len() - 1].end])?;
+        }
+        if done {
+            return Ok(());
+        }
+        let kept_from = chunks[..complete].last().map_or(0, |c| c[c.len() - 1].end);
+        batch.drain(..kept_from);
+        bytes = batch.iter().map(|(_, v)| entry_size(v)).sum();
+    }
+}
+
 /// Writes the data block of `entries` (which fit, see [`pack_blocks`]) into `page`.
 fn encode_block(page: &mut [u8], entries: &[(u64, KvValue)]) {
     let mut off = HEADER_SIZE + entries.len() * SLOT_SIZE;

@@ -1,7 +1,7 @@
 //! [`KvStore`]: a memtable over leveled SSTable-like runs, read through the shared block cache,
 //! with a cache warm-up policy told about every access and every flush and compaction.
 
-use super::sst::{entry_size, max_value_len, KvValue, MetaLookups, SstFormat, SstRun};
+use super::sst::{entry_size, for_each_run, max_value_len, KvValue, MetaLookups, SstFormat, SstRun};
 use super::warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpPolicy};
 use crate::cache::{BufferCache, CacheStats};
 use crate::lsm::merge::{EntryStream, KWayMerge};
@@ -205,53 +205,15 @@ impl Merger<SstFormat> for WarmingMerger<'_> {
             .iter()
             .map(|r| crate::lsm::RunFormat::scan(format, r))
             .collect::<Result<Vec<_>>>()?;
-        // The merged entries are held a batch of about two output runs at a time, cut into runs
-        // as one packing of them all would cut them (see `KvStore::bulk_load`), so a compaction
-        // into the last level holds two runs, not the level. Without a target size there is one
-        // output run, and every entry is held until the end.
-        let per_run = plan.target_run_pages.map(|t| t.max(1) as usize);
-        let batch_bytes = per_run.map_or(usize::MAX, |p| {
-            p.saturating_mul(format.page_size()).saturating_mul(2)
-        });
+        // Without a target size there is one output run (see `for_each_run`).
+        let per_run = plan.target_run_pages.map(|t| t as usize);
         let (policy, cache, counts) = (&mut *self.policy, self.cache, &mut self.counts);
-        let mut merged = KWayMerge::new(streams)?;
-        let mut batch: Vec<(u64, KvValue)> = Vec::new();
-        let mut bytes = 0usize;
-        loop {
-            let next = merged.next();
-            let done = next.is_none();
-            if let Some(entry) = next {
-                let (k, v) = entry?;
-                if plan.bottommost && v == Slot::Deleted {
-                    continue;
-                }
-                bytes += entry_size(&v);
-                batch.push((k, v));
-                if bytes < batch_bytes {
-                    continue;
-                }
-            }
-            let blocks = format.pack(&batch)?;
-            let chunks: Vec<&[std::ops::Range<usize>]> =
-                blocks.chunks(per_run.unwrap_or(blocks.len().max(1))).collect();
-            let written = if done {
-                chunks.len()
-            } else {
-                chunks.len().saturating_sub(1)
-            };
-            for chunk in &chunks[..written] {
-                let range = chunk[0].start..chunk[chunk.len() - 1].end;
-                outputs.push(format.build_with(&batch[range], &mut |b, bytes| {
-                    offer(policy, cache, b, bytes, counts)
-                })?);
-            }
-            if done {
-                return Ok(());
-            }
-            let kept_from = chunks[..written].last().map_or(0, |c| c[c.len() - 1].end);
-            batch.drain(..kept_from);
-            bytes = batch.iter().map(|(_, v)| entry_size(v)).sum();
-        }
+        let merged =
+            KWayMerge::new(streams)?.filter(|e| !(plan.bottommost && matches!(e, Ok((_, Slot::Deleted)))));
+        for_each_run(merged, format.page_size(), per_run, &mut |part| {
+            outputs.push(format.build_with(part, &mut |b, bytes| offer(policy, cache, b, bytes, counts))?);
+            Ok(())
+        })
     }
 }
 
@@ -316,54 +278,22 @@ impl KvStore {
             return Err(Error::Config("bulk_load needs an empty store".into()));
         }
         let level = self.config.leveled.max_levels - 1;
-        let per_run = self.config.leveled.target_run_pages.max(1) as usize;
-        // The records are read in batches of about two runs' bytes and cut into runs of
-        // `per_run` blocks as one packing of them all would cut them (blocks are packed greedily,
-        // so a block boundary depends only on the entries since the last one): every run but the
-        // batch's last is written, and the last one's entries start the next batch. Memory stays
-        // at about two runs whatever the record count.
-        let batch_bytes = per_run.saturating_mul(self.cache.page_size()).saturating_mul(2);
-        let mut batch: Vec<(u64, KvValue)> = Vec::new();
-        let mut bytes = 0usize;
-        let mut records = sorted.into_iter();
-        loop {
-            let next = records.next();
-            let done = next.is_none();
-            if let Some((key, value)) = next {
-                let entry = (key, Slot::Live(value));
-                bytes += entry_size(&entry.1);
-                batch.push(entry);
-                if bytes < batch_bytes {
-                    continue;
-                }
-            }
-            let blocks = self.runs.format().pack(&batch)?;
-            let chunks: Vec<&[std::ops::Range<usize>]> = blocks.chunks(per_run).collect();
-            let written = if done {
-                chunks.len()
-            } else {
-                chunks.len().saturating_sub(1)
-            };
-            for chunk in &chunks[..written] {
-                let part = &batch[chunk[0].start..chunk[chunk.len() - 1].end];
-                let id = self
-                    .runs
-                    .flush_with(part.len() as u64, |f| f.build_with(part, &mut |_, _| Ok(())))?;
-                self.runs.apply_with(
-                    Choice::Move {
-                        run: id,
-                        to_level: level,
-                    },
-                    &mut NoMerge,
-                )?;
-            }
-            if done {
-                return Ok(());
-            }
-            let kept_from = chunks[..written].last().map_or(0, |c| c[c.len() - 1].end);
-            batch.drain(..kept_from);
-            bytes = batch.iter().map(|(_, v)| entry_size(v)).sum();
-        }
+        let per_run = self.config.leveled.target_run_pages as usize;
+        let page_size = self.cache.page_size();
+        let records = sorted.into_iter().map(|(k, v)| Ok((k, Slot::Live(v))));
+        let runs = &mut self.runs;
+        // Runs of target_run_pages blocks, about two of them held at a time (see for_each_run).
+        for_each_run(records, page_size, Some(per_run), &mut |part| {
+            let id = runs.flush_with(part.len() as u64, |f| f.build_with(part, &mut |_, _| Ok(())))?;
+            runs.apply_with(
+                Choice::Move {
+                    run: id,
+                    to_level: level,
+                },
+                &mut NoMerge,
+            )?;
+            Ok(())
+        })
     }
 
     /// The virtual time, in seconds, the policy is told with every access and operation.

@@ -96,11 +96,7 @@ impl StorageConfig {
 
     /// The directory `device = file` puts its (at once unlinked) page file in.
     pub fn file_dir(&self) -> PathBuf {
-        if self.file_dir.as_os_str().is_empty() {
-            std::env::temp_dir()
-        } else {
-            self.file_dir.clone()
-        }
+        dir_or_temp(&self.file_dir)
     }
 
     /// A fresh device and an empty cache over it.
@@ -133,6 +129,15 @@ impl StorageConfig {
     /// opening one device and dropping it; `None` for `device = mem`.
     pub fn device_note(&self) -> anyhow::Result<Option<String>> {
         Ok(self.open()?.device_note())
+    }
+}
+
+/// A `file_dir` setting as a directory: the system's temporary directory when it is empty.
+pub fn dir_or_temp(dir: &std::path::Path) -> PathBuf {
+    if dir.as_os_str().is_empty() {
+        std::env::temp_dir()
+    } else {
+        dir.to_path_buf()
     }
 }
 

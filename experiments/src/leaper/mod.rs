@@ -465,11 +465,7 @@ impl KvSetup {
 
     /// The directory `device = file` puts its (at once unlinked) page file in.
     pub fn file_dir(&self) -> PathBuf {
-        if self.file_dir.as_os_str().is_empty() {
-            std::env::temp_dir()
-        } else {
-            self.file_dir.clone()
-        }
+        crate::config::storage::dir_or_temp(&self.file_dir)
     }
 
     /// The note on the store's device.
