@@ -45,6 +45,15 @@ pub struct TrainParams {
     pub day_secs: f64,
     /// Algorithm 2's cosine-similarity threshold `ε` (the paper gives no value).
     pub epsilon: f64,
+    /// The most rows (ranges x label slots) the models train and test on; 0 = every range. When
+    /// the history has more, a fixed pseudo-random subset of the ranges gives the rows (every
+    /// slot of a chosen range, none of the others), so the labels' share is the whole history's
+    /// in expectation and memory stays bounded: the dense rows cost about 160 bytes each, plus a
+    /// copy per step model. The paper's models trained on about 1,000 ranges; Algorithm 1 on a
+    /// large key space can make hundreds of thousands. A deviation only when it applies; the
+    /// report says how many ranges were used ([`TrainReport::train_ranges`]).
+    #[serde(default)]
+    pub max_rows: usize,
 }
 
 impl Default for TrainParams {
@@ -56,6 +65,7 @@ impl Default for TrainParams {
             threshold: 0.5,
             day_secs: 86_400.0,
             epsilon: 0.5,
+            max_rows: 0,
         }
     }
 }
@@ -177,6 +187,10 @@ pub struct GroupImportance {
 pub struct TrainReport {
     pub slots: usize,
     pub ranges: u64,
+    /// The ranges whose rows the models trained and were tested on: `ranges`, or fewer when
+    /// [`TrainParams::max_rows`] bounded the rows.
+    #[serde(default)]
+    pub train_ranges: u64,
     /// First test label slot (index into the history).
     pub split_slot: usize,
     /// Ranges with at least one precursor.
@@ -208,7 +222,31 @@ struct Dataset {
     n_slots: usize,
     split: usize,
     ranges: u64,
+    /// Ranges that gave rows (see [`TrainParams::max_rows`]).
+    used_ranges: u64,
     precursors: Precursors,
+}
+
+/// The ranges of `lo..=hi` that give rows when at most `keep` may: all of them, or the `keep`
+/// whose fixed hash is smallest (so that the subset follows none of the key order's hot or cold
+/// stretches), in key order.
+fn kept_ranges(lo: u64, hi: u64, keep: u64) -> Vec<u64> {
+    if keep > hi - lo {
+        return (lo..=hi).collect();
+    }
+    // splitmix64's finaliser
+    let hash = |r: u64| {
+        let mut z = r.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut all: Vec<(u64, u64)> = (lo..=hi).map(|r| (hash(r), r)).collect();
+    let keep = keep as usize;
+    all.select_nth_unstable(keep - 1);
+    let mut kept: Vec<u64> = all[..keep].iter().map(|&(_, r)| r).collect();
+    kept.sort_unstable();
+    kept
 }
 
 impl Dataset {
@@ -231,19 +269,28 @@ impl Dataset {
             return Err(LeaperError::Training("the history has no access".into()));
         };
         let precursors = compute_precursors(h, 0..split, PRECURSORS, params.epsilon)?;
+        let ranges = hi - lo + 1;
+        let per_range = (n - HISTORY_SLOTS) as u64;
+        let keep = if params.max_rows == 0 {
+            ranges
+        } else {
+            (params.max_rows as u64 / per_range).clamp(1, ranges)
+        };
+        let kept = kept_ranges(lo, hi, keep);
         let mut ds = Dataset {
-            rows: Vec::new(),
-            t: Vec::new(),
-            range: Vec::new(),
+            rows: Vec::with_capacity(kept.len() * per_range as usize),
+            t: Vec::with_capacity(kept.len() * per_range as usize),
+            range: Vec::with_capacity(kept.len() * per_range as usize),
             n_slots: n,
             split,
-            ranges: hi - lo + 1,
+            ranges,
+            used_ranges: kept.len() as u64,
             precursors,
         };
         for t in HISTORY_SLOTS - 1..n - 1 {
             let abs = h.first_slot + t as u64;
             let pred_time = (abs + 1) as f64 * h.slot_secs;
-            for r in lo..=hi {
+            for &r in &kept {
                 ds.rows.push(features_at(
                     h,
                     r,
@@ -351,6 +398,7 @@ pub fn train(history: &RangeHistory, params: &TrainParams) -> LeaperResult<(Leap
     let report = TrainReport {
         slots: history.len(),
         ranges: ds.ranges,
+        train_ranges: ds.used_ranges,
         split_slot: ds.split,
         precursor_targets,
         steps: reports,
@@ -661,6 +709,47 @@ pub(crate) mod tests {
         let total: f64 = report.importance.iter().map(|g| g.share).sum();
         assert!((total - 1.0).abs() < 1e-4, "{:?}", report.importance);
         assert!(report.importance[0].share > 0.5, "{:?}", report.importance);
+    }
+
+    #[test]
+    fn max_rows_trains_on_a_fixed_subset_of_whole_ranges() {
+        let h = periodic_history(40);
+        // 34 rows per range (t = 5..=38); 600 rows allow 17 of the 60 ranges.
+        let bounded = TrainParams {
+            max_rows: 600,
+            ..quick()
+        };
+        let (_, report) = train(&h, &bounded).unwrap();
+        assert_eq!((report.ranges, report.train_ranges), (60, 17));
+        let s1 = &report.steps[0];
+        assert_eq!((s1.train_rows, s1.test_rows), (25 * 17, 9 * 17));
+        // Every slot of a chosen range, none of another: the same subset for every step.
+        let ds = Dataset::build(&h, &bounded).unwrap();
+        let mut ranges: Vec<u64> = ds.range.clone();
+        ranges.sort_unstable();
+        ranges.dedup();
+        assert_eq!(ranges.len(), 17);
+        for &r in &ranges {
+            assert_eq!(ds.range.iter().filter(|&&x| x == r).count(), 34, "range {r}");
+        }
+        // Not a run of neighbours: the chosen ranges spread over the key order.
+        assert!(ranges[0] < 20 && ranges[16] >= 40, "{ranges:?}");
+        // A bound above the rows, and 0, change nothing.
+        for max_rows in [0, 60 * 34] {
+            let (_, r) = train(&h, &TrainParams { max_rows, ..quick() }).unwrap();
+            assert_eq!(r.train_ranges, 60);
+            assert_eq!(r.steps[0].train_rows, 25 * 60);
+        }
+        // A bound below one range's rows still keeps one range.
+        let one = Dataset::build(
+            &h,
+            &TrainParams {
+                max_rows: 5,
+                ..quick()
+            },
+        )
+        .unwrap();
+        assert_eq!(one.used_ranges, 1);
     }
 
     #[test]

@@ -44,6 +44,21 @@ pub struct LeaperSettings {
     /// is not), it replaces Algorithm 1's choice. The paper's: 10^4 keys of 10^7 rows = 0.001.
     #[serde(default)]
     pub range_fraction: f64,
+    /// The most rows (ranges x label slots) the models train and test on, 0 = every range
+    /// ([`TrainParams::max_rows`](lsmlab_engine::leaper::TrainParams)): a bound on the training's
+    /// memory, which only the largest key spaces reach.
+    #[serde(default = "max_training_rows_default")]
+    pub max_training_rows: usize,
+}
+
+/// `max_training_rows`' default: rows cost about 160 bytes each plus a copy per step model and
+/// the GBDT's own matrix, so 4 million keep a model's training within a few GB; tiny and small
+/// runs stay below it (at most about 0.4 million rows), and a 5-million-record run's 70,500
+/// ranges x 77 slots (5.4 million rows) peaked at 5.2 GB with a measured run beside it.
+pub const MAX_TRAINING_ROWS: usize = 4_000_000;
+
+pub fn max_training_rows_default() -> usize {
+    MAX_TRAINING_ROWS
 }
 
 /// `alg1_key_space`'s values (see [`KeySpace`]).
@@ -93,6 +108,7 @@ impl LeaperSettings {
             test_fraction: 0.25,
             alg1_key_space: Alg1KeySpace::Whole,
             range_fraction: 0.0,
+            max_training_rows: MAX_TRAINING_ROWS,
         }
     }
 
@@ -133,6 +149,10 @@ impl LeaperSettings {
             (
                 "range_fraction",
                 "Leaper: keys per range as a fraction of the records, replacing Algorithm 1 (0 = off; the paper's: 10^4 keys of 10^7 rows = 0.001, 1,000 ranges at every scale)",
+            ),
+            (
+                "max_training_rows",
+                "Leaper: the most rows (key ranges x slots) the models train and test on; above it a fixed pseudo-random subset of the ranges is used, said in the notes (0 = every range; default 4,000,000, which tiny and small runs never reach)",
             ),
         ]
     }
@@ -264,6 +284,14 @@ impl TrainedLeaper {
     pub fn note(&self) -> String {
         let s1 = self.report.steps.first();
         let few = few_ranges_note(self.report.ranges, self.records);
+        let bounded = if self.report.train_ranges < self.report.ranges {
+            format!(
+                " The rows were bounded (max_training_rows): the models trained and were tested on {} of the {} ranges, a fixed pseudo-random subset, every slot of each.",
+                self.report.train_ranges, self.report.ranges
+            )
+        } else {
+            String::new()
+        };
         let note = format!(
             "Leaper model: key ranges of {} keys ({}), slots of {:.3} ms, {} step models trained in {:.2} s on {} slots x \
              {} ranges, saved ({} bytes) and loaded back; step 1 on the held-out slots: precision {}, recall {} \
@@ -292,7 +320,7 @@ impl TrainedLeaper {
             s1.map_or("-".into(), |s| format!("{:.3}", s.baseline.recall)),
             self.alpha_s_per_block,
         );
-        note + &few
+        note + &bounded + &few
     }
 }
 
@@ -424,6 +452,7 @@ pub fn training_set(
         test_fraction: s.test_fraction,
         threshold: s.hot_threshold,
         day_secs: if day_s > 0.0 { day_s } else { 1.0 },
+        max_rows: s.max_training_rows,
         ..TrainParams::default()
     };
     Ok(TrainingSet {

@@ -115,6 +115,7 @@ impl TypedExperiment for LeaperModelExperiment {
             &setup,
             super::MODEL_BYTES_PER_RECORD,
             super::MODEL_BYTES_PER_WARMUP_OP,
+            config.leaper.max_training_rows,
             "leaper-model",
         ))
     }

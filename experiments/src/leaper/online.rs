@@ -874,6 +874,7 @@ impl TypedExperiment for LeaperOnline {
             &config.setup,
             super::ONLINE_BYTES_PER_RECORD,
             super::ONLINE_BYTES_PER_WARMUP_OP,
+            config.leaper.max_training_rows,
             "leaper-online",
         ))
     }

@@ -196,6 +196,7 @@ impl TypedExperiment for LeaperSensitivity {
             &config.setup,
             super::SENSITIVITY_BYTES_PER_RECORD,
             super::SENSITIVITY_BYTES_PER_WARMUP_OP,
+            config.leaper.max_training_rows,
             "leaper-sensitivity, per cell",
         ))
     }
