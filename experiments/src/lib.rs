@@ -1,38 +1,27 @@
-//! lsmlab: runs storage-engine paper experiments, writes JSON result files, renders paper-style
-//! figures and a Markdown report.
-//!
-//! The pieces meet only through result files (DESIGN.md section 1):
-//! [`experiment`] is the plug-in contract, with [`config`] (typed parameters and the shared
-//! storage testbed), [`scale`], [`rows`] and [`measure`] (latency recorder, interval series) as
-//! its parts; [`registry`] lists the experiments, [`runner`] resolves configs, runs and writes
-//! [`result`] files, [`plot`] draws figures, [`claims`] judges the papers' claims and [`report`]
-//! writes REPORT.md. The binary (`src/main.rs`) is a thin clap front end over these.
+//! lsmlab's papers: the experiments of the LSM RUM-tree ([`rum`]), Leaper ([`leaper`]), DIOL
+//! ([`diol`]) and OrientDB OEP 7 ([`oep7`]) papers, the cross-paper ones ([`combined`],
+//! [`scaling`]), the real peer store ([`peer`]) and the trace files of `lsmlab gen` ([`trace`]),
+//! on top of the harness (`lsmlab_harness`: the experiment contract, configs, rows, the runner,
+//! result files, figures, claims and the report), which names no paper. [`registry`] lists the
+//! experiments and the claim files the binary (`src/main.rs`, a thin clap front end) hands it.
 
 #![forbid(unsafe_code)]
 
-pub mod atomic;
-pub mod bench;
-pub mod cells;
-pub mod claims;
-pub mod compare;
-pub mod config;
-pub mod experiment;
-pub mod measure;
-pub mod merge;
-pub mod plot;
-pub mod progress;
+// The harness's modules under their own names, so that every experiment reads `crate::config`,
+// `crate::experiment`, ... (private: their one public path is `lsmlab_harness::...`).
+#[cfg(test)]
+use lsmlab_harness::testing;
+#[allow(unused_imports)]
+use lsmlab_harness::{
+    atomic, cells, claims, config, data, experiment, measure, plot, progress, repeat, report, result, rows,
+    runner, scale,
+};
+
 pub mod registry;
-pub mod repeat;
-pub mod report;
-pub mod result;
-pub mod rows;
-pub mod runner;
-pub mod scale;
 pub mod trace;
 
 // ---- Experiment modules (each registered in registry.rs) ----------------------------------------
 pub mod combined;
-pub mod data;
 pub mod diol;
 pub mod leaper;
 pub mod oep7;
@@ -40,6 +29,3 @@ pub mod peer;
 pub mod rum;
 pub mod scaling;
 // -----------------------------------------------------------------------------------------------------
-
-#[cfg(test)]
-mod testing;

@@ -8,11 +8,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use lsmlab::config::{self, ConfigFile};
-use lsmlab::experiment::{DataSpec, Experiment, Scale};
-use lsmlab::progress::Progress;
-use lsmlab::result::ResultFile;
-use lsmlab::{registry, report, runner};
+use lsmlab::registry;
+use lsmlab_harness::config::{self, ConfigFile};
+use lsmlab_harness::experiment::{DataSpec, Experiment, Scale};
+use lsmlab_harness::progress::Progress;
+use lsmlab_harness::result::ResultFile;
+use lsmlab_harness::{report, runner};
 
 /// Reproduce storage-engine papers (LSM RUM-tree, Leaper, DIOL, OrientDB OEP 7): run experiments,
 /// write JSON results, render figures and a Markdown report.
@@ -214,7 +215,7 @@ struct RunArgs {
     /// Run only every N-th cell of the grid, starting with the K-th (1 <= K <= N), into
     /// DIR/<scale>/<EXPERIMENT>.shard-K-of-N.json; `lsmlab merge` joins the shards.
     #[arg(long, value_name = "K/N")]
-    shard: Option<lsmlab::cells::Shard>,
+    shard: Option<lsmlab_harness::cells::Shard>,
     /// Run each cell R times, repetition r with a seed derived from --seed (r = 0: the seed itself),
     /// and write the mean of each numeric field with a 95% interval (`<field>_ci95`).
     #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -240,7 +241,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Run(args) => run(&experiments, args),
         Command::Plot { results, out, scale } => {
             let scales: Vec<Scale> = scale.into_iter().collect();
-            lsmlab::atomic::remove_stale(&out);
+            lsmlab_harness::atomic::remove_stale(&out);
             let paths = runner::plot(&experiments, &results, &out, &scales)?;
             for path in paths {
                 println!("{}", path.display());
@@ -250,11 +251,11 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Compare { a, b, check } => {
             let ra = ResultFile::read(&a)?;
             let rb = ResultFile::read(&b)?;
-            let comparison = lsmlab::compare::compare(&ra, &rb)
+            let comparison = lsmlab_harness::compare::compare(&ra, &rb)
                 .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
             print!(
                 "{}",
-                lsmlab::compare::render(
+                lsmlab_harness::compare::render(
                     &comparison,
                     &a.display().to_string(),
                     &b.display().to_string(),
@@ -275,9 +276,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
             for path in &shards {
                 read.push((path.as_path(), ResultFile::read(path)?));
             }
-            let mut merged = lsmlab::merge::merge(&read).context("lsmlab merge failed; nothing written")?;
+            let mut merged =
+                lsmlab_harness::merge::merge(&read).context("lsmlab merge failed; nothing written")?;
             if let Ok(experiment) = lsmlab::registry::find(&merged.experiment) {
-                lsmlab::runner::add_summary_notes(experiment, &mut merged);
+                lsmlab_harness::runner::add_summary_notes(experiment, &mut merged);
             }
             merged.write_atomic(&out)?;
             println!("{}", out.display());
@@ -299,7 +301,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             ops,
         } => {
             if list {
-                for (name, about) in lsmlab::trace::WORKLOADS {
+                for (name, about) in lsmlab::trace::workloads() {
                     println!("{name:18}  {about}");
                 }
                 return Ok(());
@@ -320,7 +322,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::BenchSummary { criterion, out } => {
-            let summary = lsmlab::bench::write_summary(&criterion, &out)?;
+            let summary = lsmlab_harness::bench::write_summary(&criterion, &out)?;
             for r in &summary.rows {
                 println!(
                     "{:32} {:14} vs {:20} {:>6.2}x",
@@ -343,11 +345,12 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             let out = out.unwrap_or_else(|| report::default_report_path(&results, scale));
             let scales: Vec<Scale> = scale.into_iter().collect();
-            lsmlab::atomic::remove_stale(&results);
+            lsmlab_harness::atomic::remove_stale(&results);
             if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-                lsmlab::atomic::remove_stale(dir);
+                lsmlab_harness::atomic::remove_stale(dir);
             }
-            let n = report::write_report(&experiments, &results, &plots, &scales, &out)?;
+            let claims = registry::claims()?;
+            let n = report::write_report(&experiments, &claims, &results, &plots, &scales, &out)?;
             println!("{}", out.display());
             eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
             Ok(())
@@ -449,7 +452,7 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let progress = Progress::new(args.quiet);
-    lsmlab::atomic::remove_stale(&request.out_dir);
+    lsmlab_harness::atomic::remove_stale(&request.out_dir);
     let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress);
     progress.finish();
     let path =

@@ -1,8 +1,6 @@
 //! Every experiment the binary knows, by name: the one place an experiment is registered (the
 //! Makefile reads `lsmlab list --names` for its per-experiment targets).
 
-use anyhow::bail;
-
 use crate::experiment::Experiment;
 
 /// All registered experiments, in the order `lsmlab list` prints them (and `make` runs them).
@@ -47,16 +45,21 @@ pub const STANDALONE_EXPERIMENTS: &[&str] = &["scaling"];
 /// for each beside the papers'.
 pub const CROSS_PAPER_PREFIXES: [&str; 1] = ["combined"];
 
-/// The experiment called `name` among `experiments`; an unknown name is an error that lists them.
-pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
-    if let Some(found) = experiments.iter().find(|e| e.name() == name) {
-        return Ok(*found);
-    }
-    let names: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
-    if names.is_empty() {
-        bail!("unknown experiment `{name}`: no experiments are registered in this build");
-    }
-    bail!("unknown experiment `{name}`; experiments: {}", names.join(", "))
+pub use lsmlab_harness::experiment::find_in;
+
+/// The papers' claim files, compiled into the binary: (file name, text), one per paper.
+pub fn claim_sources() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("rum.json", include_str!("../claims/rum.json")),
+        ("leaper.json", include_str!("../claims/leaper.json")),
+        ("diol.json", include_str!("../claims/diol.json")),
+        ("oep7.json", include_str!("../claims/oep7.json")),
+    ]
+}
+
+/// Every paper's claims, parsed and checked.
+pub fn claims() -> anyhow::Result<Vec<lsmlab_harness::claims::ClaimSet>> {
+    lsmlab_harness::claims::parse_all(&claim_sources())
 }
 
 /// The registered experiment called `name`.
@@ -68,6 +71,22 @@ pub fn find(name: &str) -> anyhow::Result<&'static dyn Experiment> {
 mod tests {
     use super::*;
     use crate::testing::{FAKE, OTHER};
+    use lsmlab_harness::config::Overlay;
+    use lsmlab_harness::experiment::{DataSpec, RowBuilder};
+    use lsmlab_harness::report::write_report;
+    use lsmlab_harness::result::ResultFile;
+    use lsmlab_harness::scale::Scale;
+    use serde_json::Value;
+    use std::fs;
+
+    #[test]
+    fn the_built_in_claims_parse() {
+        let sets = claims().unwrap();
+        assert!(sets
+            .iter()
+            .any(|s| s.paper == "LSM RUM-tree" && s.claims.len() >= 11));
+        assert_eq!(sets.len(), claim_sources().len());
+    }
 
     #[test]
     fn names_are_unique_and_well_formed() {
@@ -167,5 +186,101 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no experiments"));
+    }
+
+    #[test]
+    fn report_judges_the_papers_claims_per_scale() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let mut update = crate::testing::sample_result();
+        update.experiment = "rum-update".into();
+        update.paper = crate::rum::PAPER.into();
+        update.rows = ["Eager", "UM", "UM+F"]
+            .iter()
+            .zip([900.0, 300.0, 100.0])
+            .map(|(s, ms)| {
+                RowBuilder::new()
+                    .str("dataset", "gowalla")
+                    .str("strategy", *s)
+                    .num("total_ms", ms)
+                    .num("flush_ms", ms / 10.0)
+                    .build()
+            })
+            .collect();
+        update
+            .write_atomic(&ResultFile::path_in(&results, Scale::Tiny, "rum-update"))
+            .unwrap();
+        let out = dir.path().join("REPORT.md");
+        let experiments = all();
+        write_report(
+            &experiments,
+            &claims().unwrap(),
+            &results,
+            &dir.path().join("plots"),
+            &[],
+            &out,
+        )
+        .unwrap();
+        let md = fs::read_to_string(&out).unwrap();
+        assert!(
+            md.contains("## Claims (tiny)") && md.contains("### LSM RUM-tree claims (tiny)"),
+            "{md}"
+        );
+        assert!(md.contains("(results/tiny/claims.json)"), "{md}");
+        // UM+F is 9x faster than Eager: inside 3x-9.6x.
+        let line = md
+            .lines()
+            .find(|l| l.contains("| rum-u1 | dataset=gowalla, UM+F vs Eager"))
+            .unwrap();
+        assert!(line.contains(" 9x |") && line.contains("| reproduced "), "{line}");
+        let claims: Value =
+            serde_json::from_str(&fs::read_to_string(results.join("tiny/claims.json")).unwrap()).unwrap();
+        let entries = claims["entries"].as_array().unwrap();
+        let query = entries.iter().find(|e| e["claim"] == "rum-q1").unwrap();
+        assert_eq!(query["verdict"], "not-measured", "no rum-query result");
+        let u3 = entries.iter().find(|e| e["claim"] == "rum-u3").unwrap();
+        assert_eq!(
+            (u3["measured"].as_f64(), &u3["verdict"]),
+            (Some(3.0), &Value::from("direction-only"))
+        );
+    }
+
+    #[test]
+    fn rum_estimates_grow_with_the_records_of_the_largest_dataset() {
+        let rum = find("rum-update").unwrap();
+        let mut small = rum.resolve(Scale::Small, &Overlay::default()).unwrap();
+        let at_small = rum.memory_estimate(&small, &[]).unwrap().unwrap();
+        small.insert("records".into(), serde_json::json!(0));
+        let at_paper = rum.memory_estimate(&small, &[]).unwrap().unwrap();
+        // A run goes dataset by dataset: paper scale's largest, BerlinMOD, has 56.1 million
+        // records against small's 2 million.
+        assert!(at_paper.bytes > 10 * at_small.bytes, "{at_small:?} {at_paper:?}");
+        assert!(
+            at_paper.basis.contains("56,129,943 records (streamed"),
+            "{}",
+            at_paper.basis
+        );
+        // On the file device the index's pages leave memory: only the cache and the memory
+        // components stay, so the streamed 56M records fit the paper run's 3 GB budget.
+        small.insert("device".into(), serde_json::json!("file"));
+        let on_file = rum.memory_estimate(&small, &[]).unwrap().unwrap();
+        assert!(on_file.bytes < at_paper.bytes / 4, "{on_file:?}");
+        assert!(on_file.basis.contains("device=file"), "{}", on_file.basis);
+        let paper = rum.resolve(Scale::Paper, &Overlay::default()).unwrap();
+        let paper = rum.memory_estimate(&paper, &[]).unwrap().unwrap();
+        assert!(paper.bytes < 3_000_000_000, "{paper:?}");
+        // ... and above what the whole paper-scale BerlinMOD run measured (VmHWM 1,219,904 KiB,
+        // all nine strategies on device=file).
+        let mut berlinmod = rum.resolve(Scale::Paper, &Overlay::default()).unwrap();
+        berlinmod.insert("datasets".into(), serde_json::json!(["berlinmod"]));
+        let berlinmod = rum.memory_estimate(&berlinmod, &[]).unwrap().unwrap();
+        assert!(berlinmod.bytes > 1_219_904 * 1024, "{berlinmod:?}");
+        let file = DataSpec {
+            path: "x.csv".into(),
+            format: None,
+            columns: None,
+            skip_malformed: false,
+        };
+        assert_eq!(rum.memory_estimate(&small, &[file]).unwrap(), None);
     }
 }

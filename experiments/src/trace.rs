@@ -8,7 +8,8 @@
 //! operation per line. Lines are written as they are generated (never the whole stream in memory
 //! twice) into a temporary file renamed into place once complete.
 //!
-//! The streams ([`WORKLOADS`]) and who replays them ([`family_of_experiment`]):
+//! The format is the harness's (`lsmlab_harness::trace`); the streams are the papers', one
+//! [`TraceFamily`] each ([`FAMILIES`], listed by [`workloads`]), and each says who replays it:
 //! - `rum-<dataset>` (gowalla, chicago, berlinmod): the location records the RUM-tree experiments
 //!   replay, in time order (LSM RUM-tree paper Section 6: each record is an insert of a new object
 //!   or an update of a known one, replayed in time order). Columns `op,oid,time,x,y`; `op` is
@@ -45,8 +46,7 @@
 //! A Leaper or YCSB trace is read one line at a time, never held; a RUM or DIOL trace is read into
 //! the dataset or arrival stream the experiment holds anyway.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -55,109 +55,231 @@ use lsmlab_workloads::{Record, Trajectories};
 use serde_json::{json, Value};
 
 use crate::config::Overlay;
-use crate::experiment::{DataSpec, RunContext, Scale};
+use crate::experiment::{DataSpec, RunContext};
 use crate::progress::Progress;
 
-/// The first word of a trace's first line.
-pub const MAGIC: &str = "# lsmlab-trace/1 ";
-
 /// The `--format` a replayed trace carries among a run's data files.
-pub const TRACE_FORMAT: &str = "lsmlab-trace";
+pub use crate::data::TRACE_FORMAT;
 
-/// The columns of a RUM trace.
-pub const RUM_COLUMNS: [&str; 5] = ["op", "oid", "time", "x", "y"];
+pub use lsmlab_harness::trace::{
+    must_match, param_u64, read_header, trace_paths, write_header as header, Fields, GenRequest, Lines,
+    TraceFamilies, TraceFamily, MAGIC, MAX_LINE,
+};
+
+/// The papers' trace families, in `lsmlab gen --list`'s order.
+pub const FAMILIES: [&dyn TraceFamily; 4] = [&RumTraces, &LeaperTraces, &YcsbTraces, &DiolTraces];
+
+/// [`FAMILIES`] as the harness dispatches over them.
+pub fn families() -> TraceFamilies<'static> {
+    TraceFamilies(&FAMILIES)
+}
 
 /// Every workload `lsmlab gen` writes, with what it is.
-pub const WORKLOADS: [(&str, &str); 15] = [
-    (
-        "rum-gowalla",
-        "RUM-tree update stream of the gowalla dataset (rum-* experiments)",
-    ),
-    (
-        "rum-chicago",
-        "RUM-tree update stream of the chicago dataset (rum-* experiments)",
-    ),
-    (
-        "rum-berlinmod",
-        "RUM-tree update stream of the berlinmod dataset (rum-* experiments)",
-    ),
-    (
-        "leaper-synthetic",
-        "Leaper key-value stream, synthetic workload (leaper-* experiments)",
-    ),
-    (
-        "leaper-e-commerce",
-        "Leaper key-value stream, e-commerce workload (leaper-* experiments)",
-    ),
-    (
-        "leaper-messaging",
-        "Leaper key-value stream, messaging workload (leaper-* experiments)",
-    ),
-    ("ycsb-a", "YCSB workload A run phase (oep7-ycsb)"),
-    ("ycsb-b", "YCSB workload B run phase (oep7-ycsb)"),
-    ("ycsb-c", "YCSB workload C run phase (oep7-ycsb)"),
-    ("ycsb-d", "YCSB workload D run phase (oep7-ycsb)"),
-    ("ycsb-e", "YCSB workload E run phase (oep7-ycsb)"),
-    ("ycsb-f", "YCSB workload F run phase (oep7-ycsb)"),
-    (
-        "diol-diol",
-        "DIOL arrival stream, the authors' delay mixture, one o3 ratio (diol)",
-    ),
-    (
-        "diol-lognormal",
-        "DIOL arrival stream, lognormal delays, one o3 ratio (diol)",
-    ),
-    (
-        "diol-file",
-        "DIOL arrival stream, delays drawn from delay_file, one o3 ratio (diol)",
-    ),
-];
-
-/// What `lsmlab gen` was asked for.
-pub struct GenRequest<'a> {
-    pub workload: &'a str,
-    pub scale: Scale,
-    pub seed: u64,
-    /// `--set` arguments for the experiment whose stream is written.
-    pub sets: &'a [String],
-    /// Operations to write (Leaper streams, which are endless; default: the warm-up phase's).
-    pub ops: Option<u64>,
+pub fn workloads() -> Vec<(&'static str, &'static str)> {
+    families().workloads()
 }
 
 /// Writes the trace of `req.workload` to `out` atomically; returns the operations written.
 pub fn generate(req: &GenRequest, out: &Path) -> anyhow::Result<u64> {
-    let names: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
-    if !names.contains(&req.workload) {
-        bail!(
-            "unknown workload `{}`; workloads: {} (`lsmlab gen --list` says what each is)",
-            req.workload,
-            names.join(", ")
-        );
-    }
-    let mut written = 0;
-    crate::atomic::write_with(out, |tmp| {
-        let mut w = BufWriter::new(File::create(tmp)?);
-        written = if let Some(dataset) = req.workload.strip_prefix("rum-") {
-            gen_rum(req, dataset, &mut w)?
-        } else if let Some(workload) = req.workload.strip_prefix("leaper-") {
-            gen_leaper(req, workload, &mut w)?
-        } else if let Some(model) = req.workload.strip_prefix("diol-") {
-            gen_diol(req, model, &mut w)?
-        } else {
-            gen_ycsb(req, &mut w)?
-        };
-        w.flush()?;
-        Ok(())
-    })
-    .with_context(|| format!("writing trace {}", out.display()))?;
-    Ok(written)
+    families().generate(req, out)
 }
 
-fn header(w: &mut impl Write, meta: &Value, columns: &[&str]) -> anyhow::Result<()> {
-    writeln!(w, "{MAGIC}{meta}")?;
-    writeln!(w, "{}", columns.join(","))?;
-    Ok(())
+/// Checks that every trace is one `experiment` replays and reads each whole, before anything runs.
+pub fn check_for(experiment: &str, traces: &[PathBuf]) -> anyhow::Result<()> {
+    families().check_for(experiment, traces)
 }
+
+/// Reads a trace whole, checking every line (what `lsmlab run` does before anything runs).
+pub fn check(path: &Path) -> anyhow::Result<()> {
+    families().check(path)
+}
+
+/// The `workload` of a trace's description, one of a known family.
+pub fn workload_of(path: &Path, meta: &Value) -> anyhow::Result<String> {
+    families().workload_of(path, meta)
+}
+
+/// `rum-<dataset>` traces: replayed by every rum-* experiment.
+pub struct RumTraces;
+
+impl TraceFamily for RumTraces {
+    fn name(&self) -> &'static str {
+        "rum"
+    }
+
+    fn replayers(&self) -> &'static str {
+        "rum-* experiments"
+    }
+
+    fn workloads(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "rum-gowalla",
+                "RUM-tree update stream of the gowalla dataset (rum-* experiments)",
+            ),
+            (
+                "rum-chicago",
+                "RUM-tree update stream of the chicago dataset (rum-* experiments)",
+            ),
+            (
+                "rum-berlinmod",
+                "RUM-tree update stream of the berlinmod dataset (rum-* experiments)",
+            ),
+        ]
+    }
+
+    fn replayed_by(&self, experiment: &str) -> bool {
+        experiment.starts_with("rum-")
+    }
+
+    fn generate(&self, req: &GenRequest, mut w: &mut dyn Write) -> anyhow::Result<u64> {
+        let dataset = req.workload.strip_prefix("rum-").unwrap_or(req.workload);
+        gen_rum(req, dataset, &mut w)
+    }
+
+    fn check(&self, path: &Path) -> anyhow::Result<()> {
+        read_rum(path).map(drop)
+    }
+}
+
+/// `leaper-<workload>` traces: replayed by leaper-online and leaper-model.
+pub struct LeaperTraces;
+
+impl TraceFamily for LeaperTraces {
+    fn name(&self) -> &'static str {
+        "leaper"
+    }
+
+    fn replayers(&self) -> &'static str {
+        "leaper-online and leaper-model"
+    }
+
+    fn workloads(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "leaper-synthetic",
+                "Leaper key-value stream, synthetic workload (leaper-* experiments)",
+            ),
+            (
+                "leaper-e-commerce",
+                "Leaper key-value stream, e-commerce workload (leaper-* experiments)",
+            ),
+            (
+                "leaper-messaging",
+                "Leaper key-value stream, messaging workload (leaper-* experiments)",
+            ),
+        ]
+    }
+
+    fn replayed_by(&self, experiment: &str) -> bool {
+        matches!(experiment, "leaper-online" | "leaper-model")
+    }
+
+    fn refusal(&self, experiment: &str) -> Option<String> {
+        (experiment == "leaper-sensitivity").then(|| {
+            "its cells each draw a different stream (zipf, range share), which one trace cannot hold; \
+             leaper-online and leaper-model replay leaper-<workload> traces"
+                .to_string()
+        })
+    }
+
+    fn generate(&self, req: &GenRequest, mut w: &mut dyn Write) -> anyhow::Result<u64> {
+        let workload = req.workload.strip_prefix("leaper-").unwrap_or(req.workload);
+        gen_leaper(req, workload, &mut w)
+    }
+
+    fn check(&self, path: &Path) -> anyhow::Result<()> {
+        KvTrace::open(path)?.check()
+    }
+}
+
+/// `ycsb-a` .. `ycsb-f` traces: replayed by oep7-ycsb.
+pub struct YcsbTraces;
+
+impl TraceFamily for YcsbTraces {
+    fn name(&self) -> &'static str {
+        "ycsb"
+    }
+
+    fn replayers(&self) -> &'static str {
+        "oep7-ycsb"
+    }
+
+    fn workloads(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("ycsb-a", "YCSB workload A run phase (oep7-ycsb)"),
+            ("ycsb-b", "YCSB workload B run phase (oep7-ycsb)"),
+            ("ycsb-c", "YCSB workload C run phase (oep7-ycsb)"),
+            ("ycsb-d", "YCSB workload D run phase (oep7-ycsb)"),
+            ("ycsb-e", "YCSB workload E run phase (oep7-ycsb)"),
+            ("ycsb-f", "YCSB workload F run phase (oep7-ycsb)"),
+        ]
+    }
+
+    fn replayed_by(&self, experiment: &str) -> bool {
+        experiment == "oep7-ycsb"
+    }
+
+    fn generate(&self, req: &GenRequest, mut w: &mut dyn Write) -> anyhow::Result<u64> {
+        gen_ycsb(req, &mut w)
+    }
+
+    fn check(&self, path: &Path) -> anyhow::Result<()> {
+        YcsbTrace::open(path)?.check()
+    }
+}
+
+/// `diol-<delay model>` traces: replayed by `diol`.
+pub struct DiolTraces;
+
+impl TraceFamily for DiolTraces {
+    fn name(&self) -> &'static str {
+        "diol"
+    }
+
+    fn replayers(&self) -> &'static str {
+        "diol"
+    }
+
+    fn workloads(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "diol-diol",
+                "DIOL arrival stream, the authors' delay mixture, one o3 ratio (diol)",
+            ),
+            (
+                "diol-lognormal",
+                "DIOL arrival stream, lognormal delays, one o3 ratio (diol)",
+            ),
+            (
+                "diol-file",
+                "DIOL arrival stream, delays drawn from delay_file, one o3 ratio (diol)",
+            ),
+        ]
+    }
+
+    fn replayed_by(&self, experiment: &str) -> bool {
+        experiment == "diol"
+    }
+
+    fn refusal(&self, experiment: &str) -> Option<String> {
+        matches!(experiment, "diol-compaction" | "diol-sizing").then(|| {
+            "its streams are not replayed from traces; `diol` replays a diol-<delay model> trace".to_string()
+        })
+    }
+
+    fn generate(&self, req: &GenRequest, mut w: &mut dyn Write) -> anyhow::Result<u64> {
+        let model = req.workload.strip_prefix("diol-").unwrap_or(req.workload);
+        gen_diol(req, model, &mut w)
+    }
+
+    fn check(&self, path: &Path) -> anyhow::Result<()> {
+        read_diol(path).map(drop)
+    }
+}
+
+/// The columns of a RUM trace.
+pub const RUM_COLUMNS: [&str; 5] = ["op", "oid", "time", "x", "y"];
 
 /// The resolved config of `experiment` at the request's scale under its `--set`s and `extra`.
 fn resolved(
@@ -259,32 +381,6 @@ fn gen_ycsb(req: &GenRequest, w: &mut impl Write) -> anyhow::Result<u64> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The header of a trace file: its JSON description and its column names.
-pub fn read_header(path: &Path) -> anyhow::Result<(Value, Vec<String>)> {
-    let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
-    let mut lines = BufReader::new(file).lines();
-    let first = lines
-        .next()
-        .transpose()
-        .with_context(|| format!("{}:1: unreadable (not UTF-8 text?)", path.display()))?
-        .with_context(|| format!("{}: empty file, not an lsmlab trace", path.display()))?;
-    let meta = first.strip_prefix(MAGIC).with_context(|| {
-        format!(
-            "{}:1: not an lsmlab trace (the first line must start with `{}`; `lsmlab gen` writes them)",
-            path.display(),
-            MAGIC.trim()
-        )
-    })?;
-    let meta: Value = serde_json::from_str(meta)
-        .with_context(|| format!("{}:1: the trace's description is not JSON", path.display()))?;
-    let columns = lines
-        .next()
-        .transpose()
-        .with_context(|| format!("{}:2: unreadable (not UTF-8 text?)", path.display()))?
-        .with_context(|| format!("{}:2: no column header", path.display()))?;
-    Ok((meta, columns.split(',').map(|c| c.trim().to_string()).collect()))
 }
 
 /// Reads a `rum-<dataset>` trace back into the dataset it was written from (name, extent and
@@ -402,224 +498,6 @@ pub fn load_rum_traces(ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, V
         out.push(t);
     }
     Ok((out, notes))
-}
-
-/// A trace's data lines read one at a time (the description and column lines skipped), at most
-/// [`MAX_LINE`] bytes of a line ever held; each comes with its 1-based line number.
-pub struct Lines {
-    path: PathBuf,
-    reader: BufReader<File>,
-    buf: Vec<u8>,
-    line: usize,
-}
-
-impl Lines {
-    /// The data lines of `path` (the first two lines, description and columns, are skipped).
-    pub fn open(path: &Path) -> anyhow::Result<Lines> {
-        let file = File::open(path).with_context(|| format!("opening trace {}", path.display()))?;
-        let mut lines = Lines {
-            path: path.to_path_buf(),
-            reader: BufReader::new(file),
-            buf: Vec::new(),
-            line: 0,
-        };
-        for _ in 0..2 {
-            if lines.raw()?.is_none() {
-                break;
-            }
-        }
-        Ok(lines)
-    }
-
-    fn raw(&mut self) -> anyhow::Result<Option<()>> {
-        self.buf.clear();
-        self.line += 1;
-        let (p, n) = (self.path.display(), self.line);
-        let read = (&mut self.reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut self.buf)
-            .with_context(|| format!("{p}:{n}: unreadable line"))?;
-        if read == 0 {
-            return Ok(None);
-        }
-        if self.buf.len() > MAX_LINE {
-            bail!("{p}:{n}: line longer than {MAX_LINE} bytes");
-        }
-        Ok(Some(()))
-    }
-
-    /// The next data line without its line end, with its line number; `None` at the end.
-    pub fn next_line(&mut self) -> anyhow::Result<Option<(usize, &str)>> {
-        if self.raw()?.is_none() {
-            return Ok(None);
-        }
-        let n = self.line;
-        let line = std::str::from_utf8(&self.buf)
-            .map_err(|_| anyhow::anyhow!("{}:{n}: not UTF-8 text", self.path.display()))?
-            .trim_end_matches(['\n', '\r']);
-        Ok(Some((n, line)))
-    }
-
-    /// The line number of the last line read.
-    pub fn line(&self) -> usize {
-        self.line
-    }
-}
-
-/// A data line split into its fields, checked against the columns, for parsing with errors that
-/// name the file, the line and the field.
-struct Fields<'a> {
-    at: String,
-    columns: &'a [&'a str],
-    fields: Vec<&'a str>,
-}
-
-impl<'a> Fields<'a> {
-    fn split(path: &Path, n: usize, line: &'a str, columns: &'a [&'a str]) -> anyhow::Result<Fields<'a>> {
-        let at = format!("{}:{n}", path.display());
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != columns.len() {
-            bail!(
-                "{at}: {} fields, expected {} ({})",
-                fields.len(),
-                columns.len(),
-                columns.join(",")
-            );
-        }
-        Ok(Fields { at, columns, fields })
-    }
-
-    fn bad(&self, col: usize, what: &str) -> anyhow::Error {
-        anyhow::anyhow!(
-            "{}: field `{}`: `{}` is not {what}",
-            self.at,
-            self.columns[col],
-            self.fields[col]
-        )
-    }
-
-    fn str(&self, col: usize) -> &'a str {
-        self.fields[col]
-    }
-
-    fn u64(&self, col: usize, what: &str) -> anyhow::Result<u64> {
-        self.fields[col].parse().map_err(|_| self.bad(col, what))
-    }
-}
-
-/// The trace files among a run's data files (`--trace`).
-pub fn trace_paths(data: &[DataSpec]) -> Vec<&Path> {
-    data.iter()
-        .filter(|d| d.format.as_deref() == Some(TRACE_FORMAT))
-        .map(|d| d.path.as_path())
-        .collect()
-}
-
-/// The family of a trace's workload: `rum`, `leaper`, `ycsb` or `diol`.
-fn family(workload: &str) -> Option<&'static str> {
-    ["rum", "leaper", "ycsb", "diol"]
-        .into_iter()
-        .find(|f| workload.starts_with(&format!("{f}-")))
-}
-
-/// The `workload` of a trace's description.
-pub fn workload_of(path: &Path, meta: &Value) -> anyhow::Result<String> {
-    let w = meta["workload"].as_str().with_context(|| {
-        format!(
-            "{}:1: the description lacks `workload` (a string such as `leaper-synthetic`)",
-            path.display()
-        )
-    })?;
-    if family(w).is_none() {
-        bail!(
-            "{}:1: the description's workload `{w}` is none lsmlab writes (`lsmlab gen --list`)",
-            path.display()
-        );
-    }
-    Ok(w.to_string())
-}
-
-/// The trace family an experiment replays, and what it says when it takes none.
-pub fn family_of_experiment(experiment: &str) -> Result<&'static str, String> {
-    match experiment {
-        e if e.starts_with("rum-") => Ok("rum"),
-        "leaper-online" | "leaper-model" => Ok("leaper"),
-        "oep7-ycsb" => Ok("ycsb"),
-        "diol" => Ok("diol"),
-        "leaper-sensitivity" => Err(
-            "its cells each draw a different stream (zipf, range share), which one trace cannot hold; \
-             leaper-online and leaper-model replay leaper-<workload> traces"
-                .into(),
-        ),
-        "diol-compaction" | "diol-sizing" => {
-            Err("its streams are not replayed from traces; `diol` replays a diol-<delay model> trace".into())
-        }
-        e => Err(format!(
-            "`{e}` generates no stream a trace holds; rum-* experiments replay rum-<dataset> traces, \
-             leaper-online and leaper-model leaper-<workload>, oep7-ycsb ycsb-<a..f>, diol diol-<delay model>"
-        )),
-    }
-}
-
-/// Checks that every trace is one `experiment` replays (its description's workload family) and
-/// reads each whole (every line checked), before anything runs.
-pub fn check_for(experiment: &str, traces: &[PathBuf]) -> anyhow::Result<()> {
-    if traces.is_empty() {
-        return Ok(());
-    }
-    let want = family_of_experiment(experiment)
-        .map_err(|why| anyhow::anyhow!("--trace: `{experiment}` does not replay traces: {why}"))?;
-    for path in traces {
-        let (meta, _) = read_header(path)?;
-        let w = workload_of(path, &meta)?;
-        if family(&w) != Some(want) {
-            bail!(
-                "{}:1: a {w} trace; `{experiment}` replays {want}-* traces (`lsmlab gen --list`)",
-                path.display()
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Reads a trace whole, checking every line (what `lsmlab run` does before anything runs); holds
-/// at most one line of a Leaper or YCSB trace.
-pub fn check(path: &Path) -> anyhow::Result<()> {
-    let (meta, _) = read_header(path)?;
-    match family(&workload_of(path, &meta)?) {
-        Some("rum") => read_rum(path).map(drop),
-        Some("leaper") => KvTrace::open(path)?.check(),
-        Some("ycsb") => YcsbTrace::open(path)?.check(),
-        _ => read_diol(path).map(drop),
-    }
-}
-
-/// A number of the description's `params`.
-fn param_u64(path: &Path, meta: &Value, key: &str) -> anyhow::Result<u64> {
-    meta["params"][key].as_u64().with_context(|| {
-        format!(
-            "{}:1: the description's params lack `{key}` (an integer >= 0)",
-            path.display()
-        )
-    })
-}
-
-/// Refuses a trace whose `key` differs from the run's: it shaped the stream or the data it runs on.
-fn must_match(
-    path: &Path,
-    key: &str,
-    trace: impl std::fmt::Display,
-    run: impl std::fmt::Display,
-) -> anyhow::Result<()> {
-    let (t, r) = (trace.to_string(), run.to_string());
-    if t != r {
-        bail!(
-            "{}: the trace was written with {key} = {t}, the run has {key} = {r}: run with --set {key}={t} \
-             (or write the trace with the run's parameters)",
-            path.display()
-        );
-    }
-    Ok(())
 }
 
 /// A Leaper trace's default length in warm-up phases (`warmup_ops`): a run's length is decided on
@@ -744,7 +622,7 @@ impl KvTraceReader {
         if self.seq >= self.trace.ops {
             bail!(
                 "{}: more operations than the description's ops = {}",
-                f.at,
+                f.at(),
                 self.trace.ops
             );
         }
@@ -927,7 +805,7 @@ impl YcsbTraceReader {
         };
         let f = Fields::split(&path, n, line, &YCSB_COLUMNS)?;
         if self.read >= total {
-            bail!("{}: more operations than the description's {total}", f.at);
+            bail!("{}: more operations than the description's {total}", f.at());
         }
         let key = f.u64(1, "a key (an integer >= 0)")?;
         let existing = |k: u64| -> anyhow::Result<u64> {
@@ -1109,7 +987,10 @@ pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
     while let Some((n, line)) = lines.next_line()? {
         let f = Fields::split(path, n, line, &DIOL_COLUMNS)?;
         if stream.len() as u64 >= points {
-            bail!("{}: more arrivals than the description's points = {points}", f.at);
+            bail!(
+                "{}: more arrivals than the description's points = {points}",
+                f.at()
+            );
         }
         let arrival = f.u64(0, "an arrival number (an integer >= 0)")?;
         if arrival != stream.len() as u64 {
@@ -1202,9 +1083,6 @@ fn gen_diol(req: &GenRequest, model: &str, w: &mut impl Write) -> anyhow::Result
     }
     Ok(stream.len() as u64)
 }
-
-/// The longest line a trace reader accepts (as the data loaders cap theirs).
-pub const MAX_LINE: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {

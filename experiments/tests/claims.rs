@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use lsmlab::claims::{self, Verdict};
-use lsmlab::experiment::Scale;
-use lsmlab::result::{find_result_files, ResultFile};
+use lsmlab_harness::claims::{self, Verdict};
+use lsmlab_harness::experiment::Scale;
+use lsmlab_harness::result::{find_result_files, ResultFile};
 
 fn committed_small_results() -> Vec<ResultFile> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../results");
@@ -26,7 +26,7 @@ fn has_field(result: &ResultFile, field: &str) -> bool {
 fn every_claim_names_a_registered_experiment_and_fields_its_rows_have() {
     let experiments = lsmlab::registry::all();
     let results = committed_small_results();
-    let sets = claims::builtin().unwrap();
+    let sets = lsmlab::registry::claims().unwrap();
     assert!(!sets.is_empty());
     for set in &sets {
         for claim in &set.claims {
@@ -79,7 +79,7 @@ fn every_claim_names_a_registered_experiment_and_fields_its_rows_have() {
 
 #[test]
 fn every_claim_is_measured_on_the_committed_small_results() {
-    let sets = claims::builtin().unwrap();
+    let sets = lsmlab::registry::claims().unwrap();
     let eval = claims::evaluate(&sets, &committed_small_results(), Scale::Small);
     assert!(!eval.entries.is_empty());
     for e in &eval.entries {

@@ -784,8 +784,8 @@ fn peak_rss_of(args: &[&str]) -> Option<u64> {
 /// between tiny and ten times tiny).
 #[test]
 fn memory_estimates_cover_the_measured_peak_of_a_tiny_run() {
-    use lsmlab::config::Overlay;
-    use lsmlab::scale::Scale;
+    use lsmlab_harness::config::Overlay;
+    use lsmlab_harness::scale::Scale;
     let dir = tempfile::tempdir().unwrap();
     for name in ["diol-sizing", "oep7-space", "leaper-online"] {
         let e = lsmlab::registry::find(name).unwrap();

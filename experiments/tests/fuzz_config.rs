@@ -7,10 +7,10 @@
 use std::cell::Cell;
 use std::path::Path;
 
-use lsmlab::config::{parse_assignment, ConfigFile, Overlay};
 use lsmlab::registry;
-use lsmlab::result::ResultFile;
-use lsmlab::scale::Scale;
+use lsmlab_harness::config::{parse_assignment, ConfigFile, Overlay};
+use lsmlab_harness::result::ResultFile;
+use lsmlab_harness::scale::Scale;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 

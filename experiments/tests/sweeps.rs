@@ -40,7 +40,7 @@ fn read(path: &Path) -> Value {
 }
 
 fn is_timed(key: &str) -> bool {
-    lsmlab::rows::is_timed(key)
+    lsmlab_harness::rows::is_timed(key)
 }
 
 /// The counted part of each row, in row order.
@@ -320,7 +320,7 @@ fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
         assert!(figures.contains(&stacked), "{figures:?}");
         let svg = std::fs::read_to_string(plots.join("tiny").join(stacked)).unwrap();
         assert_eq!(
-            svg.contains(lsmlab::plot::INTERVAL_NOTE),
+            svg.contains(lsmlab_harness::plot::INTERVAL_NOTE),
             intervals,
             "{stacked} under --repeat 3: {intervals}"
         );

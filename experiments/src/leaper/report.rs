@@ -925,7 +925,7 @@ pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
 mod tests {
     use super::*;
     use crate::experiment::RowBuilder;
-    use crate::plot::tests::assert_rendered;
+    use crate::testing::assert_rendered;
 
     fn interval(policy: &str, i: u64, compaction: bool) -> Row {
         RowBuilder::new()
@@ -956,7 +956,7 @@ mod tests {
     }
 
     fn result() -> ResultFile {
-        let mut r = crate::result::tests::sample();
+        let mut r = crate::testing::sample_result();
         r.experiment = "leaper-online".into();
         for p in [BASELINE, LEAPER] {
             for i in 0..10 {

@@ -223,7 +223,7 @@ impl GraphBed {
         c.map_page_reads += e.map_page_reads;
         c.fetches += e.fetches;
         Snapshot {
-            cpu: super::thread_cpu(),
+            cpu: crate::measure::thread_cpu(),
             io: self.device.stats(),
             cache: self.vertices.cache().stats(),
             cluster: c,

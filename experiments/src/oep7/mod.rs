@@ -156,7 +156,7 @@ impl Bed {
     /// A snapshot of the counters a measured phase subtracts.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            cpu: thread_cpu(),
+            cpu: crate::measure::thread_cpu(),
             io: self.device.stats(),
             cache: self.cluster.cache().stats(),
             cluster: self.cluster.stats(),
@@ -167,13 +167,6 @@ impl Bed {
     pub fn cache_pages_for(&self, fraction: f64) -> usize {
         ((self.cluster.space().data_pages as f64 * fraction).ceil() as usize).max(1)
     }
-}
-
-/// CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`): the "measured CPU time" of modelled
-/// time, which other processes on a shared machine do not inflate the way they inflate wall time.
-pub fn thread_cpu() -> Duration {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
 /// Counters at one moment.

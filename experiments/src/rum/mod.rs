@@ -547,7 +547,7 @@ impl IndexConfig {
         if ctx
             .data
             .iter()
-            .any(|d| d.format.as_deref() == Some(crate::trace::TRACE_FORMAT))
+            .any(|d| d.format.as_deref() == Some(crate::data::TRACE_FORMAT))
         {
             let (traces, notes) = crate::trace::load_rum_traces(ctx)?;
             return Ok((traces.into_iter().map(Arc::new).collect(), notes));

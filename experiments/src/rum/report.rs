@@ -472,7 +472,7 @@ mod tests {
 
     #[test]
     fn update_tables_come_from_the_table_specs() {
-        let mut result = crate::result::tests::sample();
+        let mut result = crate::testing::sample_result();
         result.rows = vec![
             update_row("gowalla", "Eager", 14),
             update_row("gowalla", "UM+BV", 0),
@@ -544,7 +544,7 @@ mod tests {
     #[test]
     fn a_strategy_has_one_colour_in_bars_lines_and_tuning_figures() {
         let dir = tempfile::tempdir().unwrap();
-        let mut result = crate::result::tests::sample();
+        let mut result = crate::testing::sample_result();
         let paper = ["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
         result.rows = paper
             .iter()
@@ -597,7 +597,7 @@ mod tests {
     #[test]
     fn the_concurrency_figure_notes_threads_beyond_the_cores() {
         let dir = tempfile::tempdir().unwrap();
-        let mut result = crate::result::tests::sample();
+        let mut result = crate::testing::sample_result();
         result.machine.cores = 2;
         result.rows = [1u64, 2, 4, 8]
             .iter()

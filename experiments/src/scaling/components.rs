@@ -31,7 +31,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::config::StorageConfig;
 use crate::experiment::{RowBuilder, Scale};
-use crate::oep7::thread_cpu;
+use crate::measure::thread_cpu;
 use crate::rum::{apply, Dataset, IndexConfig};
 
 /// The space the synthetic points live in.

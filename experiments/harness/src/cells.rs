@@ -36,7 +36,7 @@ impl Cell {
     /// A key with length 0 gives no cells at all (the run would have no rows for it either).
     ///
     /// ```
-    /// use lsmlab::cells::Cell;
+    /// use lsmlab_harness::cells::Cell;
     /// let cells = Cell::grid(&[("datasets", 2), ("strategies", 3)]);
     /// assert_eq!(cells.len(), 6);
     /// assert_eq!(cells[1].picks, vec![("datasets".to_string(), 0), ("strategies".to_string(), 1)]);

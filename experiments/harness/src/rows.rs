@@ -6,7 +6,7 @@ pub type Row = serde_json::Map<String, serde_json::Value>;
 /// Builds a [`Row`] and refuses non-finite numbers (serde_json would silently write `null`).
 ///
 /// ```
-/// use lsmlab::rows::RowBuilder;
+/// use lsmlab_harness::rows::RowBuilder;
 /// let row = RowBuilder::new().str("strategy", "UM+F").int("flushes", 3u64).num("update_ms", 1.5).build();
 /// assert_eq!(row["flushes"], 3);
 /// ```
@@ -72,7 +72,7 @@ impl RowBuilder {
 /// (pages, hits, flushes, ratios of counts, parameters) is counted.
 ///
 /// ```
-/// use lsmlab::rows::is_timed;
+/// use lsmlab_harness::rows::is_timed;
 /// assert!(is_timed("update_ms") && is_timed("modelled_ms_hdd") && is_timed("throughput_ops_s"));
 /// assert!(!is_timed("page_reads") && !is_timed("hit_ratio") && !is_timed("selectivity"));
 /// ```

@@ -494,7 +494,7 @@ mod tests {
     }
 
     fn result(rows: Vec<Row>) -> ResultFile {
-        let mut r = crate::result::tests::sample();
+        let mut r = crate::testing::sample_result();
         r.rows = rows;
         r
     }

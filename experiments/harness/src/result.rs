@@ -410,40 +410,10 @@ pub fn find_result_files(results_dir: &Path, scales: &[Scale]) -> anyhow::Result
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::experiment::RowBuilder;
 
-    pub(crate) fn sample() -> ResultFile {
-        ResultFile {
-            schema: SCHEMA.to_string(),
-            experiment: "fake".to_string(),
-            paper: "Fake paper".to_string(),
-            scale: Scale::Tiny,
-            seed: 42,
-            config: serde_json::json!({"records": 10, "strategies": ["Eager"]})
-                .as_object()
-                .unwrap()
-                .clone(),
-            machine: Machine {
-                os: "Linux".into(),
-                cpu: "cpu".into(),
-                cores: 2,
-                memory_bytes: 1 << 30,
-            },
-            git: GitInfo::unknown(),
-            started_at: rfc3339_utc(0),
-            duration_s: 1.5,
-            rows: vec![RowBuilder::new()
-                .str("strategy", "Eager")
-                .num("update_ms", 2.5)
-                .int("flushes", 3u64)
-                .build()],
-            notes: vec!["a note".to_string()],
-            provenance: None,
-            cells: None,
-        }
-    }
+    use crate::testing::sample_result as sample;
 
     #[test]
     fn files_without_provenance_or_cells_still_read_and_new_ones_round_trip() {

@@ -12,16 +12,16 @@ use crate::report::rows_table;
 use crate::result::ResultFile;
 
 /// Pretends to ingest `records` records per strategy; `fail` makes the run fail.
-pub(crate) struct Fake {
+pub struct Fake {
     pub name: &'static str,
 }
 
-pub(crate) const FAKE: Fake = Fake { name: "fake" };
-pub(crate) const OTHER: Fake = Fake { name: "other" };
+pub const FAKE: Fake = Fake { name: "fake" };
+pub const OTHER: Fake = Fake { name: "other" };
 
 /// The fake's strategies: a choice, as typed configs spell them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum FakeStrategy {
+pub enum FakeStrategy {
     Eager,
     Validation,
     #[serde(rename = "UM+F")]
@@ -30,7 +30,7 @@ pub(crate) enum FakeStrategy {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FakeConfig {
+pub struct FakeConfig {
     records: u64,
     strategies: Vec<FakeStrategy>,
     ratio: f64,
@@ -141,4 +141,60 @@ impl TypedExperiment for Fake {
             rows_table(&result.rows, &["strategy", "update_s", "flush_s"])
         )
     }
+}
+
+/// A small result file of the fake experiment (one row, one note).
+pub fn sample_result() -> ResultFile {
+    ResultFile {
+        schema: crate::result::SCHEMA.to_string(),
+        experiment: "fake".to_string(),
+        paper: "Fake paper".to_string(),
+        scale: Scale::Tiny,
+        seed: 42,
+        config: serde_json::json!({"records": 10, "strategies": ["Eager"]})
+            .as_object()
+            .unwrap()
+            .clone(),
+        machine: crate::result::Machine {
+            os: "Linux".into(),
+            cpu: "cpu".into(),
+            cores: 2,
+            memory_bytes: 1 << 30,
+        },
+        git: crate::result::GitInfo::unknown(),
+        started_at: crate::result::rfc3339_utc(0),
+        duration_s: 1.5,
+        rows: vec![RowBuilder::new()
+            .str("strategy", "Eager")
+            .num("update_ms", 2.5)
+            .int("flushes", 3u64)
+            .build()],
+        notes: vec!["a note".to_string()],
+        provenance: None,
+        cells: None,
+    }
+}
+
+/// The checks every helper's output must pass: both files exist and are non-empty, the PNG is a
+/// PNG, the SVG has text.
+pub fn assert_rendered(paths: &[PathBuf]) {
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    let svg = std::fs::read_to_string(&paths[0]).unwrap();
+    assert!(paths[0].extension().unwrap() == "svg");
+    assert!(svg.contains("<text"), "SVG has no text: {}", paths[0].display());
+    let png = std::fs::read(&paths[1]).unwrap();
+    assert!(paths[1].extension().unwrap() == "png");
+    assert!(png.len() > 1000, "PNG too small: {}", png.len());
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+/// The texts an SVG draws, trimmed, in order.
+pub fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
 }

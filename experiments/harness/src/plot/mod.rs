@@ -296,29 +296,7 @@ pub(crate) fn draw_no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) ->
 pub(crate) mod tests {
     use super::*;
 
-    /// The checks every helper's output must pass: both files exist and are non-empty, the PNG is a
-    /// PNG, the SVG has text.
-    pub(crate) fn assert_rendered(paths: &[PathBuf]) {
-        assert_eq!(paths.len(), 2, "{paths:?}");
-        let svg = std::fs::read_to_string(&paths[0]).unwrap();
-        assert!(paths[0].extension().unwrap() == "svg");
-        assert!(svg.contains("<text"), "SVG has no text: {}", paths[0].display());
-        let png = std::fs::read(&paths[1]).unwrap();
-        assert!(paths[1].extension().unwrap() == "png");
-        assert!(png.len() > 1000, "PNG too small: {}", png.len());
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    }
-
-    /// The texts an SVG draws, trimmed, in order.
-    pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
-        svg.split("<text")
-            .skip(1)
-            .filter_map(|t| {
-                let body = &t[t.find('>')? + 1..];
-                Some(body[..body.find("</text>")?].trim().to_string())
-            })
-            .collect()
-    }
+    pub(crate) use crate::testing::{assert_rendered, svg_texts};
 
     #[test]
     fn numbers_are_short_and_readable() {

@@ -170,6 +170,18 @@ impl<T: TypedExperiment> Experiment for T {
     }
 }
 
+/// The experiment called `name` among `experiments`; the error lists the names there are.
+pub fn find_in<'a>(experiments: &[&'a dyn Experiment], name: &str) -> anyhow::Result<&'a dyn Experiment> {
+    if let Some(found) = experiments.iter().find(|e| e.name() == name) {
+        return Ok(*found);
+    }
+    let names: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
+    if names.is_empty() {
+        anyhow::bail!("unknown experiment `{name}`: no experiments are registered in this build");
+    }
+    anyhow::bail!("unknown experiment `{name}`; experiments: {}", names.join(", "))
+}
+
 impl fmt::Debug for dyn Experiment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Experiment")

@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::Value;
 
+use crate::claims::ClaimSet;
 use crate::experiment::{Experiment, Row, Scale};
 use crate::plot::{fmt_num, markdown_table};
 use crate::result::{find_result_files, now_rfc3339, ResultFile};
@@ -107,6 +108,7 @@ pub fn default_report_path(results_dir: &Path, scale: Option<Scale>) -> PathBuf 
 /// returns how many results it covers.
 pub fn write_report(
     experiments: &[&dyn Experiment],
+    claims: &[ClaimSet],
     results_dir: &Path,
     plots_dir: &Path,
     scales: &[Scale],
@@ -202,7 +204,7 @@ pub fn write_report(
     md += &markdown_table(&headers.map(String::from), &summary);
 
     // The papers' claims, judged per scale; the evaluation goes beside the results it judged.
-    let sets = crate::claims::builtin()?;
+    let sets = claims;
     let mut scales: Vec<Scale> = results.iter().map(|r| r.scale).collect();
     scales.dedup();
     for scale in scales {
@@ -218,7 +220,7 @@ pub fn write_report(
             writeln!(
                 md,
                 "\n## Claims ({scale})\n\nEach paper claim judged from the rows of this scale's results \
-                 ([{link}]({link})); the rules are in `experiments/src/claims.rs`: {}\n",
+                 ([{link}]({link})); the rules are in `experiments/harness/src/claims.rs`: {}\n",
                 crate::claims::RULES
             )
             .unwrap();
@@ -395,7 +397,7 @@ mod tests {
 
         let out = dir.path().join("REPORT.md");
         assert_eq!(
-            write_report(&experiments, &results, &plots, &[], &out).unwrap(),
+            write_report(&experiments, &[], &results, &plots, &[], &out).unwrap(),
             2
         );
         let md = fs::read_to_string(&out).unwrap();
@@ -422,7 +424,7 @@ mod tests {
         // Only the registered experiment known: the other gets the generic section.
         let only_fake: Vec<&dyn Experiment> = vec![&FAKE];
         let nested = dir.path().join("docs/REPORT.md");
-        write_report(&only_fake, &results, &plots, &[], &nested).unwrap();
+        write_report(&only_fake, &[], &results, &plots, &[], &nested).unwrap();
         let md = fs::read_to_string(&nested).unwrap();
         assert!(md.contains("no experiment of this name"), "{md}");
         assert!(md.contains("(../plots/tiny/fake-time.png)"), "{md}");
@@ -432,14 +434,15 @@ mod tests {
     fn a_corrupt_result_is_skipped_the_rest_reported_and_the_call_fails() {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("results");
-        let good = crate::result::tests::sample();
+        let good = crate::testing::sample_result();
         good.write_atomic(&ResultFile::path_in(&results, Scale::Tiny, &good.experiment))
             .unwrap();
         let bad = ResultFile::path_in(&results, Scale::Tiny, "broken");
         fs::write(&bad, "{ \"schema\": ").unwrap();
         let out = dir.path().join("REPORT.md");
-        let experiments = crate::registry::all();
-        let err = write_report(&experiments, &results, &dir.path().join("plots"), &[], &out).unwrap_err();
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE];
+        let err =
+            write_report(&experiments, &[], &results, &dir.path().join("plots"), &[], &out).unwrap_err();
         let msg = format!("{err:#}");
         assert!(msg.contains("broken.json") && msg.contains("skipped 1"), "{msg}");
         let md = fs::read_to_string(&out).unwrap();
@@ -448,58 +451,10 @@ mod tests {
         // With nothing readable, no report is written.
         fs::remove_file(&out).unwrap();
         fs::remove_file(ResultFile::path_in(&results, Scale::Tiny, &good.experiment)).unwrap();
-        let err = write_report(&experiments, &results, &dir.path().join("plots"), &[], &out).unwrap_err();
+        let err =
+            write_report(&experiments, &[], &results, &dir.path().join("plots"), &[], &out).unwrap_err();
         assert!(format!("{err:#}").contains("no report was written"), "{err:#}");
         assert!(!out.exists());
-    }
-
-    #[test]
-    fn report_judges_the_papers_claims_per_scale() {
-        let dir = tempfile::tempdir().unwrap();
-        let results = dir.path().join("results");
-        let mut update = crate::result::tests::sample();
-        update.experiment = "rum-update".into();
-        update.paper = crate::rum::PAPER.into();
-        update.rows = ["Eager", "UM", "UM+F"]
-            .iter()
-            .zip([900.0, 300.0, 100.0])
-            .map(|(s, ms)| {
-                RowBuilder::new()
-                    .str("dataset", "gowalla")
-                    .str("strategy", *s)
-                    .num("total_ms", ms)
-                    .num("flush_ms", ms / 10.0)
-                    .build()
-            })
-            .collect();
-        update
-            .write_atomic(&ResultFile::path_in(&results, Scale::Tiny, "rum-update"))
-            .unwrap();
-        let out = dir.path().join("REPORT.md");
-        let experiments = crate::registry::all();
-        write_report(&experiments, &results, &dir.path().join("plots"), &[], &out).unwrap();
-        let md = fs::read_to_string(&out).unwrap();
-        assert!(
-            md.contains("## Claims (tiny)") && md.contains("### LSM RUM-tree claims (tiny)"),
-            "{md}"
-        );
-        assert!(md.contains("(results/tiny/claims.json)"), "{md}");
-        // UM+F is 9x faster than Eager: inside 3x-9.6x.
-        let line = md
-            .lines()
-            .find(|l| l.contains("| rum-u1 | dataset=gowalla, UM+F vs Eager"))
-            .unwrap();
-        assert!(line.contains(" 9x |") && line.contains("| reproduced "), "{line}");
-        let claims: Value =
-            serde_json::from_str(&fs::read_to_string(results.join("tiny/claims.json")).unwrap()).unwrap();
-        let entries = claims["entries"].as_array().unwrap();
-        let query = entries.iter().find(|e| e["claim"] == "rum-q1").unwrap();
-        assert_eq!(query["verdict"], "not-measured", "no rum-query result");
-        let u3 = entries.iter().find(|e| e["claim"] == "rum-u3").unwrap();
-        assert_eq!(
-            (u3["measured"].as_f64(), &u3["verdict"]),
-            (Some(3.0), &Value::from("direction-only"))
-        );
     }
 
     #[test]
@@ -544,7 +499,7 @@ mod tests {
         let tiny = results.join("tiny").join("REPORT.md");
         assert_eq!(tiny, default_report_path(&results, Some(Scale::Tiny)));
         assert_eq!(
-            write_report(&experiments, &results, &plots, &[Scale::Tiny], &tiny).unwrap(),
+            write_report(&experiments, &[], &results, &plots, &[Scale::Tiny], &tiny).unwrap(),
             1
         );
         assert!(!reference.exists());
@@ -561,7 +516,7 @@ mod tests {
         assert_eq!(find_result_files(&results, &[Scale::Tiny]).unwrap().len(), 1);
 
         assert_eq!(
-            write_report(&experiments, &results, &plots, &[Scale::Small], &reference).unwrap(),
+            write_report(&experiments, &[], &results, &plots, &[Scale::Small], &reference).unwrap(),
             1
         );
         let md = fs::read_to_string(&reference).unwrap();
@@ -573,6 +528,7 @@ mod tests {
 
         let err = write_report(
             &experiments,
+            &[],
             &results,
             &plots,
             &[Scale::Paper],
@@ -586,7 +542,7 @@ mod tests {
     #[test]
     fn report_without_results_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = write_report(&[], dir.path(), dir.path(), &[], &dir.path().join("R.md"))
+        let err = write_report(&[], &[], dir.path(), dir.path(), &[], &dir.path().join("R.md"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("no result files"), "{err}");

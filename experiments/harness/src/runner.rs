@@ -9,9 +9,9 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigFile, ConfigMap, Overlay, DATA_KEY, DERIVED_KEY};
+use crate::experiment::find_in;
 use crate::experiment::{DataSpec, Experiment, MemoryEstimate, RunContext, Scale};
 use crate::progress::Progress;
-use crate::registry::find_in;
 use crate::result::{
     find_result_files, now_rfc3339, CellLog, CellRecord, GitInfo, Machine, Provenance, ResultFile, SCHEMA,
 };
@@ -684,45 +684,6 @@ mod tests {
         check_memory("rum-update", Some(&estimate), Some(4 << 30)).unwrap();
         check_memory("rum-update", None, Some(1)).unwrap();
         check_memory("rum-update", Some(&estimate), None).unwrap();
-    }
-
-    #[test]
-    fn rum_estimates_grow_with_the_records_of_the_largest_dataset() {
-        let rum = crate::registry::find("rum-update").unwrap();
-        let mut small = rum.resolve(Scale::Small, &Overlay::default()).unwrap();
-        let at_small = rum.memory_estimate(&small, &[]).unwrap().unwrap();
-        small.insert("records".into(), serde_json::json!(0));
-        let at_paper = rum.memory_estimate(&small, &[]).unwrap().unwrap();
-        // A run goes dataset by dataset: paper scale's largest, BerlinMOD, has 56.1 million
-        // records against small's 2 million.
-        assert!(at_paper.bytes > 10 * at_small.bytes, "{at_small:?} {at_paper:?}");
-        assert!(
-            at_paper.basis.contains("56,129,943 records (streamed"),
-            "{}",
-            at_paper.basis
-        );
-        // On the file device the index's pages leave memory: only the cache and the memory
-        // components stay, so the streamed 56M records fit the paper run's 3 GB budget.
-        small.insert("device".into(), serde_json::json!("file"));
-        let on_file = rum.memory_estimate(&small, &[]).unwrap().unwrap();
-        assert!(on_file.bytes < at_paper.bytes / 4, "{on_file:?}");
-        assert!(on_file.basis.contains("device=file"), "{}", on_file.basis);
-        let paper = rum.resolve(Scale::Paper, &Overlay::default()).unwrap();
-        let paper = rum.memory_estimate(&paper, &[]).unwrap().unwrap();
-        assert!(paper.bytes < 3_000_000_000, "{paper:?}");
-        // ... and above what the whole paper-scale BerlinMOD run measured (VmHWM 1,219,904 KiB,
-        // all nine strategies on device=file).
-        let mut berlinmod = rum.resolve(Scale::Paper, &Overlay::default()).unwrap();
-        berlinmod.insert("datasets".into(), serde_json::json!(["berlinmod"]));
-        let berlinmod = rum.memory_estimate(&berlinmod, &[]).unwrap().unwrap();
-        assert!(berlinmod.bytes > 1_219_904 * 1024, "{berlinmod:?}");
-        let file = DataSpec {
-            path: "x.csv".into(),
-            format: None,
-            columns: None,
-            skip_malformed: false,
-        };
-        assert_eq!(rum.memory_estimate(&small, &[file]).unwrap(), None);
     }
 
     #[test]

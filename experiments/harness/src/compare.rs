@@ -303,7 +303,7 @@ fn signed(x: f64) -> String {
 mod tests {
     use super::*;
     use crate::experiment::RowBuilder;
-    use crate::result::tests::sample;
+    use crate::testing::sample_result as sample;
 
     fn row(strategy: &str, flushes: u64, ms: f64) -> Row {
         RowBuilder::new()
