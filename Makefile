@@ -32,13 +32,14 @@ RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_
 PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
 REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCALE) --out $(REPORT)
 
-# Papers; experiments are registered in experiments/src/registry.rs only, each named
-# <paper>-<what> (e.g. rum-update), and `make <name>` accepts any name `lsmlab list --names` prints.
+# Papers; each is registered with one line in experiments/src/registry.rs (its folder's paper()
+# lists its experiments, each named <paper>-<what>, e.g. rum-update), and `make <name>` accepts any
+# name `lsmlab list --names` prints. A test checks this list has a rule per paper id.
 PAPERS = rum leaper diol oep7
-# Experiments across the papers (CROSS_PAPER_PREFIXES in registry.rs), run and named the same way.
+# Experiments across the papers (registry.rs: kind CrossPaper), run and named the same way.
 PAPERS += combined
 
-# Experiments of no paper (registry.rs STANDALONE_EXPERIMENTS), each its own target; one line each.
+# Experiments of no paper (registry.rs: the papers of kind Standalone), each its own target; one line each.
 STANDALONE :=
 STANDALONE += scaling
 

@@ -1,70 +1,62 @@
-//! Every experiment the binary knows, by name: the one place an experiment is registered (the
-//! Makefile reads `lsmlab list --names` for its per-experiment targets).
+//! Every paper the binary knows: the one place a paper is registered, one line each. Its
+//! descriptor (`paper()` in its folder: id, title, experiments, claims file, trace families) gives
+//! everything else: the experiments `lsmlab list` prints (the Makefile reads `lsmlab list --names`
+//! for its per-experiment targets), the claims the report judges and the traces `lsmlab gen` writes.
+
+use std::sync::OnceLock;
+
+use lsmlab_harness::paper::{PaperKind, Papers};
+use lsmlab_harness::trace::{TraceFamilies, TraceFamily};
 
 use crate::experiment::Experiment;
 
-/// All registered experiments, in the order `lsmlab list` prints them (and `make` runs them).
-pub fn all() -> Vec<&'static dyn Experiment> {
-    vec![
-        // ---- Register experiments here (one line each; keep paper order). ----------------------
-        // LSM RUM-tree (src/rum/, declared with `mod rum;` in lib.rs):
-        &crate::rum::update::RumUpdate,
-        &crate::rum::query::RumQuery,
-        &crate::rum::mixed::RumMixed,
-        &crate::rum::concurrency::RumConcurrency,
-        &crate::rum::tuning::RumTuning,
-        // Leaper (src/leaper/):
-        &crate::leaper::online::LeaperOnline,
-        &crate::leaper::model::LeaperModelExperiment,
-        &crate::leaper::sensitivity::LeaperSensitivity,
-        // DIOL (src/diol/):
-        &crate::diol::layouts::DiolLayouts,
-        &crate::diol::compaction::DiolCompaction,
-        &crate::diol::sizing::DiolSizing,
-        // OrientDB OEP 7 (src/oep7/):
-        &crate::oep7::fetch::Oep7Fetch,
-        &crate::oep7::ycsb::Oep7Ycsb,
-        &crate::oep7::space::Oep7Space,
-        &crate::oep7::graph::Oep7Graph,
-        // Experiments of no paper (each named in STANDALONE_EXPERIMENTS below):
-        &crate::scaling::Scaling,
-        // Across the papers (src/combined/):
-        &crate::combined::Combined,
-        // ------------------------------------------------------------------------------------------
-    ]
-}
-
-/// The paper prefixes of experiment names (`rum-update`); `make <name>` has one rule per prefix. An
-/// experiment may also carry its paper's name alone (`diol`): `make <paper>` runs it with the rest.
-pub const PAPER_PREFIXES: [&str; 4] = ["rum", "leaper", "diol", "oep7"];
-
-/// Experiments that belong to no paper, by their whole name (one line each): `make <name>` runs
-/// one, as the Makefile's `STANDALONE` list says (a test checks the two lists agree).
-pub const STANDALONE_EXPERIMENTS: &[&str] = &["scaling"];
-/// Prefixes of experiments that belong to no single paper (`combined`); the Makefile has a rule
-/// for each beside the papers'.
-pub const CROSS_PAPER_PREFIXES: [&str; 1] = ["combined"];
-
 pub use lsmlab_harness::experiment::find_in;
 
-/// The papers' claim files, compiled into the binary: (file name, text), one per paper.
-pub fn claim_sources() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("rum.json", include_str!("../claims/rum.json")),
-        ("leaper.json", include_str!("../claims/leaper.json")),
-        ("diol.json", include_str!("../claims/diol.json")),
-        ("oep7.json", include_str!("../claims/oep7.json")),
-    ]
+/// Every paper, in the order `lsmlab list` prints their experiments (and `make` runs them).
+pub fn papers() -> Papers {
+    Papers(vec![
+        // ---- Register papers here (one line each; a paper is a folder with `paper()`). -------
+        crate::rum::paper(),
+        crate::leaper::paper(),
+        crate::diol::paper(),
+        crate::oep7::paper(),
+        // lsmlab's own: the scaling study (standalone), and the experiments across the papers
+        crate::scaling::paper(),
+        crate::combined::paper(),
+        // ------------------------------------------------------------------------------------------
+    ])
 }
 
-/// Every paper's claims, parsed and checked.
-pub fn claims() -> anyhow::Result<Vec<lsmlab_harness::claims::ClaimSet>> {
-    lsmlab_harness::claims::parse_all(&claim_sources())
+/// All registered experiments, paper by paper.
+pub fn all() -> Vec<&'static dyn Experiment> {
+    papers().experiments()
 }
 
 /// The registered experiment called `name`.
 pub fn find(name: &str) -> anyhow::Result<&'static dyn Experiment> {
     find_in(&all(), name)
+}
+
+/// The papers' claim files, compiled into the binary: (file name, text), one per paper.
+pub fn claim_sources() -> Vec<(&'static str, &'static str)> {
+    papers().claim_sources()
+}
+
+/// Every paper's claims, parsed and checked.
+pub fn claims() -> anyhow::Result<Vec<lsmlab_harness::claims::ClaimSet>> {
+    papers().claims()
+}
+
+/// The papers' trace families, as `lsmlab gen` and `--trace` dispatch over them.
+pub fn trace_families() -> TraceFamilies<'static> {
+    static FAMILIES: OnceLock<Vec<&'static dyn TraceFamily>> = OnceLock::new();
+    TraceFamilies(FAMILIES.get_or_init(|| papers().trace_families()))
+}
+
+/// The ids of the papers' entries of `kind` (the Makefile has a rule per paper and cross-paper
+/// prefix, and lists the standalone experiments by name).
+pub fn ids(kind: PaperKind) -> Vec<&'static str> {
+    papers().ids(kind)
 }
 
 #[cfg(test)]
@@ -89,41 +81,23 @@ mod tests {
     }
 
     #[test]
-    fn names_are_unique_and_well_formed() {
-        let all = all();
-        for (i, e) in all.iter().enumerate() {
-            assert!(
-                !all[..i].iter().any(|o| o.name() == e.name()),
-                "duplicate {}",
-                e.name()
-            );
-            assert!(e
-                .name()
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
-        }
-    }
-
-    #[test]
-    fn names_carry_a_paper_prefix_the_makefile_knows() {
-        for e in all() {
-            assert!(
-                STANDALONE_EXPERIMENTS.contains(&e.name())
-                    || PAPER_PREFIXES.iter().chain(&CROSS_PAPER_PREFIXES).any(|p| e
-                        .name()
-                        .strip_prefix(p)
-                        .is_some_and(|rest| rest.is_empty() || (rest.len() > 1 && rest.starts_with('-')))),
-                "{} has no paper prefix and is not a standalone experiment",
-                e.name()
-            );
-        }
+    fn the_papers_list_checks_out() {
+        // ids unique, every experiment named after its paper and carrying its title, names unique
+        papers().check().unwrap();
+        assert_eq!(all().len(), 17);
+        assert_eq!(ids(PaperKind::Paper), ["rum", "leaper", "diol", "oep7"]);
+        let families: Vec<&str> = trace_families().0.iter().map(|f| f.name()).collect();
+        assert_eq!(families, ["rum", "leaper", "diol", "ycsb"]);
     }
 
     #[test]
     fn the_makefile_has_a_rule_per_prefix_and_standalone_name() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../Makefile");
         let makefile = std::fs::read_to_string(path).unwrap();
-        for p in PAPER_PREFIXES {
+        for p in ids(PaperKind::Paper)
+            .into_iter()
+            .chain(ids(PaperKind::CrossPaper))
+        {
             assert!(
                 makefile.lines().any(|l| l.starts_with(&format!("{p}-%:"))),
                 "the Makefile has no `{p}-%:` rule"
@@ -134,21 +108,22 @@ mod tests {
             .filter_map(|l| l.strip_prefix("STANDALONE += "))
             .map(str::trim)
             .collect();
-        let mut expected = STANDALONE_EXPERIMENTS.to_vec();
+        let standalone = ids(PaperKind::Standalone);
+        let mut expected = standalone.clone();
         expected.sort_unstable();
         let mut listed_sorted = listed.clone();
         listed_sorted.sort_unstable();
         assert_eq!(
             listed_sorted, expected,
-            "the Makefile's STANDALONE lines and STANDALONE_EXPERIMENTS differ"
+            "the Makefile's STANDALONE lines and the standalone papers differ"
         );
-        for name in STANDALONE_EXPERIMENTS {
+        for name in &standalone {
             assert!(
                 all().iter().any(|e| e.name() == *name),
                 "standalone experiment {name} is not registered"
             );
             assert!(
-                !PAPER_PREFIXES
+                !ids(PaperKind::Paper)
                     .iter()
                     .any(|p| name.starts_with(&format!("{p}-")) || name == p),
                 "{name} carries a paper prefix: it needs no Makefile line"

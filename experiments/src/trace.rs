@@ -9,7 +9,8 @@
 //! twice) into a temporary file renamed into place once complete.
 //!
 //! The format is the harness's (`lsmlab_harness::trace`); the streams are the papers', one
-//! [`TraceFamily`] each ([`FAMILIES`], listed by [`workloads`]), and each says who replays it:
+//! [`TraceFamily`] each (listed by [`workloads`], registered with its paper), and each says who
+//! replays it:
 //! - `rum-<dataset>` (gowalla, chicago, berlinmod): the location records the RUM-tree experiments
 //!   replay, in time order (LSM RUM-tree paper Section 6: each record is an insert of a new object
 //!   or an update of a known one, replayed in time order). Columns `op,oid,time,x,y`; `op` is
@@ -66,12 +67,10 @@ pub use lsmlab_harness::trace::{
     TraceFamilies, TraceFamily, MAGIC, MAX_LINE,
 };
 
-/// The papers' trace families, in `lsmlab gen --list`'s order.
-pub const FAMILIES: [&dyn TraceFamily; 4] = [&RumTraces, &LeaperTraces, &YcsbTraces, &DiolTraces];
-
-/// [`FAMILIES`] as the harness dispatches over them.
+/// The registered papers' trace families ([`crate::registry::trace_families`]), as the harness
+/// dispatches over them.
 pub fn families() -> TraceFamilies<'static> {
-    TraceFamilies(&FAMILIES)
+    crate::registry::trace_families()
 }
 
 /// Every workload `lsmlab gen` writes, with what it is.

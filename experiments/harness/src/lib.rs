@@ -21,6 +21,7 @@ pub mod data;
 pub mod experiment;
 pub mod measure;
 pub mod merge;
+pub mod paper;
 pub mod plot;
 pub mod progress;
 pub mod repeat;

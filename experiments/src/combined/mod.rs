@@ -37,6 +37,18 @@ use std::time::{Duration, Instant};
 
 pub const PAPER: &str = "cross-paper";
 
+/// This paper as the registry lists it (see `lsmlab_harness::paper`).
+pub fn paper() -> lsmlab_harness::paper::Paper {
+    lsmlab_harness::paper::Paper {
+        id: "combined",
+        title: PAPER,
+        kind: lsmlab_harness::paper::PaperKind::CrossPaper,
+        experiments: vec![&Combined],
+        claims: None,
+        traces: Vec::new(),
+    }
+}
+
 pub struct Combined;
 
 /// `combined`'s parameters.

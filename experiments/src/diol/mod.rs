@@ -42,6 +42,22 @@ use crate::experiment::{MemoryEstimate, RowBuilder, RunContext, Scale};
 /// The paper's name in result files and claims.
 pub const PAPER: &str = "DIOL";
 
+/// This paper as the registry lists it (see `lsmlab_harness::paper`).
+pub fn paper() -> lsmlab_harness::paper::Paper {
+    lsmlab_harness::paper::Paper {
+        id: "diol",
+        title: PAPER,
+        kind: lsmlab_harness::paper::PaperKind::Paper,
+        experiments: vec![
+            &layouts::DiolLayouts,
+            &compaction::DiolCompaction,
+            &sizing::DiolSizing,
+        ],
+        claims: Some(("diol.json", include_str!("../../claims/diol.json"))),
+        traces: vec![&crate::trace::DiolTraces],
+    }
+}
+
 /// The delay models by name.
 pub const DELAY_MODELS: [&str; 3] = ["diol", "lognormal", "file"];
 

@@ -35,6 +35,22 @@ pub use timeline::{median, RunRecorder, RunTimeline, Window};
 
 pub const PAPER: &str = "Leaper";
 
+/// This paper as the registry lists it (see `lsmlab_harness::paper`).
+pub fn paper() -> lsmlab_harness::paper::Paper {
+    lsmlab_harness::paper::Paper {
+        id: "leaper",
+        title: PAPER,
+        kind: lsmlab_harness::paper::PaperKind::Paper,
+        experiments: vec![
+            &online::LeaperOnline,
+            &model::LeaperModelExperiment,
+            &sensitivity::LeaperSensitivity,
+        ],
+        claims: Some(("leaper.json", include_str!("../../claims/leaper.json"))),
+        traces: vec![&crate::trace::LeaperTraces],
+    }
+}
+
 /// The paper's online setup (§7.3): 10 GB of data in 200-byte pairs, a 3 GB block cache and 1 GB of
 /// memtables.
 pub const PAPER_DATA_BYTES: u64 = 10_000_000_000;

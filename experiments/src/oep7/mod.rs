@@ -29,6 +29,23 @@ use crate::experiment::{MemoryEstimate, RowBuilder, Scale};
 
 pub const PAPER: &str = "OrientDB OEP 7";
 
+/// This paper as the registry lists it (see `lsmlab_harness::paper`).
+pub fn paper() -> lsmlab_harness::paper::Paper {
+    lsmlab_harness::paper::Paper {
+        id: "oep7",
+        title: PAPER,
+        kind: lsmlab_harness::paper::PaperKind::Paper,
+        experiments: vec![
+            &fetch::Oep7Fetch,
+            &ycsb::Oep7Ycsb,
+            &space::Oep7Space,
+            &graph::Oep7Graph,
+        ],
+        claims: Some(("oep7.json", include_str!("../../claims/oep7.json"))),
+        traces: vec![&crate::trace::YcsbTraces],
+    }
+}
+
 /// The POC's numbers (PAPERS.md section 4): fetch every record one by one.
 pub const POC_WARM_MS: (f64, f64) = (2513.0, 1845.0);
 pub const POC_COLD_MS: (f64, f64) = (79950.0, 26327.0);

@@ -34,6 +34,24 @@ use std::time::{Duration, Instant};
 
 pub const PAPER: &str = "LSM RUM-tree";
 
+/// This paper as the registry lists it (see `lsmlab_harness::paper`).
+pub fn paper() -> lsmlab_harness::paper::Paper {
+    lsmlab_harness::paper::Paper {
+        id: "rum",
+        title: PAPER,
+        kind: lsmlab_harness::paper::PaperKind::Paper,
+        experiments: vec![
+            &update::RumUpdate,
+            &query::RumQuery,
+            &mixed::RumMixed,
+            &concurrency::RumConcurrency,
+            &tuning::RumTuning,
+        ],
+        claims: Some(("rum.json", include_str!("../../claims/rum.json"))),
+        traces: vec![&crate::trace::RumTraces],
+    }
+}
+
 /// The authors' memory component in 2 KiB pages (128 MiB).
 pub const PAPER_MEMORY_PAGES: u64 = 65_536;
 

@@ -37,6 +37,18 @@ use components::{KvSizes, Measured};
 /// The `paper` of the result: the experiment belongs to no paper.
 pub const PAPER: &str = "lsmlab (scaling)";
 
+/// This paper as the registry lists it (see `lsmlab_harness::paper`).
+pub fn paper() -> lsmlab_harness::paper::Paper {
+    lsmlab_harness::paper::Paper {
+        id: "scaling",
+        title: PAPER,
+        kind: lsmlab_harness::paper::PaperKind::Standalone,
+        experiments: vec![&Scaling],
+        claims: None,
+        traces: Vec::new(),
+    }
+}
+
 /// The component groups, in run order, with the paper each one's mechanism comes from.
 pub const GROUPS: [(&str, &str); 8] = [
     ("mem-rtree", "LSM RUM-tree"),
