@@ -64,6 +64,8 @@ macro_rules! dispatch {
 }
 
 impl Policy {
+    /// The one factory of the named policies ([`PolicyKind`]); a policy of the caller's comes in
+    /// through [`BufferCache::with_policy`].
     fn of(kind: PolicyKind) -> Self {
         match kind {
             PolicyKind::Lru => Policy::Lru(Lru::default()),

@@ -5,8 +5,6 @@
 //! demand. Keeping the decision apart from the storage lets a policy be swapped (exact LRU for the
 //! counted figures, CLOCK, a learned one later) without touching the read and write paths.
 
-use super::clock::Clock;
-use super::lru::Lru;
 use crate::storage::PageId;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -76,14 +74,6 @@ impl PolicyKind {
             PolicyKind::Clock => "clock",
         }
     }
-
-    /// A fresh policy of this kind.
-    pub fn build(self) -> Box<dyn ReplacementPolicy> {
-        match self {
-            PolicyKind::Lru => Box::new(Lru::default()),
-            PolicyKind::Clock => Box::new(Clock::default()),
-        }
-    }
 }
 
 impl fmt::Display for PolicyKind {
@@ -131,7 +121,6 @@ mod tests {
     fn policy_names_round_trip_and_unknown_names_are_refused() {
         for k in PolicyKind::ALL {
             assert_eq!(k.name().parse::<PolicyKind>().unwrap(), k);
-            assert_eq!(k.build().name(), k.name());
         }
         let err = "lfu".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(err.contains("\"lfu\""), "{err}");
