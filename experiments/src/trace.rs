@@ -42,7 +42,7 @@
 //!   model grid, its rows labelled with the trace's ratio and model (so they match the generated
 //!   run's rows at that ratio and model); `points` must be the run's; one trace per run.
 //!
-//! Every line of a trace is checked before a run starts ([`check`], the run's data preflight): a
+//! Every line of a trace is checked before a run starts ([`check_for`], before the run is resolved): a
 //! bad one is an error naming the file, the line and the field, so a bad trace writes no result.
 //! A Leaper or YCSB trace is read one line at a time, never held; a RUM or DIOL trace is read into
 //! the dataset or arrival stream the experiment holds anyway.
