@@ -414,8 +414,6 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
 
 fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, &args.experiment)?;
-    // The traces' kind before anything else (each is read whole by the run's data check).
-    lsmlab::trace::check_for(experiment.name(), &args.trace)?;
     let mut data: Vec<DataSpec> = args
         .data
         .iter()
@@ -445,6 +443,14 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
             repeat: args.repeat,
         },
     };
+    // Every trace the run would replay (`--trace`, or a config file's data) is one of the
+    // experiment's kind and is read whole, every line checked, before anything runs.
+    let traces: Vec<std::path::PathBuf> =
+        lsmlab::trace::trace_paths(&request.data_files(config_file.as_ref())?)
+            .into_iter()
+            .map(std::path::Path::to_path_buf)
+            .collect();
+    lsmlab::trace::check_for(experiment.name(), &traces)?;
     if args.print_config {
         let config =
             runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;

@@ -282,3 +282,32 @@ fn a_trace_of_another_kind_is_refused_naming_the_file_and_what_the_experiment_re
         assert!(!result(&out, experiment).exists());
     }
 }
+
+#[test]
+fn a_config_files_traces_are_checked_before_the_run_like_trace_arguments() {
+    // A result of a replay records its trace among its data; rerunning from that result replays
+    // it again, so its kind and every line are checked before anything runs.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let trace = gen(d, "ycsb-c", &[]);
+    let first = d.join("first");
+    ok(&run("oep7-ycsb", &first, &["--trace", trace.to_str().unwrap()]));
+    let config = result(&first, "oep7-ycsb");
+    let config = config.to_str().unwrap();
+    // Another experiment's kind: refused naming the trace.
+    let out = d.join("out");
+    let err = fails(&run("leaper-online", &out, &["--config", config]));
+    assert!(
+        err.contains("a ycsb-c trace; `leaper-online` replays leaper-* traces"),
+        "{err}"
+    );
+    assert!(!result(&out, "leaper-online").exists());
+    // A garbled line: refused with the file, the line and the field, before the run.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[4] = "read,notanumber,x,1,ab".to_string();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let err = fails(&run("oep7-ycsb", &out, &["--config", config]));
+    assert!(err.contains("ycsb-c.csv:5: field `key`"), "{err}");
+    assert!(!result(&out, "oep7-ycsb").exists());
+}

@@ -244,8 +244,8 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
             bail!("data file {} is neither a file nor a directory", path.display());
         }
         if spec.format.as_deref() == Some(TRACE_FORMAT) {
-            // A trace of `lsmlab gen` (`--trace`): its family, above the harness, reads it whole
-            // before the run (`lsmlab::trace::check_for`).
+            // A trace of `lsmlab gen` (`--trace`, or a config file's data): its family, above the
+            // harness, reads it whole before the run (the binary's `lsmlab::trace::check_for`).
             continue;
         }
         if spec.format.as_deref() == Some(DELAYS_FORMAT) {

@@ -630,7 +630,8 @@ pub const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
 /// synthetic run (655 MB at its peak, about 131 B per record).
 pub const FILE_STORE_BYTES_PER_RECORD: u64 = 170;
 /// The warm-up's access log per operation (32 B a record) and Algorithm 1's per-slot intervals
-/// built from it (16 B each), doubled for the vectors' growth.
+/// built from it (16 B each), doubled for the vectors' growth: from the sizes of its records, not
+/// a measured slope (the 5,000,000-record run's training pass peaked below its measured run).
 pub const LOG_BYTES_PER_WARMUP_OP: u64 = 96;
 /// One training row of the models (18 features, its slot and range, the per-step copy and the
 /// GBDT's matrix): a 5-million-record run trained on 5.4 million rows at about 780 B per row
@@ -655,9 +656,9 @@ pub fn memory_estimate(
         let store = setup.records.saturating_mul(FILE_STORE_BYTES_PER_RECORD);
         let log = setup.warmup_ops.saturating_mul(LOG_BYTES_PER_WARMUP_OP);
         let rows = if max_training_rows == 0 {
-            // every range: at most one per record (ranges of one key), per slot; bounded by the
-            // log's records, since a slot's row exists only for ranges in the history's span
-            setup.warmup_ops
+            // every range of every slot: at worst one range per loaded key, over at least the
+            // slots the model trains on (a lower bound of the worst case; refused far above 24 GiB)
+            setup.records.saturating_mul(online::MIN_TRAINING_SLOTS)
         } else {
             max_training_rows as u64
         };
@@ -667,7 +668,7 @@ pub fn memory_estimate(
         return crate::experiment::MemoryEstimate {
             bytes: side_by_side.max(beside_training).saturating_add(RUN_BASE_BYTES),
             basis: format!(
-                "file device: the larger of two stores ({} records x {FILE_STORE_BYTES_PER_RECORD} B each) and one store beside a training pass ({} warm-up operations x {LOG_BYTES_PER_WARMUP_OP} B of log + {} training rows x {TRAINING_BYTES_PER_ROW} B) ({what}: measured per record, per operation and per row on a 5,000,000-record run) + {} MiB",
+                "file device: the larger of two stores ({} records x {FILE_STORE_BYTES_PER_RECORD} B each) and one store beside a training pass ({} warm-up operations x {LOG_BYTES_PER_WARMUP_OP} B of log + {} training rows x {TRAINING_BYTES_PER_ROW} B) ({what}: store and rows measured per record and per row on a 5,000,000-record run, the log from its record sizes) + {} MiB",
                 thousands(setup.records),
                 thousands(setup.warmup_ops),
                 thousands(rows),
