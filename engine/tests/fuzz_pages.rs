@@ -447,10 +447,10 @@ fn spatial(strategy: &'static str) {
     // obsolete is refused with `Error::CorruptEntry` (counted as refused as corrupt; see
     // `regression_update_memo_release_on_a_garbled_leaf_entry`).
     fuzz(
-        match strategy {
-            SpatialStrategy::Eager(_) => "lsm-rtree Eager (R-tree pages, deleted-key B+-tree)",
-            SpatialStrategy::Validation { .. } => "lsm-rtree Validation (R-tree pages, primary key index)",
-            SpatialStrategy::UpdateMemo(_) => "lsm-rtree UM+FMBV (R-tree pages, memo cleaning)",
+        match strategy.family() {
+            "Eager" => "lsm-rtree Eager (R-tree pages, deleted-key B+-tree)",
+            "Validation" => "lsm-rtree Validation (R-tree pages, primary key index)",
+            _ => "lsm-rtree UM+FMBV (R-tree pages, memo cleaning)",
         },
         512,
         move |dev| {

@@ -553,11 +553,11 @@ fn defaults_are_the_authors_and_each_switch_changes_the_flush_count() {
     assert_eq!(cfg.cleaning_counters, CleaningCounters::Updates);
     assert_eq!(
         "Eager".parse::<Strategy>().unwrap(),
-        Strategy::Eager(EagerVariant::Authors)
+        Strategy::eager(EagerVariant::Authors)
     );
     assert_eq!(
         "Validation".parse::<Strategy>().unwrap(),
-        Strategy::Validation { merge_repair: false }
+        Strategy::validation(false)
     );
 
     let flushes = |index: &LsmRTree| index.stats().rtree.flushes;

@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// A packed R-tree and its optional antimatter B+-tree.
-pub(crate) struct SpatialComponent {
+pub struct SpatialComponent {
     pub rtree: DiskRTree,
     pub antimatter: Option<BTreeComponent<()>>,
 }

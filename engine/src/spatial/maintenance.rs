@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 /// Where a query candidate came from.
 #[derive(Clone, Copy)]
-pub(crate) enum Source<'a> {
+pub enum Source<'a> {
     /// The memory R-tree.
     Memory,
     /// A disk component; `newer` are the disk components newer than it (newest first).
@@ -31,7 +31,7 @@ pub(crate) enum Source<'a> {
 
 /// How an entry entered the memory R-tree, for the cleaning counters.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct MemoryWrite {
+pub struct MemoryWrite {
     /// An update (a later version of a known object), not an object's first insert.
     pub update: bool,
     /// The insert split its leaf.
@@ -40,7 +40,7 @@ pub(crate) struct MemoryWrite {
 
 /// What a strategy reports beside the R-tree's own lifecycle.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct MaintenanceStats {
+pub struct MaintenanceStats {
     /// The key index's flushes and merges and its lookups, if the strategy keeps one.
     pub key_index: Option<(LifecycleStats, u64)>,
     pub um_entries: u64,
@@ -53,12 +53,12 @@ pub(crate) struct MaintenanceStats {
 /// Passes every entry of the index (memory and disk) to its argument as `(oid, ts)`, one at a time,
 /// without holding them: what the UM audit reads, so that it needs memory for the objects only,
 /// not for the entries (the paper's BerlinMOD stream leaves 56M of them).
-pub(crate) type StampScan<'a> = dyn Fn(&mut dyn FnMut(u64, u64)) -> Result<()> + 'a;
+pub type StampScan<'a> = dyn Fn(&mut dyn FnMut(u64, u64)) -> Result<()> + 'a;
 
 /// What a flush or merge did beside writing its output, applied by [`Maintenance::commit`] once
 /// the output is installed.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Cleanup {
+pub struct Cleanup {
     /// Obsolete entries dropped, by object: one Update Memo release each (Algorithm 7).
     pub releases: Vec<u64>,
     /// Entries removed, by mechanism.
@@ -69,7 +69,7 @@ pub(crate) struct Cleanup {
 
 impl CleaningCounts {
     /// Adds `other`'s counts.
-    pub(crate) fn add(&mut self, other: &CleaningCounts) {
+    pub fn add(&mut self, other: &CleaningCounts) {
         self.buffered += other.buffered;
         self.vacuum += other.vacuum;
         self.flush += other.flush;
@@ -82,7 +82,7 @@ impl CleaningCounts {
 
 /// The per-entry filter of one merge, fed every entry of the merged components, newest component
 /// first and each component in scan order.
-pub(crate) trait MergeFilter {
+pub trait MergeFilter {
     /// Whether entry `e` of input `input` (0 = the newest merged component) goes into the output.
     fn keep(&mut self, input: usize, e: &SpatialEntry) -> Result<bool>;
 
@@ -92,7 +92,7 @@ pub(crate) trait MergeFilter {
 }
 
 /// A filter that keeps every entry and carries no antimatter.
-pub(crate) struct KeepAll;
+pub struct KeepAll;
 
 impl MergeFilter for KeepAll {
     fn keep(&mut self, _: usize, _: &SpatialEntry) -> Result<bool> {
@@ -106,7 +106,7 @@ impl MergeFilter for KeepAll {
 
 /// Index maintenance of one strategy (see the module documentation). Writes receive the entry
 /// already stamped by the index's clock.
-pub(crate) trait Maintenance: Send {
+pub trait Maintenance: Send {
     /// A new object `e.oid` at `e.point`.
     fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()>;
 

@@ -5,18 +5,21 @@
 mod component;
 mod concurrent;
 mod config;
-mod eager;
 mod index;
 mod maintenance;
-mod memo;
 mod stats;
+mod strategies;
 mod strategy;
 mod um;
-mod validation;
 
+pub use component::SpatialComponent;
 pub use concurrent::ConcurrentRumTree;
 pub use config::{CleaningCounters, FlushTrigger, SpatialConfig};
 pub use index::{LsmRTree, QueryOutcome};
+pub use maintenance::{
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, Source, StampScan,
+};
 pub use stats::{CleaningCounts, SpatialStats};
+pub use strategies::{StrategyDef, STRATEGIES};
 pub use strategy::{CleaningSwitches, EagerVariant, ParseStrategyError, Strategy};
 pub use um::{cils, MemoState, UpdateMemo};

@@ -6,15 +6,12 @@
 //! merge repair).
 
 use super::config::SpatialConfig;
-use super::eager::Eager;
 use super::maintenance::Maintenance;
-use super::memo::UpdateMemoMaintenance;
-use super::validation::Validation;
-use crate::btree::FixedValue;
+use super::strategies::{self, StrategyDef, EAGER, UPDATE_MEMO, VALIDATION};
 use crate::cache::BufferCache;
-use crate::lsm::LsmBTree;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -31,6 +28,26 @@ pub struct CleaningSwitches {
     pub vacuum: bool,
 }
 
+impl CleaningSwitches {
+    /// The switches as the Update Memo row's option: F, M, B, V as bits 0-3.
+    pub fn to_option(self) -> u8 {
+        u8::from(self.flush)
+            | u8::from(self.merge) << 1
+            | u8::from(self.buffered) << 2
+            | u8::from(self.vacuum) << 3
+    }
+
+    /// The switches of an option [`CleaningSwitches::to_option`] gave.
+    pub fn from_option(option: u8) -> Self {
+        CleaningSwitches {
+            flush: option & 1 != 0,
+            merge: option & 2 != 0,
+            buffered: option & 4 != 0,
+            vacuum: option & 8 != 0,
+        }
+    }
+}
+
 /// Which Eager the index runs (see `eager.rs` for the exact semantics of each).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EagerVariant {
@@ -45,20 +62,31 @@ pub enum EagerVariant {
     Physical,
 }
 
-/// A maintenance strategy of the LSM R-tree secondary index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Strategy {
-    /// AsterixDB's Eager strategy (Alsubaiee et al. 2014): insert the new entry and record a
-    /// deleted key that shadows older components; [`EagerVariant`] says what happens to the old
-    /// entry when it is in memory.
-    Eager(EagerVariant),
-    /// Luo & Carey's Validation (PVLDB 2019): blind inserts, a primary key index of latest
-    /// timestamps validates query candidates; with `merge_repair`, merges also drop the entries
-    /// the key index shows obsolete (Luo & Carey's merge repair; the RUM-tree paper's baseline
-    /// has none).
-    Validation { merge_repair: bool },
-    /// The LSM RUM-tree's Update Memo with its cleaning switches.
-    UpdateMemo(CleaningSwitches),
+impl EagerVariant {
+    /// The variant of the Eager row's option (0 = the authors', 1 = physical).
+    pub fn from_option(option: u8) -> Self {
+        if option == 1 {
+            EagerVariant::Physical
+        } else {
+            EagerVariant::Authors
+        }
+    }
+
+    fn to_option(self) -> u8 {
+        match self {
+            EagerVariant::Authors => 0,
+            EagerVariant::Physical => 1,
+        }
+    }
+}
+
+/// A maintenance strategy of the LSM R-tree secondary index: a family of the strategy table
+/// ([`super::STRATEGIES`]) and the family's option. It prints and parses exactly as the paper
+/// names the strategies, and serialises as that name.
+#[derive(Clone, Copy)]
+pub struct Strategy {
+    def: &'static StrategyDef,
+    option: u8,
 }
 
 impl Strategy {
@@ -66,22 +94,50 @@ impl Strategy {
     /// Validation as the authors ran them).
     pub const PAPER: [&'static str; 7] = ["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
 
+    /// AsterixDB's Eager strategy (Alsubaiee et al. 2014): insert the new entry and record a
+    /// deleted key that shadows older components; [`EagerVariant`] says what happens to the old
+    /// entry when it is in memory.
+    pub fn eager(variant: EagerVariant) -> Self {
+        Strategy::from_def(&EAGER, variant.to_option())
+    }
+
+    /// Luo & Carey's Validation (PVLDB 2019): blind inserts, a primary key index of latest
+    /// timestamps validates query candidates; with `merge_repair`, merges also drop the entries
+    /// the key index shows obsolete (Luo & Carey's merge repair; the RUM-tree paper's baseline
+    /// has none).
+    pub fn validation(merge_repair: bool) -> Self {
+        Strategy::from_def(&VALIDATION, u8::from(merge_repair))
+    }
+
+    /// The LSM RUM-tree's Update Memo with its cleaning switches.
+    pub fn update_memo(switches: CleaningSwitches) -> Self {
+        Strategy::from_def(&UPDATE_MEMO, switches.to_option())
+    }
+
+    /// The strategy of `def`'s family with `option`.
+    pub(crate) fn from_def(def: &'static StrategyDef, option: u8) -> Self {
+        Strategy { def, option }
+    }
+
+    /// The strategies of [`Strategy::PAPER`].
     pub fn paper_strategies() -> Vec<Strategy> {
-        Self::PAPER
-            .iter()
-            .map(|s| s.parse().expect("paper strategy names parse"))
-            .collect()
+        Self::PAPER.iter().filter_map(|s| strategies::parse(s)).collect()
     }
 
+    /// The family's name (`Eager`, `Validation`, `UM`, or a family added to the table).
+    pub fn family(&self) -> &'static str {
+        self.def.family
+    }
+
+    /// The cleaning switches, for an Update Memo strategy.
     pub fn switches(&self) -> Option<CleaningSwitches> {
-        match self {
-            Strategy::UpdateMemo(s) => Some(*s),
-            _ => None,
-        }
+        self.uses_update_memo()
+            .then(|| CleaningSwitches::from_option(self.option))
     }
 
+    /// Whether this is an Update Memo strategy (concurrent ingestion needs its memo).
     pub fn uses_update_memo(&self) -> bool {
-        matches!(self, Strategy::UpdateMemo(_))
+        std::ptr::eq(self.def, &UPDATE_MEMO)
     }
 
     /// Builds this strategy's maintenance state from the configuration (its key indexes live in
@@ -91,68 +147,42 @@ impl Strategy {
         cfg: &SpatialConfig,
         cache: &Arc<BufferCache>,
     ) -> crate::Result<Box<dyn Maintenance>> {
-        fn key_index<V: FixedValue>(
-            cfg: &SpatialConfig,
-            cache: &Arc<BufferCache>,
-        ) -> crate::Result<LsmBTree<V>> {
-            LsmBTree::new(
-                cache.clone(),
-                cfg.key_index_budget_pages,
-                cfg.merge_policy,
-                cfg.bloom_fp,
-            )
-        }
-        Ok(match *self {
-            Strategy::Eager(variant) => Box::new(Eager::new(
-                variant,
-                cache.page_size(),
-                cfg.eager_primary_lookup
-                    .then(|| key_index(cfg, cache))
-                    .transpose()?,
-            )),
-            Strategy::Validation { merge_repair } => {
-                Box::new(Validation::new(key_index(cfg, cache)?, merge_repair))
-            }
-            Strategy::UpdateMemo(switches) => Box::new(UpdateMemoMaintenance::new(
-                switches,
-                cfg.buffered_threshold,
-                cfg.vacuum_threshold,
-                cfg.cleaning_counters,
-            )),
-        })
+        (self.def.build)(self.option, cfg, cache)
+    }
+}
+
+impl PartialEq for Strategy {
+    fn eq(&self, other: &Self) -> bool {
+        self.def.family == other.def.family && self.option == other.option
+    }
+}
+
+impl Eq for Strategy {}
+
+impl Hash for Strategy {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.def.family.hash(state);
+        self.option.hash(state);
     }
 }
 
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Strategy::Eager(EagerVariant::Authors) => f.write_str("Eager"),
-            Strategy::Eager(EagerVariant::Physical) => f.write_str("Eager(physical)"),
-            Strategy::Validation { merge_repair: false } => f.write_str("Validation"),
-            Strategy::Validation { merge_repair: true } => f.write_str("Validation(repair)"),
-            Strategy::UpdateMemo(s) => {
-                f.write_str("UM")?;
-                if s.flush || s.merge || s.buffered || s.vacuum {
-                    f.write_str("+")?;
-                    for (on, letter) in [(s.flush, "F"), (s.merge, "M"), (s.buffered, "B"), (s.vacuum, "V")] {
-                        if on {
-                            f.write_str(letter)?;
-                        }
-                    }
-                }
-                Ok(())
-            }
-        }
+        f.write_str(&(self.def.name)(self.option))
+    }
+}
+
+impl fmt::Debug for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Strategy({self})")
     }
 }
 
 /// Why a strategy name did not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown strategy {given:?}: expected Eager, Eager(physical), Validation, Validation(repair), UM, \
-     or UM+ followed by any of the letters F, M, B, V (each at most once), e.g. UM+F, UM+BV, UM+FMBV"
-)]
+#[error("unknown strategy {given:?}: expected {}", strategies::forms())]
 pub struct ParseStrategyError {
+    /// The name as given.
     pub given: String,
 }
 
@@ -160,50 +190,49 @@ impl FromStr for Strategy {
     type Err = ParseStrategyError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || ParseStrategyError { given: s.to_string() };
-        let t = s.trim();
-        for (name, strategy) in [
-            ("eager", Strategy::Eager(EagerVariant::Authors)),
-            ("eager(physical)", Strategy::Eager(EagerVariant::Physical)),
-            ("validation", Strategy::Validation { merge_repair: false }),
-            ("validation(repair)", Strategy::Validation { merge_repair: true }),
-        ] {
-            if t.eq_ignore_ascii_case(name) {
-                return Ok(strategy);
-            }
-        }
-        let rest = t
-            .strip_prefix("UM")
-            .or_else(|| t.strip_prefix("um"))
-            .ok_or_else(err)?;
-        let mut sw = CleaningSwitches::default();
-        if rest.is_empty() {
-            return Ok(Strategy::UpdateMemo(sw));
-        }
-        let letters = rest.strip_prefix('+').ok_or_else(err)?;
-        if letters.is_empty() {
-            return Err(err());
-        }
-        for c in letters.chars() {
-            let slot = match c.to_ascii_uppercase() {
-                'F' => &mut sw.flush,
-                'M' => &mut sw.merge,
-                'B' => &mut sw.buffered,
-                'V' => &mut sw.vacuum,
-                _ => return Err(err()),
-            };
-            if *slot {
-                return Err(err());
-            }
-            *slot = true;
-        }
-        Ok(Strategy::UpdateMemo(sw))
+        strategies::parse(s).ok_or_else(|| ParseStrategyError { given: s.to_string() })
+    }
+}
+
+impl Serialize for Strategy {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Strategy {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every name a row of the table prints parses back to the same strategy, and every family's
+    /// names are its own (no row accepts another row's name).
+    #[test]
+    fn every_row_of_the_table_prints_names_that_parse_back_to_it() {
+        let mut seen = std::collections::HashSet::new();
+        for def in super::super::STRATEGIES {
+            for option in 0..=u8::MAX {
+                let name = (def.name)(option);
+                let back: Strategy = name.parse().unwrap();
+                assert_eq!(back.family(), def.family, "{name}");
+                assert_eq!(back.to_string(), name);
+                seen.insert(name);
+            }
+        }
+        // Eager 2, Validation 2, UM 16.
+        assert_eq!(seen.len(), 20, "{seen:?}");
+        let mut s = Strategy::update_memo(CleaningSwitches::from_option(0b1011));
+        assert_eq!(s.to_string(), "UM+FMV");
+        assert_eq!(s.switches().map(CleaningSwitches::to_option), Some(0b1011));
+        s = Strategy::eager(EagerVariant::Physical);
+        assert_eq!((s.family(), s.switches()), ("Eager", None));
+    }
 
     #[test]
     fn paper_names_round_trip() {
@@ -220,7 +249,7 @@ mod tests {
         assert_eq!("um+bv".parse::<Strategy>().unwrap().to_string(), "UM+BV");
         assert_eq!(
             "UM+B".parse::<Strategy>().unwrap(),
-            Strategy::UpdateMemo(CleaningSwitches {
+            Strategy::update_memo(CleaningSwitches {
                 buffered: true,
                 ..Default::default()
             })
@@ -230,10 +259,10 @@ mod tests {
     #[test]
     fn baseline_variants_parse_case_insensitively_and_print_canonically() {
         let cases = [
-            ("Eager", Strategy::Eager(EagerVariant::Authors)),
-            ("Eager(physical)", Strategy::Eager(EagerVariant::Physical)),
-            ("Validation", Strategy::Validation { merge_repair: false }),
-            ("Validation(repair)", Strategy::Validation { merge_repair: true }),
+            ("Eager", Strategy::eager(EagerVariant::Authors)),
+            ("Eager(physical)", Strategy::eager(EagerVariant::Physical)),
+            ("Validation", Strategy::validation(false)),
+            ("Validation(repair)", Strategy::validation(true)),
         ];
         for (name, strategy) in cases {
             assert_eq!(name.parse::<Strategy>().unwrap(), strategy);
@@ -246,9 +275,9 @@ mod tests {
         }
         // The paper's names are the authors' baselines.
         let paper = Strategy::paper_strategies();
-        assert_eq!(paper[0], Strategy::Eager(EagerVariant::default()));
+        assert_eq!(paper[0], Strategy::eager(EagerVariant::default()));
         assert_eq!(EagerVariant::default(), EagerVariant::Authors);
-        assert_eq!(paper[1], Strategy::Validation { merge_repair: false });
+        assert_eq!(paper[1], Strategy::validation(false));
     }
 
     #[test]

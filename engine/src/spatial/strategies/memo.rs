@@ -2,19 +2,74 @@
 //! cleaning switches of Section 4: Buffered and Vacuum Cleaning of memory leaves (Algorithm 4),
 //! Clean Upon Flush and Clean Upon Merge.
 
-use super::config::CleaningCounters;
-use super::maintenance::{
-    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, Source, StampScan,
-};
-use super::stats::CleaningCounts;
-use super::strategy::CleaningSwitches;
-use super::um::{MemoState, UpdateMemo};
+use super::StrategyDef;
 use crate::cache::BufferCache;
 use crate::geom::Point;
 use crate::rtree::{MemRTree, NodeId, SpatialEntry};
+use crate::spatial::config::CleaningCounters;
+use crate::spatial::maintenance::{
+    Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, Source, StampScan,
+};
+use crate::spatial::stats::CleaningCounts;
+use crate::spatial::strategy::CleaningSwitches;
+use crate::spatial::um::{MemoState, UpdateMemo};
 use crate::Result;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
+
+/// The table's row: `UM`, or `UM+` followed by any of the letters F, M, B, V (each at most once);
+/// the option holds the switches ([`CleaningSwitches::to_option`]).
+pub(crate) static UPDATE_MEMO: StrategyDef = StrategyDef {
+    family: "UM",
+    forms:
+        "UM, or UM+ followed by any of the letters F, M, B, V (each at most once), e.g. UM+F, UM+BV, UM+FMBV",
+    parse: |name| parse_switches(name).map(|s| s.to_option()),
+    name: |option| {
+        let s = CleaningSwitches::from_option(option);
+        let letters: String = [(s.flush, 'F'), (s.merge, 'M'), (s.buffered, 'B'), (s.vacuum, 'V')]
+            .into_iter()
+            .filter_map(|(on, letter)| on.then_some(letter))
+            .collect();
+        if letters.is_empty() {
+            "UM".to_string()
+        } else {
+            format!("UM+{letters}")
+        }
+    },
+    build: |option, cfg, _cache| {
+        Ok(Box::new(UpdateMemoMaintenance::new(
+            CleaningSwitches::from_option(option),
+            cfg.buffered_threshold,
+            cfg.vacuum_threshold,
+            cfg.cleaning_counters,
+        )))
+    },
+};
+
+/// The switches `name` selects: `UM` (or `um`) alone, or followed by `+` and each of F, M, B, V at
+/// most once, in any order and case.
+fn parse_switches(name: &str) -> Option<CleaningSwitches> {
+    let rest = name.strip_prefix("UM").or_else(|| name.strip_prefix("um"))?;
+    let mut sw = CleaningSwitches::default();
+    if rest.is_empty() {
+        return Some(sw);
+    }
+    let letters = rest.strip_prefix('+').filter(|l| !l.is_empty())?;
+    for c in letters.chars() {
+        let slot = match c.to_ascii_uppercase() {
+            'F' => &mut sw.flush,
+            'M' => &mut sw.merge,
+            'B' => &mut sw.buffered,
+            'V' => &mut sw.vacuum,
+            _ => return None,
+        };
+        if *slot {
+            return None;
+        }
+        *slot = true;
+    }
+    Some(sw)
+}
 
 /// The Update Memo strategy's state: the memo (shared with concurrent ingesting threads), the
 /// switches and thresholds, and Vacuum Cleaning's counter and round-robin cursor.

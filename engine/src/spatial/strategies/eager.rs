@@ -41,16 +41,39 @@
 //! present is skipped, a key absent is probed and not found. lsmlab does not copy that; their
 //! merge cursor probes without the filter and is followed exactly.
 
-use super::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeFilter, Source};
-use super::stats::CleaningCounts;
-use super::strategy::EagerVariant;
+use super::{by_names, key_index, StrategyDef};
 use crate::btree::BTreeComponent;
 use crate::cache::BufferCache;
 use crate::geom::Point;
 use crate::lsm::LsmBTree;
 use crate::rtree::{MemRTree, SpatialEntry};
+use crate::spatial::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeFilter, Source};
+use crate::spatial::stats::CleaningCounts;
+use crate::spatial::strategy::EagerVariant;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The table's row: `Eager` (the authors' semantics, option 0) and `Eager(physical)` (option 1).
+pub(crate) static EAGER: StrategyDef = StrategyDef {
+    family: "Eager",
+    forms: "Eager, Eager(physical)",
+    parse: |name| by_names(name, &[("Eager", 0), ("Eager(physical)", 1)]),
+    name: |option| match EagerVariant::from_option(option) {
+        EagerVariant::Authors => "Eager".to_string(),
+        EagerVariant::Physical => "Eager(physical)".to_string(),
+    },
+    build: |option, cfg, cache| {
+        let primary_index = cfg
+            .eager_primary_lookup
+            .then(|| key_index(cfg, cache))
+            .transpose()?;
+        Ok(Box::new(Eager::new(
+            EagerVariant::from_option(option),
+            cache.page_size(),
+            primary_index,
+        )))
+    },
+};
 
 /// Eager's state: the memory component's deleted keys and, optionally, a primary index that gives
 /// the old location of an object instead of the stream.

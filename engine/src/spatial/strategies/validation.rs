@@ -2,13 +2,31 @@
 //! index of each object's latest timestamp validates query candidates and, optionally, repairs
 //! merges by dropping the entries it shows obsolete.
 
-use super::maintenance::{Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, Source};
-use super::stats::CleaningCounts;
+use super::{by_names, key_index, StrategyDef};
 use crate::cache::BufferCache;
 use crate::geom::Point;
 use crate::lsm::LsmBTree;
 use crate::rtree::{MemRTree, SpatialEntry};
+use crate::spatial::maintenance::{Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, Source};
+use crate::spatial::stats::CleaningCounts;
 use crate::Result;
+
+/// The table's row: `Validation` as the RUM-tree paper's baseline ran it (option 0) and
+/// `Validation(repair)` with Luo & Carey's merge repair (option 1).
+pub(crate) static VALIDATION: StrategyDef = StrategyDef {
+    family: "Validation",
+    forms: "Validation, Validation(repair)",
+    parse: |name| by_names(name, &[("Validation", 0), ("Validation(repair)", 1)]),
+    name: |option| {
+        if option == 1 {
+            "Validation(repair)"
+        } else {
+            "Validation"
+        }
+        .to_string()
+    },
+    build: |option, cfg, cache| Ok(Box::new(Validation::new(key_index(cfg, cache)?, option == 1))),
+};
 
 /// Validation's state: the primary key index (oid -> latest ts) and the merge-repair switch.
 pub(crate) struct Validation {
