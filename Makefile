@@ -7,8 +7,8 @@
 #   make fuzz               hostile input at a long budget (FUZZ_CASES=1500 per target): page decoders,
 #                           data loaders, config parsers; prints the executions run per target
 #   make rum-update         one experiment (run + figures); make rum = every RUM-tree experiment,
-#                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity)
-#   make scaling            an experiment of no paper (the STANDALONE list), run + figures
+#                           make leaper = every Leaper experiment (leaper-online, -model, -sensitivity),
+#                           make scaling = lsmlab's own scaling study (`lsmlab list --of NAME` tells)
 #   make plot report        figures and report of $(SCALE) from its existing results
 #   make SCALE=tiny|small|paper SEED=N SET="key=value key2=value2" <target>
 #
@@ -32,18 +32,7 @@ RUN      = $(LSMLAB) run --scale $(SCALE) --seed $(SEED) --out $(RESULTS) $(SET_
 PLOT     = $(LSMLAB) plot --results $(RESULTS) --out $(PLOTS) --scale $(SCALE)
 REPORTS  = $(LSMLAB) report --results $(RESULTS) --plots $(PLOTS) --scale $(SCALE) --out $(REPORT)
 
-# Papers; each is registered with one line in experiments/src/registry.rs (its folder's paper()
-# lists its experiments, each named <paper>-<what>, e.g. rum-update), and `make <name>` accepts any
-# name `lsmlab list --names` prints. A test checks this list has a rule per paper id.
-PAPERS = rum leaper diol oep7
-# Experiments across the papers (registry.rs: kind CrossPaper), run and named the same way.
-PAPERS += combined
-
-# Experiments of no paper (registry.rs: the papers of kind Standalone), each its own target; one line each.
-STANDALONE :=
-STANDALONE += scaling
-
-.PHONY: all build test bench soak loom fuzz plot report clean-results $(PAPERS) $(STANDALONE)
+.PHONY: all build test bench soak loom fuzz plot report clean-results
 
 all: build
 	@set -e; names="$$($(LSMLAB) list --names)"; \
@@ -115,34 +104,18 @@ plot: build
 report: build
 	$(REPORTS)
 
-# One experiment: run it at $(SCALE), then render the figures of that scale. One pattern rule per
-# paper prefix, and one rule for the STANDALONE names; the recipe refuses a name that
-# `lsmlab list --names` does not print.
-define run-one-experiment
-@$(LSMLAB) list --names | grep -qx '$@' || { echo "no experiment called $@ (see: $(LSMLAB) list)" >&2; exit 1; }
-$(RUN) $@
-$(PLOT)
-endef
-
-rum-%: build
-	$(run-one-experiment)
-leaper-%: build
-	$(run-one-experiment)
-diol-%: build
-	$(run-one-experiment)
-oep7-%: build
-	$(run-one-experiment)
-$(STANDALONE): build
-	$(run-one-experiment)
-combined-%: build
-	$(run-one-experiment)
-
-# One paper: every experiment whose name is the paper's prefix or starts with it and a dash.
-$(PAPERS): build
-	@set -e; names="$$($(LSMLAB) list --names | grep -E '^$@(-|$$)' || true)"; \
-	if [ -z "$$names" ]; then echo "no $@ experiments exist yet (see: $(LSMLAB) list)" >&2; exit 1; fi; \
+# Any other target is a paper id (every experiment of the paper: rum, leaper, diol, oep7,
+# combined) or an experiment's name (rum-update, scaling): run it at $(SCALE), then render the
+# figures of that scale. `lsmlab list --of` says which experiments a target stands for and refuses
+# a name the registry (experiments/src/registry.rs) does not know, so a new paper or experiment
+# needs no line here.
+%: build
+	@set -e; names="$$($(LSMLAB) list --of '$@')"; \
 	for e in $$names; do echo "== $$e ($(SCALE))"; $(RUN) $$e; done
 	$(PLOT)
+
+# The makefile itself is never remade through the rule above.
+Makefile: ;
 
 # Removes the results (with their report, for scales other than small) and figures of $(SCALE) only
 # (reference runs of other scales stay).

@@ -31,6 +31,11 @@ enum Command {
         /// Print only the names, one per line (for scripts and the Makefile).
         #[arg(long)]
         names: bool,
+        /// Print only the names of TARGET's experiments, one per line: every experiment of a paper
+        /// id (rum, leaper, diol, oep7, combined) or the experiment TARGET names. `make TARGET`
+        /// runs these; an unknown TARGET is refused.
+        #[arg(long, value_name = "TARGET", conflicts_with = "names")]
+        of: Option<String>,
     },
     /// Print an experiment's parameters, their defaults at a scale, and what they mean.
     Params {
@@ -236,7 +241,8 @@ fn main() -> ExitCode {
 fn execute(command: Command) -> anyhow::Result<()> {
     let experiments = registry::all();
     match command {
-        Command::List { names } => list(&experiments, names),
+        Command::List { of: Some(target), .. } => list_target(&target),
+        Command::List { names, of: None } => list(&experiments, names),
         Command::Params { experiment, scale } => params(&experiments, &experiment, scale),
         Command::Run(args) => run(&experiments, args),
         Command::Plot { results, out, scale } => {
@@ -356,6 +362,22 @@ fn execute(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `lsmlab list --of TARGET`: the experiments `make TARGET` runs.
+fn list_target(target: &str) -> anyhow::Result<()> {
+    let papers = registry::papers();
+    let Some(names) = papers.target(target) else {
+        let ids: Vec<&str> = papers.0.iter().map(|p| p.id).collect();
+        anyhow::bail!(
+            "no paper or experiment called `{target}`: the papers are {}; `lsmlab list` shows the experiments",
+            ids.join(", ")
+        );
+    };
+    for name in names {
+        println!("{name}");
+    }
+    Ok(())
 }
 
 fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 //! Every paper the binary knows: the one place a paper is registered, one line each. Its
 //! descriptor (`paper()` in its folder: id, title, experiments, claims file, trace families) gives
-//! everything else: the experiments `lsmlab list` prints (the Makefile reads `lsmlab list --names`
-//! for its per-experiment targets), the claims the report judges and the traces `lsmlab gen` writes.
+//! everything else: the experiments `lsmlab list` prints (the Makefile asks `lsmlab list --of` what
+//! a target runs), the claims the report judges and the traces `lsmlab gen` writes.
 
 use std::sync::OnceLock;
 
@@ -12,8 +12,18 @@ use crate::experiment::Experiment;
 
 pub use lsmlab_harness::experiment::find_in;
 
-/// Every paper, in the order `lsmlab list` prints their experiments (and `make` runs them).
+/// Every paper, in the order `lsmlab list` prints their experiments (and `make` runs them). The
+/// first call installs the papers' fixed figure styles ([`lsmlab_harness::plot::install_styles`]).
 pub fn papers() -> Papers {
+    let papers = listed();
+    static STYLES: OnceLock<()> = OnceLock::new();
+    STYLES.get_or_init(|| {
+        lsmlab_harness::plot::install_styles(papers.styles());
+    });
+    papers
+}
+
+fn listed() -> Papers {
     Papers(vec![
         // ---- Register papers here (one line each; a paper is a folder with `paper()`). -------
         crate::rum::paper(),
@@ -53,8 +63,7 @@ pub fn trace_families() -> TraceFamilies<'static> {
     TraceFamilies(FAMILIES.get_or_init(|| papers().trace_families()))
 }
 
-/// The ids of the papers' entries of `kind` (the Makefile has a rule per paper and cross-paper
-/// prefix, and lists the standalone experiments by name).
+/// The ids of the papers' entries of `kind`.
 pub fn ids(kind: PaperKind) -> Vec<&'static str> {
     papers().ids(kind)
 }
@@ -91,42 +100,37 @@ mod tests {
     }
 
     #[test]
-    fn the_makefile_has_a_rule_per_prefix_and_standalone_name() {
+    fn every_paper_id_and_experiment_is_a_make_target_and_nothing_else_is() {
+        let papers = papers();
+        for p in &papers.0 {
+            let names = papers.target(p.id).unwrap();
+            let own: Vec<&str> = p.experiments.iter().map(|e| e.name()).collect();
+            assert_eq!(names, own, "make {}", p.id);
+        }
+        for e in all() {
+            // An experiment named as its paper (diol, combined, scaling) stands for the paper:
+            // `make diol` runs diol, diol-compaction, ... as it always has.
+            if !papers.0.iter().any(|p| p.id == e.name()) {
+                assert_eq!(papers.target(e.name()).unwrap(), [e.name()]);
+            }
+        }
+        assert!(papers.target("diol").unwrap().len() > 1);
+        for bad in ["", "rum-", "RUM", "rum-updates", "test", "Makefile"] {
+            assert_eq!(papers.target(bad), None, "{bad:?}");
+        }
+        // The Makefile hands every other target to `lsmlab list --of` and names no paper.
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../Makefile");
         let makefile = std::fs::read_to_string(path).unwrap();
-        for p in ids(PaperKind::Paper)
-            .into_iter()
-            .chain(ids(PaperKind::CrossPaper))
-        {
-            assert!(
-                makefile.lines().any(|l| l.starts_with(&format!("{p}-%:"))),
-                "the Makefile has no `{p}-%:` rule"
-            );
-        }
-        let listed: Vec<&str> = makefile
-            .lines()
-            .filter_map(|l| l.strip_prefix("STANDALONE += "))
-            .map(str::trim)
-            .collect();
-        let standalone = ids(PaperKind::Standalone);
-        let mut expected = standalone.clone();
-        expected.sort_unstable();
-        let mut listed_sorted = listed.clone();
-        listed_sorted.sort_unstable();
-        assert_eq!(
-            listed_sorted, expected,
-            "the Makefile's STANDALONE lines and the standalone papers differ"
+        assert!(
+            makefile.contains("\n%: build\n"),
+            "the Makefile lost its catch-all rule"
         );
-        for name in &standalone {
+        assert!(makefile.contains("list --of '$@'"));
+        for p in &papers.0 {
             assert!(
-                all().iter().any(|e| e.name() == *name),
-                "standalone experiment {name} is not registered"
-            );
-            assert!(
-                !ids(PaperKind::Paper)
-                    .iter()
-                    .any(|p| name.starts_with(&format!("{p}-")) || name == p),
-                "{name} carries a paper prefix: it needs no Makefile line"
+                !makefile.lines().any(|l| l.starts_with(&format!("{}-%:", p.id))),
+                "the Makefile names {} again",
+                p.id
             );
         }
     }

@@ -1,10 +1,11 @@
 //! One descriptor per paper ([`Paper`]): its id, title, experiments, claims file and trace
 //! families. The binary lists the papers once; the experiments `lsmlab` knows, the claims the
-//! report judges, the traces `lsmlab gen` writes and the `make` prefixes the tests check all
-//! derive from that list ([`Papers`]), so a new paper is one folder and one line.
+//! report judges, the traces `lsmlab gen` writes and the targets `make` accepts all derive from
+//! that list ([`Papers`]), so a new paper is one folder and one line.
 
 use crate::claims::{self, ClaimSet};
 use crate::experiment::Experiment;
+use crate::plot::FixedStyle;
 use crate::trace::TraceFamily;
 
 /// What kind of entry a [`Paper`] is, which decides how `make` names its experiments.
@@ -15,7 +16,7 @@ pub enum PaperKind {
     Paper,
     /// Experiments across the papers (`combined`): named `<id>` or `<id>-<what>`.
     CrossPaper,
-    /// One experiment of lsmlab's own, named `<id>`, listed in the Makefile's `STANDALONE`.
+    /// One experiment of lsmlab's own, named `<id>`.
     Standalone,
 }
 
@@ -33,6 +34,8 @@ pub struct Paper {
     pub claims: Option<(&'static str, &'static str)>,
     /// The trace families its experiments replay.
     pub traces: Vec<&'static dyn TraceFamily>,
+    /// The labels its figures draw in a fixed style (strategies, phases, systems).
+    pub styles: &'static [FixedStyle],
 }
 
 /// Every paper a build knows, in the report's order.
@@ -62,9 +65,26 @@ impl Papers {
         self.0.iter().flat_map(|p| p.traces.iter().copied()).collect()
     }
 
+    /// Every paper's fixed figure styles, as [`crate::plot::install_styles`] takes them.
+    pub fn styles(&self) -> Vec<FixedStyle> {
+        self.0.iter().flat_map(|p| p.styles.iter().copied()).collect()
+    }
+
     /// The ids of the entries of `kind`.
     pub fn ids(&self, kind: PaperKind) -> Vec<&'static str> {
         self.0.iter().filter(|p| p.kind == kind).map(|p| p.id).collect()
+    }
+
+    /// The experiments `target` stands for, as `make <target>` runs them: every experiment of the
+    /// entry whose id it is, or the experiment it names; `None` when it is neither.
+    pub fn target(&self, target: &str) -> Option<Vec<&'static str>> {
+        if let Some(p) = self.0.iter().find(|p| p.id == target) {
+            return Some(p.experiments.iter().map(|e| e.name()).collect());
+        }
+        self.experiments()
+            .into_iter()
+            .find(|e| e.name() == target)
+            .map(|e| vec![e.name()])
     }
 
     /// Checks the list: ids unique; every experiment named after its entry (`<id>-<what>` or
@@ -110,6 +130,36 @@ impl Papers {
                 );
             }
         }
+        self.check_styles()
+    }
+
+    /// Fixed styles: each label once (case- and space-blind), each palette index in range, and the
+    /// labels with a fixed marker (series drawn side by side) each in a colour of their own.
+    fn check_styles(&self) -> anyhow::Result<()> {
+        let styles = self.styles();
+        for (i, s) in styles.iter().enumerate() {
+            let key = crate::plot::canonical(s.label);
+            anyhow::ensure!(
+                s.color < crate::plot::PALETTE.len(),
+                "style of `{}`: palette index {} is out of range",
+                s.label,
+                s.color
+            );
+            for t in &styles[..i] {
+                anyhow::ensure!(
+                    crate::plot::canonical(t.label) != key,
+                    "label `{}` has a fixed style twice",
+                    s.label
+                );
+                anyhow::ensure!(
+                    s.marker.is_none() || t.marker.is_none() || s.color != t.color,
+                    "`{}` and `{}` are both marked series in palette colour {}",
+                    t.label,
+                    s.label,
+                    s.color
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -127,6 +177,7 @@ mod tests {
             experiments,
             claims: None,
             traces: Vec::new(),
+            styles: &[],
         }
     }
 

@@ -19,6 +19,7 @@ pub mod layouts;
 pub mod report;
 pub mod sizing;
 
+use crate::plot::FixedStyle;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         ],
         claims: Some(("diol.json", include_str!("../../claims/diol.json"))),
         traces: vec![&crate::trace::DiolTraces],
+        styles: const { &[FixedStyle::colored("iotdb", 9), FixedStyle::colored("diol", 1)] },
     }
 }
 

@@ -18,6 +18,7 @@ pub mod sensitivity;
 pub mod timeline;
 pub mod variant;
 
+use crate::plot::FixedStyle;
 use std::fmt;
 
 use std::path::PathBuf;
@@ -48,6 +49,15 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         ],
         claims: Some(("leaper.json", include_str!("../../claims/leaper.json"))),
         traces: vec![&crate::trace::LeaperTraces],
+        styles: const {
+            &[
+                FixedStyle::colored("leaper", 1),
+                FixedStyle::colored("none", 9),
+                FixedStyle::colored("noprefetch", 9),
+                FixedStyle::colored("warm-up", 0),
+                FixedStyle::colored("prepopulate", 4),
+            ]
+        },
     }
 }
 

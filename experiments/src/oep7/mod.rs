@@ -14,6 +14,7 @@ pub mod report;
 pub mod space;
 pub mod ycsb;
 
+use crate::plot::FixedStyle;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +44,12 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         ],
         claims: Some(("oep7.json", include_str!("../../claims/oep7.json"))),
         traces: vec![&crate::trace::YcsbTraces],
+        styles: const {
+            &[
+                FixedStyle::colored("paginated", 9),
+                FixedStyle::colored("single-page", 1),
+            ]
+        },
     }
 }
 

@@ -15,6 +15,7 @@ pub mod update;
 use crate::config::{check, DeviceKind, KeyHelp, Storage, StorageConfig};
 use crate::experiment::RowBuilder;
 use crate::experiment::{DataSpec, MemoryEstimate, RunContext, Scale};
+use crate::plot::{FixedStyle, Marker};
 use crate::progress::thousands;
 use anyhow::Context;
 use lsmlab_engine::geom::Point;
@@ -35,6 +36,38 @@ use std::time::{Duration, Instant};
 pub const PAPER: &str = "LSM RUM-tree";
 
 /// This paper as the registry lists it (see `lsmlab_harness::paper`).
+/// The RUM-tree figures' fixed styles: each of the twenty strategy labels (Eager and Validation
+/// with their variants, UM and its fifteen cleaning combinations) owns one of the twenty palette
+/// colours, so no two share one even in a bar chart; a baseline's variant takes the light shade of
+/// its hue; UM+V and UM+B, drawn beside UM+BV in the tuning sweeps, take hues far from it. Then the
+/// phases of an update stream (Figure 5).
+pub const STYLES: &[FixedStyle] = &[
+    FixedStyle::marked("Eager", 9, Marker::Square),
+    FixedStyle::marked("Eager(physical)", 19, Marker::Cross),
+    FixedStyle::marked("Validation", 5, Marker::Diamond),
+    FixedStyle::marked("Validation(repair)", 15, Marker::Plus),
+    FixedStyle::marked("UM", 2, Marker::Circle),
+    FixedStyle::marked("UM+F", 0, Marker::TriangleUp),
+    FixedStyle::marked("UM+M", 4, Marker::TriangleDown),
+    FixedStyle::marked("UM+FM", 3, Marker::Pentagon),
+    FixedStyle::marked("UM+BV", 6, Marker::Star),
+    FixedStyle::marked("UM+FMBV", 1, Marker::Hexagon),
+    FixedStyle::marked("UM+B", 13, Marker::Plus),
+    FixedStyle::marked("UM+V", 8, Marker::Cross),
+    FixedStyle::marked("UM+FB", 10, Marker::TriangleUp),
+    FixedStyle::marked("UM+FV", 11, Marker::Square),
+    FixedStyle::marked("UM+MB", 14, Marker::TriangleDown),
+    FixedStyle::marked("UM+MV", 7, Marker::Diamond),
+    FixedStyle::marked("UM+FMB", 16, Marker::Pentagon),
+    FixedStyle::marked("UM+FMV", 12, Marker::Circle),
+    FixedStyle::marked("UM+FBV", 17, Marker::Star),
+    FixedStyle::marked("UM+MBV", 18, Marker::Hexagon),
+    FixedStyle::colored("update", 0),
+    FixedStyle::colored("flush", 1),
+    FixedStyle::colored("merge", 4),
+    FixedStyle::colored("query", 6),
+];
+
 pub fn paper() -> lsmlab_harness::paper::Paper {
     lsmlab_harness::paper::Paper {
         id: "rum",
@@ -49,6 +82,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         ],
         claims: Some(("rum.json", include_str!("../../claims/rum.json"))),
         traces: vec![&crate::trace::RumTraces],
+        styles: STYLES,
     }
 }
 
@@ -864,10 +898,10 @@ fn generated(
 /// ones only when `strategies` has them).
 pub fn fidelity_notes(p: &IndexConfig, strategies: &[Strategy]) -> Vec<String> {
     let runs = |eager: bool| {
-        strategies.iter().any(|s| match s {
-            Strategy::Eager(_) => eager,
-            Strategy::Validation { .. } => !eager,
-            Strategy::UpdateMemo(_) => false,
+        strategies.iter().any(|s| match s.family() {
+            "Eager" => eager,
+            "Validation" => !eager,
+            _ => false,
         })
     };
     let mut notes = Vec::new();

@@ -46,6 +46,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         experiments: vec![&Scaling],
         claims: None,
         traces: Vec::new(),
+        styles: &[],
     }
 }
 

@@ -25,7 +25,10 @@ use plotters::prelude::*;
 pub use axis::TimeUnit;
 pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars, stacked_bars_with_intervals};
 pub use line::{line_chart, line_chart_keyed, line_chart_with_intervals};
-pub use palette::{color_for, marker_for, style_for, Marker, Style, PALETTE, STRATEGIES};
+pub(crate) use palette::canonical;
+pub use palette::{
+    color_for, install as install_styles, marker_for, style_for, FixedStyle, Marker, Style, PALETTE,
+};
 pub use table::{markdown_table, table_figure};
 pub use timeline::{timeline, Panel, Shade};
 

@@ -1,13 +1,13 @@
 //! One colour and one marker per label, the same in every figure (lines, bars, tuning sweeps): the
-//! strategies and phases the papers name have fixed ones, keyed by label; any other label gets them
-//! from a hash of its name, so it too is stable across figures and runs.
+//! labels a paper fixes ([`FixedStyle`], declared in its descriptor, [`crate::paper::Paper::styles`])
+//! keep their colour (and marker) in every figure; any other label gets them from a hash of its
+//! name, so it too is stable across figures and runs.
 //!
-//! The twenty RUM-tree strategy labels (Eager and Validation with their variants, UM and its fifteen
-//! cleaning combinations) each own one of the twenty palette colours, so no two of them ever share a
-//! colour, not even in a bar chart where only colour tells bars apart. A variant of a baseline takes
-//! the light shade of its baseline's hue (Eager(physical) is light grey beside Eager's grey).
+//! The binary installs every paper's styles once ([`install`]); labels are looked up case- and
+//! space-blind.
 
 use plotters::style::RGBColor;
+use std::sync::OnceLock;
 
 /// Tableau 20: ten hues dark, then the same ten light (index `i + 10` is the light shade of `i`). The
 /// palette stays distinguishable in print and for most colour-blind readers; hashed labels take the
@@ -119,85 +119,77 @@ fn plus(arm: f64, half: f64, turn_deg: f64) -> Vec<(i32, i32)> {
         .collect()
 }
 
-/// The strategy labels of the RUM-tree experiments with their palette index and marker. Every UM
-/// combination of the four cleaning switches (F, M, B, V, written in that order) has its own entry.
-/// UM+V and UM+B, drawn beside UM+BV's purple in the tuning sweeps, take hues far from it.
-pub const STRATEGIES: &[(&str, usize, Marker)] = &[
-    ("Eager", 9, Marker::Square),
-    ("Eager(physical)", 19, Marker::Cross),
-    ("Validation", 5, Marker::Diamond),
-    ("Validation(repair)", 15, Marker::Plus),
-    ("UM", 2, Marker::Circle),
-    ("UM+F", 0, Marker::TriangleUp),
-    ("UM+M", 4, Marker::TriangleDown),
-    ("UM+FM", 3, Marker::Pentagon),
-    ("UM+BV", 6, Marker::Star),
-    ("UM+FMBV", 1, Marker::Hexagon),
-    ("UM+B", 13, Marker::Plus),
-    ("UM+V", 8, Marker::Cross),
-    ("UM+FB", 10, Marker::TriangleUp),
-    ("UM+FV", 11, Marker::Square),
-    ("UM+MB", 14, Marker::TriangleDown),
-    ("UM+MV", 7, Marker::Diamond),
-    ("UM+FMB", 16, Marker::Pentagon),
-    ("UM+FMV", 12, Marker::Circle),
-    ("UM+FBV", 17, Marker::Star),
-    ("UM+MBV", 18, Marker::Hexagon),
-];
+/// A label with a fixed style in every figure: a palette index (into [`PALETTE`]) and, for labels
+/// drawn as lines beside each other (a paper's strategies), a fixed marker; without one the marker
+/// is hashed from the label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedStyle {
+    pub label: &'static str,
+    pub color: usize,
+    pub marker: Option<Marker>,
+}
 
-/// Other labels with a fixed colour (phases and the other papers' systems); their marker is hashed.
-const OTHER_COLORS: &[(&str, usize)] = &[
-    // Phases of an update stream (Figure 5 of the RUM-tree paper).
-    ("update", 0),
-    ("flush", 1),
-    ("merge", 4),
-    ("query", 6),
-    // Leaper and its baselines.
-    ("leaper", 1),
-    ("none", 9),
-    ("noprefetch", 9),
-    ("warm-up", 0),
-    ("prepopulate", 4),
-    // DIOL and OEP 7.
-    ("iotdb", 9),
-    ("diol", 1),
-    ("paginated", 9),
-    ("single-page", 1),
-];
+impl FixedStyle {
+    /// A label with a fixed colour and marker (a strategy).
+    pub const fn marked(label: &'static str, color: usize, marker: Marker) -> Self {
+        FixedStyle {
+            label,
+            color,
+            marker: Some(marker),
+        }
+    }
 
-/// The lookup form of a label: lower case without white space, and a UM combination's switches in
-/// the order F, M, B, V (`UM+VB` and `um + bv` are `um+bv`).
-fn canonical(label: &str) -> String {
-    let lower: String = label
+    /// A label with a fixed colour and a hashed marker (a phase, a system).
+    pub const fn colored(label: &'static str, color: usize) -> Self {
+        FixedStyle {
+            label,
+            color,
+            marker: None,
+        }
+    }
+}
+
+static FIXED: OnceLock<Vec<FixedStyle>> = OnceLock::new();
+
+/// Fixes the labels of `styles` for this process; the binary installs every paper's
+/// ([`crate::paper::Papers::styles`]) before it draws anything. The first call wins: it returns
+/// false, installing nothing, once styles are installed or a figure has been drawn without them.
+pub fn install(styles: Vec<FixedStyle>) -> bool {
+    FIXED.set(styles).is_ok()
+}
+
+/// The installed styles (the harness's own tests draw with a small table of their own).
+fn fixed() -> &'static [FixedStyle] {
+    FIXED.get_or_init(uninstalled)
+}
+
+/// What a process that installed nothing draws with: no fixed label.
+#[cfg(not(test))]
+fn uninstalled() -> Vec<FixedStyle> {
+    Vec::new()
+}
+
+#[cfg(test)]
+fn uninstalled() -> Vec<FixedStyle> {
+    tests::STYLES.to_vec()
+}
+
+/// The lookup form of a label: lower case without white space.
+pub(crate) fn canonical(label: &str) -> String {
+    label
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect::<String>()
-        .to_ascii_lowercase();
-    if let Some(switches) = lower.strip_prefix("um+") {
-        let ordered: String = "fmbv".chars().filter(|c| switches.contains(*c)).collect();
-        if !ordered.is_empty() && ordered.len() == switches.len() {
-            return format!("um+{ordered}");
-        }
-    }
-    lower
+        .to_ascii_lowercase()
 }
 
-fn fixed_strategy(label: &str) -> Option<(RGBColor, Marker)> {
+fn fixed_style(label: &str) -> Option<&'static FixedStyle> {
     let key = canonical(label);
-    STRATEGIES
-        .iter()
-        .find(|(name, _, _)| canonical(name) == key)
-        .map(|(_, i, m)| (PALETTE[*i], *m))
+    fixed().iter().find(|f| canonical(f.label) == key)
 }
 
 fn fixed_color(label: &str) -> Option<RGBColor> {
-    let key = canonical(label);
-    fixed_strategy(label).map(|(c, _)| c).or_else(|| {
-        OTHER_COLORS
-            .iter()
-            .find(|(n, _)| *n == key)
-            .map(|(_, i)| PALETTE[*i])
-    })
+    fixed_style(label).and_then(|f| PALETTE.get(f.color).copied())
 }
 
 fn fnv(name: &str) -> u64 {
@@ -214,8 +206,8 @@ pub fn color_for(name: &str) -> RGBColor {
 
 /// The marker of a label: its fixed one, else one picked by a hash of its name.
 pub fn marker_for(name: &str) -> Marker {
-    match fixed_strategy(name) {
-        Some((_, m)) => m,
+    match fixed_style(name).and_then(|f| f.marker) {
+        Some(m) => m,
         None => Marker::ALL[(fnv(&canonical(name)) % Marker::ALL.len() as u64) as usize],
     }
 }
@@ -291,54 +283,24 @@ pub(crate) fn styles_for(keys: &[String]) -> Vec<Style> {
 mod tests {
     use super::*;
 
+    /// The fixed styles the harness's own tests draw with (a paper-like table).
+    pub(super) const STYLES: [FixedStyle; 12] = [
+        FixedStyle::marked("Eager", 9, Marker::Square),
+        FixedStyle::marked("Eager(physical)", 19, Marker::Cross),
+        FixedStyle::marked("Validation", 5, Marker::Diamond),
+        FixedStyle::marked("UM", 2, Marker::Circle),
+        FixedStyle::marked("UM+F", 0, Marker::TriangleUp),
+        FixedStyle::marked("UM+M", 4, Marker::TriangleDown),
+        FixedStyle::marked("UM+BV", 6, Marker::Star),
+        FixedStyle::marked("UM+FMBV", 1, Marker::Hexagon),
+        FixedStyle::marked("UM+B", 13, Marker::Plus),
+        FixedStyle::marked("UM+V", 8, Marker::Cross),
+        FixedStyle::colored("update", 0),
+        FixedStyle::colored("flush", 1),
+    ];
+
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
-    }
-
-    /// Every strategy label the RUM-tree experiments print: the baselines, their variants, UM and
-    /// every combination of its four cleaning switches.
-    fn every_strategy_label() -> Vec<String> {
-        let mut labels = strings(&[
-            "Eager",
-            "Eager(physical)",
-            "Validation",
-            "Validation(repair)",
-            "UM",
-        ]);
-        for mask in 1..16u32 {
-            let switches: String = "FMBV"
-                .chars()
-                .enumerate()
-                .filter(|(bit, _)| mask & (1 << bit) != 0)
-                .map(|(_, c)| c)
-                .collect();
-            labels.push(format!("UM+{switches}"));
-        }
-        labels
-    }
-
-    #[test]
-    fn every_strategy_label_has_its_own_colour_and_marker_pair() {
-        let labels = every_strategy_label();
-        assert_eq!(labels.len(), 20);
-        let styles: Vec<(RGBColor, Marker)> = labels.iter().map(|l| (color_for(l), marker_for(l))).collect();
-        for (i, s) in styles.iter().enumerate() {
-            assert!(
-                fixed_strategy(&labels[i]).is_some(),
-                "{} has no fixed style",
-                labels[i]
-            );
-            for (j, t) in styles[..i].iter().enumerate() {
-                assert_ne!(s, t, "{} and {} share a style", labels[i], labels[j]);
-                // Bars tell series apart by colour alone.
-                assert_ne!(s.0, t.0, "{} and {} share a colour", labels[i], labels[j]);
-            }
-        }
-        // And the whole list drawn together in one figure keeps every fixed style.
-        let together = styles_for(&labels);
-        for (label, style) in labels.iter().zip(&together) {
-            assert_eq!(*style, style_for(label), "{label}");
-        }
     }
 
     #[test]
@@ -355,12 +317,15 @@ mod tests {
     #[test]
     fn labels_are_looked_up_case_space_and_order_blind() {
         assert_eq!(style_for("UM+F"), style_for("um+f"));
-        assert_eq!(style_for("UM+BV"), style_for("UM+VB"));
         assert_eq!(style_for("Eager(physical)"), style_for("eager (physical)"));
         assert_eq!(style_for("some new strategy"), style_for("some new strategy"));
-        // Not a UM combination: hashed, not mistaken for one.
-        assert_eq!(canonical("UM+FF"), "um+ff");
-        assert!(fixed_strategy("UM+X").is_none());
+        assert!(fixed_style("UM+X").is_none());
+        // A fixed label without a marker keeps its colour and hashes its marker.
+        assert_eq!(color_for("flush"), PALETTE[1]);
+        assert_eq!(marker_for("flush"), marker_for("FLUSH"));
+        // Installing after the styles were read changes nothing.
+        assert!(!install(Vec::new()));
+        assert_eq!(color_for("Eager"), PALETTE[9]);
     }
 
     #[test]
@@ -373,7 +338,7 @@ mod tests {
         for keys in [&line, &bars, &tuning, &with_unknown] {
             let styles = styles_for(keys);
             for (i, (key, style)) in keys.iter().zip(&styles).enumerate() {
-                if fixed_strategy(key).is_some() && keys.iter().position(|k| k == key) == Some(i) {
+                if fixed_style(key).is_some() && keys.iter().position(|k| k == key) == Some(i) {
                     assert_eq!(*style, style_for(key), "{key} in {keys:?}");
                 }
             }
