@@ -18,7 +18,8 @@ pub trait ConfigPart {
 /// help of its type (itself declared with `config!`, or implementing [`ConfigPart`]) in its place.
 /// Every other attribute (`#[serde(with = ..)]`, `#[serde(default = ..)]`, a further
 /// `#[derive(..)]` on the struct, ...) passes through to the struct unchanged. A field without a
-/// doc comment does not compile.
+/// doc comment does not compile. The derives name `::serde`, so the crate using it depends on
+/// `serde` (with `derive`), as every experiment crate does.
 ///
 /// A whole config then implements [`Config`](super::Config): `impl Config for X {}`, or with a
 /// `validate` when it has range checks. Adding an experiment is one file: the `config!` struct, its
@@ -55,6 +56,16 @@ pub trait ConfigPart {
 /// assert_eq!(keys[1].help, "layouts to compare: paginated or single-page");
 /// assert_eq!(keys[2].key, "page_size"); // the flattened part's keys, in its place
 /// assert_eq!(keys.len(), 2 + StorageConfig::help().len());
+/// ```
+///
+/// A key without help is refused when it is written, not when `lsmlab params` runs:
+///
+/// ```compile_fail
+/// lsmlab_harness::config! {
+///     pub struct Undocumented {
+///         pub records: u64,
+///     }
+/// }
 /// ```
 #[macro_export]
 macro_rules! config {
