@@ -51,25 +51,45 @@ pub struct MemoryEstimate {
     pub basis: String,
 }
 
-/// An experiment reproducing (part of) a paper's evaluation, with its typed config.
-pub trait TypedExperiment: Sync {
-    /// The experiment's parameters.
-    type Config: Config;
+/// What names an experiment and where its figures and report come from: data, so that an
+/// experiment states it in one struct literal instead of five methods.
+#[derive(Clone, Copy)]
+pub struct Meta {
     /// The command-line name, e.g. `rum-update`; it starts with its paper's prefix (`rum-`,
     /// `leaper-`, `diol-`, `oep7-`), which `make <name>` relies on.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// The paper it reproduces, e.g. `LSM RUM-tree`.
-    fn paper(&self) -> &'static str;
+    pub paper: &'static str,
     /// One line for `lsmlab list`.
-    fn about(&self) -> &'static str;
+    pub about: &'static str,
+    /// Renders the figures from a result file into out_dir (svg + png), returning the paths;
+    /// usually the paper's plotting function (a closure without captures also fits).
+    pub figures: fn(&ResultFile, &Path) -> anyhow::Result<Vec<PathBuf>>,
+    /// A Markdown section for REPORT.md: what was run, the key table, and the paper's claims
+    /// beside what was measured; usually the paper's report function.
+    pub report: fn(&ResultFile) -> String,
+}
+
+/// An experiment reproducing (part of) a paper's evaluation, with its typed config.
+pub trait TypedExperiment: Sync {
+    /// The experiment's parameters (declared with [`config!`](crate::config!)).
+    type Config: Config;
+    /// Its name, paper, one-line description, figures and report ([`Meta`]).
+    fn meta(&self) -> Meta;
     /// The parameters' defaults at `scale`.
     fn defaults(&self, scale: Scale) -> Self::Config;
     /// Runs the experiment with a resolved, validated config.
     fn run(&self, config: &Self::Config, ctx: &RunContext) -> anyhow::Result<RunOutput>;
-    /// Renders this experiment's figures from a result file into out_dir (svg + png), returning the paths.
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>;
-    /// A Markdown section for REPORT.md: what was run, the key table, and the paper's claims beside what was measured.
-    fn report(&self, result: &ResultFile) -> String;
+    /// Renders this experiment's figures from a result file into out_dir: [`Meta::figures`]
+    /// unless the experiment needs more than the result file.
+    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        (self.meta().figures)(result, out_dir)
+    }
+    /// The experiment's section of REPORT.md: [`Meta::report`] unless the experiment needs more
+    /// than the result file.
+    fn report(&self, result: &ResultFile) -> String {
+        (self.meta().report)(result)
+    }
     /// The run's peak memory for `config`, when the experiment can tell; `None` skips the check.
     fn memory_estimate(&self, _config: &Self::Config, _data: &[DataSpec]) -> Option<MemoryEstimate> {
         None
@@ -119,15 +139,15 @@ pub trait Experiment: Sync {
 
 impl<T: TypedExperiment> Experiment for T {
     fn name(&self) -> &'static str {
-        TypedExperiment::name(self)
+        self.meta().name
     }
 
     fn paper(&self) -> &'static str {
-        TypedExperiment::paper(self)
+        self.meta().paper
     }
 
     fn about(&self) -> &'static str {
-        TypedExperiment::about(self)
+        self.meta().about
     }
 
     fn keys(&self, scale: Scale) -> anyhow::Result<Vec<KeyInfo>> {

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{self, Config, KeyHelp};
-use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
+use crate::config::{self, Config};
+use crate::experiment::{Meta, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::plot;
 use crate::report::rows_table;
 use crate::result::ResultFile;
@@ -28,25 +28,20 @@ pub enum FakeStrategy {
     UmF,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FakeConfig {
-    records: u64,
-    strategies: Vec<FakeStrategy>,
-    ratio: f64,
-    fail: bool,
+crate::config! {
+    pub struct FakeConfig {
+        /// records per strategy
+        records: u64,
+        /// strategies to run
+        strategies: Vec<FakeStrategy>,
+        /// fraction of flush time
+        ratio: f64,
+        /// fail the run
+        fail: bool,
+    }
 }
 
 impl Config for FakeConfig {
-    fn help() -> Vec<KeyHelp> {
-        vec![
-            ("records", "records per strategy"),
-            ("strategies", "strategies to run"),
-            ("ratio", "fraction of flush time"),
-            ("fail", "fail the run"),
-        ]
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         config::check("records", self.records, self.records >= 1, "an integer >= 1")
     }
@@ -55,16 +50,15 @@ impl Config for FakeConfig {
 impl TypedExperiment for Fake {
     type Config = FakeConfig;
 
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn paper(&self) -> &'static str {
-        "Fake paper"
-    }
-
-    fn about(&self) -> &'static str {
-        "a fake experiment for tests"
+    fn meta(&self) -> Meta {
+        Meta {
+            name: self.name,
+            paper: "Fake paper",
+            about: "a fake experiment for tests",
+            // `figures` below draws them: it names the files after `self.name`.
+            figures: |_, _| Ok(Vec::new()),
+            report: fake_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> FakeConfig {
@@ -134,13 +128,13 @@ impl TypedExperiment for Fake {
             &series,
         )
     }
+}
 
-    fn report(&self, result: &ResultFile) -> String {
-        format!(
-            "Fake rows:\n\n{}",
-            rows_table(&result.rows, &["strategy", "update_s", "flush_s"])
-        )
-    }
+fn fake_report(result: &ResultFile) -> String {
+    format!(
+        "Fake rows:\n\n{}",
+        rows_table(&result.rows, &["strategy", "update_s", "flush_s"])
+    )
 }
 
 /// A small result file of the fake experiment (one row, one note).

@@ -17,7 +17,6 @@ use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::measure::LatencyRecorder;
-use crate::result::ResultFile;
 use crate::rum::{check_strategies, Dataset, IndexConfig};
 use anyhow::{bail, Context};
 use lsmlab_engine::cluster::Layout;
@@ -30,9 +29,7 @@ use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::{SpatialOp, Trajectories};
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap as FxHashMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const PAPER: &str = "cross-paper";
@@ -52,73 +49,48 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
 
 pub struct Combined;
 
-/// `combined`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CombinedConfig {
-    #[serde(with = "config::text_list")]
-    pub strategies: Vec<Strategy>,
-    #[serde(with = "config::text_list")]
-    pub layouts: Vec<Layout>,
-    #[serde(with = "config::text_list")]
-    pub policies: Vec<CachePolicy>,
-    #[serde(flatten)]
-    pub index: IndexConfig,
-    #[serde(flatten)]
-    pub storage: StorageConfig,
-    /// Bytes of one object record.
-    pub record_bytes: usize,
-    /// Location updates between two queries.
-    pub updates_per_query: usize,
-    /// Query box side as a fraction of the extent's width and height.
-    pub selectivity: f64,
-    /// Share of the stream run under LRU before the policy is switched on (Leaper's training log).
-    pub train_fraction: f64,
-    /// Stream operations per Leaper time slot (one virtual second).
-    pub slot_ops: usize,
-    /// Leaper key ranges over the Hilbert key space (4^16 keys).
-    pub leaper_ranges: u64,
-    pub gbdt_rounds: usize,
-    /// Leaper step models K (at least 2: a merge's admissions use step 2).
-    pub leaper_steps: usize,
-    /// Every this many queries, the answer is checked against a brute-force scan of every
-    /// object's current location and record (0 = never).
-    pub check_every: usize,
+lsmlab_harness::config! {
+    /// `combined`'s parameters.
+    pub struct CombinedConfig {
+        /// index strategies: Eager, Eager(physical), Validation, Validation(repair), UM, or UM+ with any of
+        /// F, M, B, V
+        #[serde(with = "config::text_list")]
+        pub strategies: Vec<Strategy>,
+        #[serde(flatten)]
+        pub index: IndexConfig,
+        #[serde(flatten)]
+        pub storage: StorageConfig,
+        /// record cluster layouts: paginated (position map + data page), single-page
+        #[serde(with = "config::text_list")]
+        pub layouts: Vec<Layout>,
+        /// cache policies: lru, prepopulate (admit every page a flush or merge writes), leaper (Leaper's
+        /// prediction for R-tree leaves)
+        #[serde(with = "config::text_list")]
+        pub policies: Vec<CachePolicy>,
+        /// bytes of one object record (object id, version, location, payload)
+        pub record_bytes: usize,
+        /// location updates between two range queries
+        pub updates_per_query: usize,
+        /// query box side as a fraction of the extent's width and height
+        pub selectivity: f64,
+        /// share of the stream run under LRU before the policy is switched on (Leaper trains on its accesses)
+        pub train_fraction: f64,
+        /// stream operations per Leaper time slot
+        pub slot_ops: usize,
+        /// Leaper key ranges over the Hilbert key space (the paper: about 1,000)
+        pub leaper_ranges: u64,
+        /// Leaper: boosting rounds per GBDT step model
+        pub gbdt_rounds: usize,
+        /// Leaper: step models K (at least 2)
+        pub leaper_steps: usize,
+        /// check every this many queries against a brute-force scan (0 = never)
+        pub check_every: usize,
+    }
 }
 
 impl Config for CombinedConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = IndexConfig::help(Some((
-            "strategies",
-            "index strategies: Eager, Eager(physical), Validation, Validation(repair), UM, or UM+ with any of F, M, B, V",
-        )));
-        help.push((
-            "layouts",
-            "record cluster layouts: paginated (position map + data page), single-page",
-        ));
-        help.push(("policies", "cache policies: lru, prepopulate (admit every page a flush or merge writes), leaper (Leaper's prediction for R-tree leaves)"));
-        help.push((
-            "record_bytes",
-            "bytes of one object record (object id, version, location, payload)",
-        ));
-        help.push(("updates_per_query", "location updates between two range queries"));
-        help.push((
-            "selectivity",
-            "query box side as a fraction of the extent's width and height",
-        ));
-        help.push(("train_fraction", "share of the stream run under LRU before the policy is switched on (Leaper trains on its accesses)"));
-        help.push(("slot_ops", "stream operations per Leaper time slot"));
-        help.push((
-            "leaper_ranges",
-            "Leaper key ranges over the Hilbert key space (the paper: about 1,000)",
-        ));
-        help.push(("gbdt_rounds", "Leaper: boosting rounds per GBDT step model"));
-        help.push(("leaper_steps", "Leaper: step models K (at least 2)"));
-        help.push((
-            "check_every",
-            "check every this many queries against a brute-force scan (0 = never)",
-        ));
-        help
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        crate::rum::strategies_after_datasets(help)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -509,16 +481,14 @@ fn run_cell(
 impl TypedExperiment for Combined {
     type Config = CombinedConfig;
 
-    fn name(&self) -> &'static str {
-        "combined"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "moving objects: LSM R-tree strategy x record cluster layout x cache policy (LRU, prepopulate, Leaper) end to end"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "combined",
+            paper: PAPER,
+            about: "moving objects: LSM R-tree strategy x record cluster layout x cache policy (LRU, prepopulate, Leaper) end to end",
+            figures: report::figures,
+            report: report::section,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> CombinedConfig {
@@ -604,13 +574,5 @@ impl TypedExperiment for Combined {
     /// The answer across the grid (which switch matters most, what interferes), from every row.
     fn summary_notes(&self, rows: &[crate::experiment::Row]) -> Vec<String> {
         report::answer_notes(rows)
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        report::figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        report::section(result)
     }
 }

@@ -3,48 +3,32 @@
 //! (sequence) files their points fall into; the pages and points rewritten are counted, and the
 //! same runs without compaction sit beside them so the read I/O it saves is measured too.
 
-use std::path::{Path, PathBuf};
-
 use lsmlab_engine::series::CompactionParams;
-use serde::{Deserialize, Serialize};
 
 use super::layouts::{delay_memory_points, workloads};
 use super::report;
 use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
-use crate::config::{check_items, Config, KeyHelp};
+use crate::config::{check_items, Config};
 use crate::experiment::{RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct DiolCompaction;
 
-/// `diol-compaction`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompactionConfig {
-    /// Workloads: A, B, C, recent.
-    pub workloads: Vec<String>,
-    /// Compaction settings run: off, on.
-    pub compaction: Vec<String>,
-    /// Delay (unsequence) file counts that trigger a compaction, one run each.
-    pub delay_files_triggers: Vec<usize>,
-    #[serde(flatten)]
-    pub setup: Setup,
+lsmlab_harness::config! {
+    /// `diol-compaction`'s parameters.
+    pub struct CompactionConfig {
+        /// workloads: A, B, C, recent (B: the paper's reads about N/2 back)
+        pub workloads: Vec<String>,
+        /// compaction settings run beside each other: off, on (once per trigger)
+        pub compaction: Vec<String>,
+        /// delay (unsequence) file counts that trigger merging them into the normal (sequence) files, one run
+        /// each
+        pub delay_files_triggers: Vec<usize>,
+        #[serde(flatten)]
+        pub setup: Setup,
+    }
 }
 
 impl Config for CompactionConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = vec![
-            ("workloads", "workloads: A, B, C, recent (B: the paper's reads about N/2 back)"),
-            ("compaction", "compaction settings run beside each other: off, on (once per trigger)"),
-            (
-                "delay_files_triggers",
-                "delay (unsequence) file counts that trigger merging them into the normal (sequence) files, one run each",
-            ),
-        ];
-        h.extend(Setup::help());
-        h
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         check_items(
             "workloads",
@@ -75,16 +59,14 @@ const BYTES_PER_POINT: u64 = 300;
 impl TypedExperiment for DiolCompaction {
     type Config = CompactionConfig;
 
-    fn name(&self) -> &'static str {
-        "diol-compaction"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "DIOL's future work: disk compaction of delay/unsequence files into normal/sequence files for every layout, pages and points rewritten"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "diol-compaction",
+            paper: PAPER,
+            about: "DIOL's future work: disk compaction of delay/unsequence files into normal/sequence files for every layout, pages and points rewritten",
+            figures: |result, out_dir| crate::plot::spec::render_specs(report::COMPACTION_FIGURES, result, out_dir),
+            report: report::compaction_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> CompactionConfig {
@@ -186,20 +168,12 @@ impl TypedExperiment for DiolCompaction {
         Ok(out)
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        crate::plot::spec::render_specs(report::COMPACTION_FIGURES, result, out_dir)
-    }
-
     fn memory_estimate(
         &self,
         config: &Self::Config,
         _data: &[crate::experiment::DataSpec],
     ) -> Option<crate::experiment::MemoryEstimate> {
         Some(config.setup.memory_estimate(BYTES_PER_POINT))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        report::compaction_report(result)
     }
 }
 

@@ -1,39 +1,27 @@
 //! `diol`: the paper's evaluation (workloads A, B, C at O3 ratios 10/20/30%) and the recent-data
 //! read workload, for every delay model and memory level, one row per run.
 
-use std::path::{Path, PathBuf};
-
 use lsmlab_workloads::ts::TsWorkload;
-use serde::{Deserialize, Serialize};
 
 use super::report;
 use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
-use crate::config::{check_items, Config, KeyHelp};
+use crate::config::{check_items, Config};
 use crate::experiment::{RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct DiolLayouts;
 
-/// `diol`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LayoutsConfig {
-    /// Workloads: A, B, C, recent.
-    pub workloads: Vec<String>,
-    #[serde(flatten)]
-    pub setup: Setup,
+lsmlab_harness::config! {
+    /// `diol`'s parameters.
+    pub struct LayoutsConfig {
+        /// workloads: A (100% insert), B (98/2), C (95/5) with reads aimed about N/2 back, recent (98/2,
+        /// reads of recent data)
+        pub workloads: Vec<String>,
+        #[serde(flatten)]
+        pub setup: Setup,
+    }
 }
 
 impl Config for LayoutsConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = vec![(
-            "workloads",
-            "workloads: A (100% insert), B (98/2), C (95/5) with reads aimed about N/2 back, recent (98/2, reads of recent data)",
-        )];
-        h.extend(Setup::help());
-        h
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         check_items(
             "workloads",
@@ -57,16 +45,14 @@ const BYTES_PER_POINT: u64 = 300;
 impl TypedExperiment for DiolLayouts {
     type Config = LayoutsConfig;
 
-    fn name(&self) -> &'static str {
-        "diol"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "DIOL vs the authors' IoTDB-like baseline and real IoTDB's rule: insert time and counted disk reads per workload, O3 ratio and delay model"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "diol",
+            paper: PAPER,
+            about: "DIOL vs the authors' IoTDB-like baseline and real IoTDB's rule: insert time and counted disk reads per workload, O3 ratio and delay model",
+            figures: |result, out_dir| crate::plot::spec::render_specs(report::LAYOUT_FIGURES, result, out_dir),
+            report: report::layouts_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> LayoutsConfig {
@@ -134,20 +120,12 @@ impl TypedExperiment for DiolLayouts {
         Ok(out)
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        crate::plot::spec::render_specs(report::LAYOUT_FIGURES, result, out_dir)
-    }
-
     fn memory_estimate(
         &self,
         config: &Self::Config,
         _data: &[crate::experiment::DataSpec],
     ) -> Option<crate::experiment::MemoryEstimate> {
         Some(config.setup.memory_estimate(BYTES_PER_POINT))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        report::layouts_report(result)
     }
 }
 

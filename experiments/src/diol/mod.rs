@@ -35,9 +35,8 @@ use lsmlab_workloads::ts::{
     build_ops, generate_stream, load_delays, out_of_order_points, DelayModel, OpsSpec, StreamSpec, TsOp,
     TsWorkload,
 };
-use serde::{Deserialize, Serialize};
 
-use crate::config::{check, check_items, KeyHelp};
+use crate::config::{check, check_items};
 use crate::experiment::{MemoryEstimate, RowBuilder, RunContext, Scale};
 
 /// The paper's name in result files and claims.
@@ -66,33 +65,38 @@ pub const DELAY_MODELS: [&str; 3] = ["diol", "lognormal", "file"];
 /// The default file of real delays, relative to the working directory (the repository root).
 pub const DEFAULT_DELAY_FILE: &str = "../shared/data/machinery_sensor_delays_ms.txt.gz";
 
-/// Settings every DIOL experiment shares (flattened into each config).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Setup {
-    /// Points of the series (timestamps 1..=points).
-    pub points: u64,
-    /// Out-of-order ratios.
-    pub o3_ratios: Vec<f64>,
-    /// Delay models: diol, lognormal, file.
-    pub delay_models: Vec<String>,
-    /// Memory levels: iotdb, iotdb-real, diol.
-    pub layouts: Vec<String>,
-    /// The file of delays the `file` model draws from (`--data` replaces it).
-    pub delay_file: String,
-    pub lognormal_mu: f64,
-    pub lognormal_sigma: f64,
-    /// Multiply bounded delays and range lengths by points / 100M (keeps their size against a
-    /// memtable); false keeps the authors' absolute values.
-    pub scale_delays: bool,
-    /// Factor on the scaled memory budget (1 = the authors' 384 MiB per 100M points).
-    pub memory_scale: f64,
-    /// Device page size in bytes.
-    pub page_size: u64,
-    /// Fraction of the points, back from the newest, that the recent-data workload reads.
-    pub recent_window: f64,
-    /// DIOL's M1 pick rules run (exact-zero-ttl = the authors', expired-ttl = the textbook
-    /// reading); the first is the one labelled `diol`.
-    pub diol_m1_picks: Vec<String>,
+lsmlab_harness::config! {
+    /// Settings every DIOL experiment shares (flattened into each config).
+    pub struct Setup {
+        /// points of the one series, timestamps 1..=points (the paper: 100M)
+        pub points: u64,
+        /// out-of-order ratios, each in [0, 1) (the paper: 0.1, 0.2, 0.3)
+        pub o3_ratios: Vec<f64>,
+        /// delay models: diol (the authors' runs-and-singles mixture), lognormal, file (real delays; --data
+        /// replaces delay_file)
+        pub delay_models: Vec<String>,
+        /// memory levels: iotdb (the authors' baseline), iotdb-real (real IoTDB's sequence rule), diol
+        pub layouts: Vec<String>,
+        /// file of delays (one integer per line, plain or gzip) for the file model; skipped with a note when
+        /// absent
+        pub delay_file: String,
+        /// mu of the lognormal delays (Separation or Not: 4)
+        pub lognormal_mu: f64,
+        /// sigma of the lognormal delays (Separation or Not: 1.5)
+        pub lognormal_sigma: f64,
+        /// multiply bounded delays and range lengths by points/100M so they keep their size against a
+        /// memtable
+        pub scale_delays: bool,
+        /// factor on the memory budget (1 = 384 MiB per 100M points, as the authors ran)
+        pub memory_scale: f64,
+        /// device page size in bytes
+        pub page_size: u64,
+        /// fraction of the points, back from the newest, that the recent workload reads
+        pub recent_window: f64,
+        /// DIOL M1 pick rules run: exact-zero-ttl (the authors' code; labelled diol), expired-ttl (labelled
+        /// diol-expired-ttl)
+        pub diol_m1_picks: Vec<String>,
+    }
 }
 
 /// One memory level to run: its row label, layout and store configuration.
@@ -151,32 +155,6 @@ impl Setup {
                 M1Pick::ExpiredTtl.name().into(),
             ],
         }
-    }
-
-    pub fn help() -> Vec<KeyHelp> {
-        vec![
-            ("points", "points of the one series, timestamps 1..=points (the paper: 100M)"),
-            ("o3_ratios", "out-of-order ratios, each in [0, 1) (the paper: 0.1, 0.2, 0.3)"),
-            (
-                "delay_models",
-                "delay models: diol (the authors' runs-and-singles mixture), lognormal, file (real delays; --data replaces delay_file)",
-            ),
-            ("layouts", "memory levels: iotdb (the authors' baseline), iotdb-real (real IoTDB's sequence rule), diol"),
-            ("delay_file", "file of delays (one integer per line, plain or gzip) for the file model; skipped with a note when absent"),
-            ("lognormal_mu", "mu of the lognormal delays (Separation or Not: 4)"),
-            ("lognormal_sigma", "sigma of the lognormal delays (Separation or Not: 1.5)"),
-            (
-                "scale_delays",
-                "multiply bounded delays and range lengths by points/100M so they keep their size against a memtable",
-            ),
-            ("memory_scale", "factor on the memory budget (1 = 384 MiB per 100M points, as the authors ran)"),
-            ("page_size", "device page size in bytes"),
-            ("recent_window", "fraction of the points, back from the newest, that the recent workload reads"),
-            (
-                "diol_m1_picks",
-                "DIOL M1 pick rules run: exact-zero-ttl (the authors' code; labelled diol), expired-ttl (labelled diol-expired-ttl)",
-            ),
-        ]
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {

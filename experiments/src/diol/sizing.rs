@@ -3,51 +3,31 @@
 //! memtables, 11 of them, share what the delay memtables leave), and the best setting per ratio is
 //! reported for each counted objective.
 
-use std::path::{Path, PathBuf};
-
 use lsmlab_engine::series::Layout;
 use lsmlab_workloads::ts::TsWorkload;
-use serde::{Deserialize, Serialize};
 
 use super::report;
 use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
-use crate::config::{check, check_items, Config, KeyHelp};
+use crate::config::{check, check_items, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct DiolSizing;
 
-/// `diol-sizing`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SizingConfig {
-    /// The workload every cell runs.
-    pub workload: String,
-    /// Delay memtable sizes in MiB at paper scale (scaled with the data like every memtable).
-    pub delay_memtable_mb: Vec<f64>,
-    /// Delay memtables in all (1 active, half of the rest in M1, the others in M2).
-    pub delay_memtables: Vec<usize>,
-    #[serde(flatten)]
-    pub setup: Setup,
+lsmlab_harness::config! {
+    /// `diol-sizing`'s parameters.
+    pub struct SizingConfig {
+        /// the workload of every cell: A, B, C or recent
+        pub workload: String,
+        /// delay memtable sizes swept, MiB at paper scale (the paper: 2), scaled with the data
+        pub delay_memtable_mb: Vec<f64>,
+        /// delay memtable counts swept (the paper: 16 = 1 active + 8 M1 + 7 M2), at least 3
+        pub delay_memtables: Vec<usize>,
+        #[serde(flatten)]
+        pub setup: Setup,
+    }
 }
 
 impl Config for SizingConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = vec![
-            ("workload", "the workload of every cell: A, B, C or recent"),
-            (
-                "delay_memtable_mb",
-                "delay memtable sizes swept, MiB at paper scale (the paper: 2), scaled with the data",
-            ),
-            (
-                "delay_memtables",
-                "delay memtable counts swept (the paper: 16 = 1 active + 8 M1 + 7 M2), at least 3",
-            ),
-        ];
-        h.extend(Setup::help());
-        h
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         check(
             "workload",
@@ -81,16 +61,14 @@ const BYTES_PER_POINT: u64 = 120;
 impl TypedExperiment for DiolSizing {
     type Config = SizingConfig;
 
-    fn name(&self) -> &'static str {
-        "diol-sizing"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "DIOL's proposed dynamic sizing: delay memtable size and count against the O3 ratio under a fixed budget, best setting per ratio"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "diol-sizing",
+            paper: PAPER,
+            about: "DIOL's proposed dynamic sizing: delay memtable size and count against the O3 ratio under a fixed budget, best setting per ratio",
+            figures: |result, out_dir| crate::plot::spec::render_specs(report::SIZING_FIGURES, result, out_dir),
+            report: report::sizing_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> SizingConfig {
@@ -255,20 +233,12 @@ impl TypedExperiment for DiolSizing {
         Ok(out)
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        crate::plot::spec::render_specs(report::SIZING_FIGURES, result, out_dir)
-    }
-
     fn memory_estimate(
         &self,
         config: &Self::Config,
         _data: &[crate::experiment::DataSpec],
     ) -> Option<crate::experiment::MemoryEstimate> {
         Some(config.setup.memory_estimate(BYTES_PER_POINT))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        report::sizing_report(result)
     }
 }
 

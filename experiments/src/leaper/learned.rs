@@ -16,39 +16,44 @@ use lsmlab_workloads::kv::{KvOp, KvWorkload};
 use serde::{Deserialize, Serialize};
 
 use super::driver::Warmup;
-use crate::config::{check, KeyHelp};
+use crate::config::check;
 use crate::experiment::{RowBuilder, Scale};
 
-/// The Leaper policy's settings (top-level `--set` keys of every Leaper experiment).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LeaperSettings {
-    /// Keys per key range; 0 = Algorithm 1 on the warm-up's accesses (initial 10, alpha 0.6).
-    pub range_size: u64,
-    /// A time slot of the collector and the models, in intervals.
-    pub slot_intervals: f64,
-    /// The collector's sampling probability P (the paper: 0.01).
-    pub sample_p: f64,
-    /// Step models K; 0 = Eq. 2: the longest warm-up compaction's T1 + T2 in slots, plus 1.
-    pub steps: usize,
-    /// Boosting rounds of each GBDT model.
-    pub gbdt_rounds: usize,
-    /// Probability at or above which a range is hot.
-    pub hot_threshold: f64,
-    /// Share of the warm-up's slots held out to test the models.
-    pub test_fraction: f64,
-    /// Which ranges a row of Algorithm 1's access matrix counts: the whole key range (as
-    /// written) or only the ranges holding keys by the slot's end.
-    #[serde(default)]
-    pub alg1_key_space: Alg1KeySpace,
-    /// Keys per range as a fraction of the loaded records (0 = off); when set (and `range_size`
-    /// is not), it replaces Algorithm 1's choice. The paper's: 10^4 keys of 10^7 rows = 0.001.
-    #[serde(default)]
-    pub range_fraction: f64,
-    /// The most rows (ranges x label slots) the models train and test on, 0 = every range
-    /// ([`TrainParams::max_rows`](lsmlab_engine::leaper::TrainParams)): a bound on the training's
-    /// memory, which only the largest key spaces reach.
-    #[serde(default = "max_training_rows_default")]
-    pub max_training_rows: usize,
+lsmlab_harness::config! {
+    /// The Leaper policy's settings (top-level `--set` keys of every Leaper experiment).
+    pub struct LeaperSettings {
+        /// Leaper: keys per key range; 0 = Algorithm 1 on the warm-up's accesses (initial size 10, alpha 0.6)
+        pub range_size: u64,
+        /// Leaper: a time slot of the collector and the models, in intervals (the paper: the smallest T2,
+        /// reports every second)
+        pub slot_intervals: f64,
+        /// Leaper: the collector's sampling probability P (the paper: 0.01)
+        pub sample_p: f64,
+        /// Leaper: step models K; 0 = Eq. 2 (the longest warm-up compaction's T1 + T2 in slots, plus 1; at
+        /// most 12)
+        pub steps: usize,
+        /// Leaper: boosting rounds per GBDT model (learning rate 0.05, 31 leaves, bagging 0.8, feature
+        /// fraction 0.9 as the paper)
+        pub gbdt_rounds: usize,
+        /// Leaper: probability at or above which a key range is predicted hot
+        pub hot_threshold: f64,
+        /// Leaper: share of the warm-up's slots held out to test the models
+        pub test_fraction: f64,
+        /// Leaper: the ranges a row of Algorithm 1's access matrix counts: whole (the log's whole key range,
+        /// as written) or live (only ranges holding keys by the slot's end: inserts' not-yet-existing keys
+        /// are no zeros)
+        #[serde(default)]
+        pub alg1_key_space: Alg1KeySpace,
+        /// Leaper: keys per range as a fraction of the records, replacing Algorithm 1 (0 = off; the paper's:
+        /// 10^4 keys of 10^7 rows = 0.001, 1,000 ranges at every scale)
+        #[serde(default)]
+        pub range_fraction: f64,
+        /// Leaper: the most rows (key ranges x slots) the models train and test on; above it a fixed
+        /// pseudo-random subset of the ranges is used, said in the notes (0 = every range; default 4,000,000,
+        /// which tiny and small runs never reach)
+        #[serde(default = "max_training_rows_default")]
+        pub max_training_rows: usize,
+    }
 }
 
 /// `max_training_rows`' default: rows cost about 160 bytes each plus a copy per step model and
@@ -110,51 +115,6 @@ impl LeaperSettings {
             range_fraction: 0.0,
             max_training_rows: MAX_TRAINING_ROWS,
         }
-    }
-
-    pub fn help() -> Vec<KeyHelp> {
-        vec![
-            (
-                "range_size",
-                "Leaper: keys per key range; 0 = Algorithm 1 on the warm-up's accesses (initial size 10, alpha 0.6)",
-            ),
-            (
-                "slot_intervals",
-                "Leaper: a time slot of the collector and the models, in intervals (the paper: the smallest T2, reports every second)",
-            ),
-            (
-                "sample_p",
-                "Leaper: the collector's sampling probability P (the paper: 0.01)",
-            ),
-            (
-                "steps",
-                "Leaper: step models K; 0 = Eq. 2 (the longest warm-up compaction's T1 + T2 in slots, plus 1; at most 12)",
-            ),
-            (
-                "gbdt_rounds",
-                "Leaper: boosting rounds per GBDT model (learning rate 0.05, 31 leaves, bagging 0.8, feature fraction 0.9 as the paper)",
-            ),
-            (
-                "hot_threshold",
-                "Leaper: probability at or above which a key range is predicted hot",
-            ),
-            (
-                "test_fraction",
-                "Leaper: share of the warm-up's slots held out to test the models",
-            ),
-            (
-                "alg1_key_space",
-                "Leaper: the ranges a row of Algorithm 1's access matrix counts: whole (the log's whole key range, as written) or live (only ranges holding keys by the slot's end: inserts' not-yet-existing keys are no zeros)",
-            ),
-            (
-                "range_fraction",
-                "Leaper: keys per range as a fraction of the records, replacing Algorithm 1 (0 = off; the paper's: 10^4 keys of 10^7 rows = 0.001, 1,000 ranges at every scale)",
-            ),
-            (
-                "max_training_rows",
-                "Leaper: the most rows (key ranges x slots) the models train and test on; above it a fixed pseudo-random subset of the ranges is used, said in the notes (0 = every range; default 4,000,000, which tiny and small runs never reach)",
-            ),
-        ]
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {

@@ -28,7 +28,7 @@ use lsmlab_workloads::kv::KeyDist;
 use serde::{Deserialize, Serialize};
 
 use crate::config::storage::DeviceKind;
-use crate::config::{check, check_items, KeyHelp};
+use crate::config::{check, check_items};
 use crate::experiment::{RowBuilder, Scale};
 
 pub use clock::{CostModel, VirtualClock};
@@ -103,80 +103,86 @@ impl fmt::Display for Workload {
     }
 }
 
-/// The store, the clock and the run length every Leaper experiment shares; experiment configs
-/// flatten it, so its fields are top-level `--set` keys.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KvSetup {
-    /// Records bulk-loaded before the run (the paper: 10 GB / 200 B = 50 million).
-    pub records: u64,
-    pub value_bytes: usize,
-    /// Data block = device page, in bytes (RocksDB's default `block_size` is 4 KiB).
-    pub page_size: usize,
-    /// Block cache capacity as a fraction of the initial data (the paper: 3 GB / 10 GB).
-    pub cache_ratio: f64,
-    /// Memtable budget as a fraction of the initial data (the paper: 1 GB / 10 GB).
-    pub memtable_ratio: f64,
-    /// Leveled compaction: L0 runs that trigger an L0 -> L1 compaction (RocksDB's default 4).
-    pub l0_trigger: usize,
-    /// Level 1's target size in memtables (RocksDB's guidance: level base = write buffer x L0 trigger).
-    pub base_level_memtables: f64,
-    /// Each level's target is this many times the one above (RocksDB's default 10).
-    pub size_ratio: u64,
-    /// Size of the runs a compaction writes, in memtables (RocksDB's defaults: 64 MB files and 64 MB
-    /// write buffers).
-    pub target_run_memtables: f64,
-    /// Levels including level 0; 0 = as RocksDB's dynamic level sizing lays the data out (the
-    /// bulk-loaded data fills the last level).
-    pub max_levels: usize,
-    pub bloom_fp: f64,
-    /// Device profile whose random page read prices a cache miss.
-    #[serde(with = "crate::config::text")]
-    pub profile: DeviceProfile,
-    /// CPU of one operation besides its block reads, microseconds.
-    pub cpu_op_us: f64,
-    /// One block read answered by the cache, microseconds.
-    pub hit_us: f64,
-    /// Leaper's collector per operation, microseconds (charged to `leaper` only).
-    pub collector_us: f64,
-    /// Flush and compaction I/O bandwidth, MB/s (a window lasts pages read + written / this).
-    pub compaction_mb_s: f64,
-    /// Reported intervals per measured run (the paper: 200 one-second intervals).
-    pub intervals: u64,
-    /// Virtual seconds per interval; 0 = calibrated so that a run holds `background_ops_per_run`.
-    pub interval_s: f64,
-    /// Background operations a measured run should hold when `interval_s` is calibrated.
-    pub background_ops_per_run: u64,
-    /// T2, the recovery time after a flush or compaction, in intervals.
-    pub t2_intervals: f64,
-    /// Operations of the warm-up phase (the model's training data, and the calibration's).
-    pub warmup_ops: u64,
-    /// A latency spike: an interval whose p95 exceeds this many times the median interval p95.
-    pub spike_factor: f64,
-    /// Where the store's pages live: `mem` (counted, in memory: tiny and small) or `file` (a page
-    /// file that is unlinked at once, read through the operating system's page cache: the paper
-    /// scale's default, whose 10 GB of data would otherwise all be held in memory). Counted
-    /// figures are the same on both; the clock is virtual, so the device's speed changes only the
-    /// wall time.
-    #[serde(default = "mem_device")]
-    pub device: DeviceKind,
-    /// The directory of `device = file`; empty = the system's temporary directory.
-    #[serde(default)]
-    pub file_dir: PathBuf,
-    /// How the workloads draw the ids they read and update (`sysbench-zipfian`, the default, is
-    /// SysBench's zipfian with Table 2's skew; see [`lsmlab_workloads::kv::KeyDist`]).
-    #[serde(default)]
-    pub key_dist: KeyDist,
-    /// Closed-loop clients issuing the operations; 1 = the single-client clock (the default, what
-    /// the code has always modelled: the paper gives no client count), N > 1 = the queueing clock
-    /// ([`clock::Queue`]).
-    #[serde(default = "one")]
-    pub clients: usize,
-    /// CPU servers of the queueing clock (the paper's testbed: two 24-core Xeon Platinum 8163).
-    #[serde(default = "default_cpu_cores")]
-    pub cpu_cores: usize,
-    /// Device channels of the queueing clock: random page reads in flight at once.
-    #[serde(default = "default_io_channels")]
-    pub io_channels: usize,
+lsmlab_harness::config! {
+    /// The store, the clock and the run length every Leaper experiment shares; experiment configs
+    /// flatten it, so its fields are top-level `--set` keys.
+    pub struct KvSetup {
+        /// records bulk-loaded before the run (the paper: 10 GB of 200 B pairs = 50,000,000)
+        pub records: u64,
+        /// value size in bytes (the paper: 200 B pairs)
+        pub value_bytes: usize,
+        /// data block = device page size in bytes (RocksDB's block_size default: 4096)
+        pub page_size: usize,
+        /// block cache / initial data (the paper: 3 GB / 10 GB = 0.3)
+        pub cache_ratio: f64,
+        /// memtable budget / initial data (the paper: 1 GB / 10 GB = 0.1)
+        pub memtable_ratio: f64,
+        /// level-0 runs that trigger an L0 -> L1 compaction (RocksDB: 4)
+        pub l0_trigger: usize,
+        /// level 1's target size in memtables (RocksDB: write buffer x L0 trigger)
+        pub base_level_memtables: f64,
+        /// each level's target / the one above (RocksDB: 10)
+        pub size_ratio: u64,
+        /// size of the runs compactions write, in memtables (RocksDB: 64 MB files, 64 MB buffers)
+        pub target_run_memtables: f64,
+        /// levels including level 0; 0 = the fewest whose last level holds the data, as RocksDB's dynamic
+        /// level sizing (3 with the kept ratios)
+        pub max_levels: usize,
+        /// Bloom filter false-positive rate per run
+        pub bloom_fp: f64,
+        /// device profile pricing a cache miss: nvme, sata-ssd (default: the paper's RAID of two Intel SSDs),
+        /// hdd
+        #[serde(with = "crate::config::text")]
+        pub profile: DeviceProfile,
+        /// modelled CPU of an operation besides its block reads, us
+        pub cpu_op_us: f64,
+        /// modelled cost of a block read the cache answers, us
+        pub hit_us: f64,
+        /// modelled cost of Leaper's collector per operation, us (the paper's Table 5: < 1 us per query)
+        pub collector_us: f64,
+        /// flush/compaction I/O bandwidth in MB/s: a window lasts (pages read + written) x page / this
+        pub compaction_mb_s: f64,
+        /// reported intervals per measured run (the paper: 200 of 1 s)
+        pub intervals: u64,
+        /// virtual seconds per interval; 0 = calibrated from the warm-up so that a run holds
+        /// background_ops_per_run
+        pub interval_s: f64,
+        /// flushes + compactions a measured run should hold when interval_s is calibrated (the paper: about
+        /// 10)
+        pub background_ops_per_run: u64,
+        /// T2, the recovery time counted after each flush/compaction window, in intervals
+        pub t2_intervals: f64,
+        /// operations of the warm-up phase (training data of the Leaper model, calibration of interval_s)
+        pub warmup_ops: u64,
+        /// a latency spike is an interval whose p95 exceeds this x the median interval p95 of the workload's
+        /// runs
+        pub spike_factor: f64,
+        /// where the store's pages live: mem (counted, in memory; tiny and small) or file (an unlinked page
+        /// file read through the OS page cache; paper's default); counted figures are the same
+        #[serde(default = "mem_device")]
+        pub device: DeviceKind,
+        /// directory of device=file (default: the system temp dir)
+        #[serde(default)]
+        pub file_dir: PathBuf,
+        /// how reads and updates draw their ids: sysbench-zipfian (default: SysBench's --rand-type=zipfian
+        /// with Table 2's zipf as exponent, hot ids lowest), ycsb-zipfian (YCSB's approximate zipfian,
+        /// unscrambled), scrambled-zipfian (the same law, ranks hashed over the key space: no key locality),
+        /// special (sysbench 1.0's default: 1% of ids in the middle take 75% of draws), uniform, gaussian,
+        /// pareto
+        #[serde(default)]
+        pub key_dist: KeyDist,
+        /// closed-loop clients: 1 = the single-client clock (default; the paper gives no client count), N > 1
+        /// = N clients queueing for cpu_cores CPU servers and io_channels device channels
+        #[serde(default = "one")]
+        pub clients: usize,
+        /// CPU servers of the queueing clock (clients > 1; the paper's testbed: 2 x 24 cores)
+        #[serde(default = "default_cpu_cores")]
+        pub cpu_cores: usize,
+        /// device reads in flight at once on the queueing clock (clients > 1; an assumption for the paper's
+        /// RAID of two SSDs)
+        #[serde(default = "default_io_channels")]
+        pub io_channels: usize,
+    }
 }
 
 fn one() -> usize {
@@ -201,110 +207,6 @@ fn default_cpu_cores() -> usize {
 fn default_io_channels() -> usize {
     DEFAULT_IO_CHANNELS
 }
-
-/// The help of [`KvSetup`]'s keys.
-pub const SETUP_HELP: [KeyHelp; 28] = [
-    (
-        "records",
-        "records bulk-loaded before the run (the paper: 10 GB of 200 B pairs = 50,000,000)",
-    ),
-    ("value_bytes", "value size in bytes (the paper: 200 B pairs)"),
-    (
-        "page_size",
-        "data block = device page size in bytes (RocksDB's block_size default: 4096)",
-    ),
-    (
-        "cache_ratio",
-        "block cache / initial data (the paper: 3 GB / 10 GB = 0.3)",
-    ),
-    (
-        "memtable_ratio",
-        "memtable budget / initial data (the paper: 1 GB / 10 GB = 0.1)",
-    ),
-    (
-        "l0_trigger",
-        "level-0 runs that trigger an L0 -> L1 compaction (RocksDB: 4)",
-    ),
-    (
-        "base_level_memtables",
-        "level 1's target size in memtables (RocksDB: write buffer x L0 trigger)",
-    ),
-    ("size_ratio", "each level's target / the one above (RocksDB: 10)"),
-    (
-        "target_run_memtables",
-        "size of the runs compactions write, in memtables (RocksDB: 64 MB files, 64 MB buffers)",
-    ),
-    (
-        "max_levels",
-        "levels including level 0; 0 = the fewest whose last level holds the data, as RocksDB's dynamic level sizing (3 with the kept ratios)",
-    ),
-    ("bloom_fp", "Bloom filter false-positive rate per run"),
-    (
-        "profile",
-        "device profile pricing a cache miss: nvme, sata-ssd (default: the paper's RAID of two Intel SSDs), hdd",
-    ),
-    (
-        "cpu_op_us",
-        "modelled CPU of an operation besides its block reads, us",
-    ),
-    ("hit_us", "modelled cost of a block read the cache answers, us"),
-    (
-        "collector_us",
-        "modelled cost of Leaper's collector per operation, us (the paper's Table 5: < 1 us per query)",
-    ),
-    (
-        "compaction_mb_s",
-        "flush/compaction I/O bandwidth in MB/s: a window lasts (pages read + written) x page / this",
-    ),
-    (
-        "intervals",
-        "reported intervals per measured run (the paper: 200 of 1 s)",
-    ),
-    (
-        "interval_s",
-        "virtual seconds per interval; 0 = calibrated from the warm-up so that a run holds background_ops_per_run",
-    ),
-    (
-        "background_ops_per_run",
-        "flushes + compactions a measured run should hold when interval_s is calibrated (the paper: about 10)",
-    ),
-    (
-        "t2_intervals",
-        "T2, the recovery time counted after each flush/compaction window, in intervals",
-    ),
-    (
-        "warmup_ops",
-        "operations of the warm-up phase (training data of the Leaper model, calibration of interval_s)",
-    ),
-    (
-        "spike_factor",
-        "a latency spike is an interval whose p95 exceeds this x the median interval p95 of the workload's runs",
-    ),
-    (
-        "device",
-        "where the store's pages live: mem (counted, in memory; tiny and small) or file (an unlinked page file read through the OS page cache; paper's default); counted figures are the same",
-    ),
-    (
-        "file_dir",
-        "directory of device=file (default: the system temp dir)",
-    ),
-    (
-        "key_dist",
-        "how reads and updates draw their ids: sysbench-zipfian (default: SysBench's --rand-type=zipfian with Table 2's zipf as exponent, hot ids lowest), ycsb-zipfian (YCSB's approximate zipfian, unscrambled), scrambled-zipfian (the same law, ranks hashed over the key space: no key locality), special (sysbench 1.0's default: 1% of ids in the middle take 75% of draws), uniform, gaussian, pareto",
-    ),
-    (
-        "clients",
-        "closed-loop clients: 1 = the single-client clock (default; the paper gives no client count), N > 1 = N clients queueing for cpu_cores CPU servers and io_channels device channels",
-    ),
-    (
-        "cpu_cores",
-        "CPU servers of the queueing clock (clients > 1; the paper's testbed: 2 x 24 cores)",
-    ),
-    (
-        "io_channels",
-        "device reads in flight at once on the queueing clock (clients > 1; an assumption for the paper's RAID of two SSDs)",
-    ),
-];
 
 impl KvSetup {
     /// The defaults at `scale`: `paper` uses the paper's sizes; smaller scales shrink the data and
@@ -350,11 +252,6 @@ impl KvSetup {
             cpu_cores: PAPER_CPU_CORES,
             io_channels: DEFAULT_IO_CHANNELS,
         }
-    }
-
-    /// The keys' help, for [`crate::config::Config::help`].
-    pub fn help() -> Vec<KeyHelp> {
-        SETUP_HELP.to_vec()
     }
 
     /// Range checks; errors name the key.
@@ -763,7 +660,7 @@ mod tests {
             assert_eq!(l.leveled.max_levels, 3, "{scale}");
         }
         assert_eq!(KvSetup::defaults(Scale::Paper).records, 50_000_000);
-        assert_eq!(KvSetup::help().len(), 28);
+        assert_eq!(<KvSetup as crate::config::ConfigPart>::help().len(), 28);
         assert_eq!(KvSetup::defaults(Scale::Small).clients, 1);
     }
 

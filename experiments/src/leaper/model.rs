@@ -5,14 +5,12 @@
 //! slot" baseline. Also the feature-group ablation (R, R/W, R/W/T, R/W/T/P), the importance of each
 //! feature group, Algorithm 1's key-range sizes, training time, and inference time per compaction.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
 use lsmlab_engine::kvstore::WarmUpKind;
 use lsmlab_engine::leaper::features::Row as FeatureRow;
 use lsmlab_engine::leaper::{ablation, features_at, FeatureGroup, Metrics};
-use serde::{Deserialize, Serialize};
 
 use super::driver::{calibrate_interval_s, extend_warm_up, open_store, warm_up, Driver};
 use super::learned::{self, AccessLog, LeaperSettings};
@@ -21,7 +19,6 @@ use super::report as lr;
 use super::{check_workloads, KvSetup, Workload, PAPER};
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct LeaperModelExperiment;
 
@@ -36,36 +33,25 @@ pub const PAPER_IMPORTANCE: [(&str, f64); 4] = [
 /// The paper's Table 5 (storage): the LightGBM model object per workload, in KB.
 pub const PAPER_MODEL_KB: [(&str, f64); 3] = [("synthetic", 3.2), ("e-commerce", 16.3), ("messaging", 8.9)];
 
-/// `leaper-model`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    pub workloads: Vec<Workload>,
-    /// Days of the logged run; the last one is held out.
-    pub days: u64,
-    #[serde(flatten)]
-    pub setup: KvSetup,
-    #[serde(flatten)]
-    pub leaper: LeaperSettings,
+lsmlab_harness::config! {
+    /// `leaper-model`'s parameters.
+    pub struct ModelConfig {
+        /// workloads to run: e-commerce, messaging, synthetic
+        pub workloads: Vec<Workload>,
+        /// days of the logged run (a day = warmup_ops / 2 operations); the last is held out to test (the
+        /// paper: 3 + 1)
+        pub days: u64,
+        #[serde(flatten)]
+        pub setup: KvSetup,
+        #[serde(flatten)]
+        pub leaper: LeaperSettings,
+    }
 }
 
 impl Config for ModelConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = vec![
-            ("workloads", "workloads to run: e-commerce, messaging, synthetic"),
-            (
-                "days",
-                "days of the logged run (a day = warmup_ops / 2 operations); the last is held out to test (the paper: 3 + 1)",
-            ),
-        ];
-        help.extend(KvSetup::help());
-        help.extend(
-            LeaperSettings::help()
-                .into_iter()
-                .filter(|(k, _)| *k != "test_fraction"),
-        );
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        help.retain(|(key, _)| *key != "test_fraction");
         help.push(("test_fraction", "ignored here: the held-out share is 1 / days"));
-        help
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -98,6 +84,16 @@ fn metric_fields(row: RowBuilder, m: &Metrics) -> RowBuilder {
 impl TypedExperiment for LeaperModelExperiment {
     type Config = ModelConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "leaper-model",
+            paper: PAPER,
+            about: "Leaper's model offline: precision, recall, AUC, training and inference time against the last-slot baseline; feature ablation and importance",
+            figures: lr::model_figures,
+            report: lr::model_report,
+        }
+    }
+
     fn memory_estimate(
         &self,
         config: &ModelConfig,
@@ -118,18 +114,6 @@ impl TypedExperiment for LeaperModelExperiment {
             config.leaper.max_training_rows,
             "leaper-model",
         ))
-    }
-
-    fn name(&self) -> &'static str {
-        "leaper-model"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "Leaper's model offline: precision, recall, AUC, training and inference time against the last-slot baseline; feature ablation and importance"
     }
 
     fn defaults(&self, scale: Scale) -> ModelConfig {
@@ -388,13 +372,5 @@ impl TypedExperiment for LeaperModelExperiment {
             learned::NODE_NS
         ));
         Ok(out)
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        lr::model_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        lr::model_report(result)
     }
 }

@@ -5,11 +5,9 @@
 //! warm-up and the measured run, with identical op streams. A row per interval (the timeline) and
 //! a summary row per workload and policy.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lsmlab_engine::kvstore::{WarmUpKind, WarmUpPolicy};
-use serde::{Deserialize, Serialize};
 
 use super::driver::{
     calibrate_interval_s, extend_warm_up, measure, open_store, warm_up, Driver, Layout, Measured, Warmup,
@@ -18,40 +16,46 @@ use super::learned::{self, LeaperSettings, TrainedLeaper};
 use super::report::{self as lr, BASELINE};
 use super::variant::Variant;
 use super::{check_workloads, median, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
-use crate::config::{check, Config, KeyHelp};
+use crate::config::{check, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 use lsmlab_workloads::kv::{KeyDist, KvWorkload};
 
 pub struct LeaperOnline;
 
-/// `leaper-online`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OnlineConfig {
-    pub workloads: Vec<Workload>,
-    pub policies: Vec<WarmUpKind>,
-    #[serde(flatten)]
-    pub setup: KvSetup,
-    #[serde(flatten)]
-    pub leaper: LeaperSettings,
-    /// Also run each workload on fjall, a real LSM store, beside lsmlab's runs (see
-    /// [`crate::peer`]); needs the `fjall` cargo feature.
-    #[serde(default = "fjall_peer_default")]
-    pub fjall_peer: bool,
-    /// Clients of the queueing alternative run beside the default one (0 = none): each workload
-    /// again under `queueing_policies` with `clients` set to this (see [`super::clock::Queue`]).
-    #[serde(default = "queueing_clients_default")]
-    pub queueing_clients: usize,
-    /// The policies of the queueing alternative (Table 4's pair by default).
-    #[serde(default = "queueing_policies_default")]
-    pub queueing_policies: Vec<WarmUpKind>,
-    /// Named alternatives run beside the default setup (see [`Variant`]), each on every workload
-    /// under `variant_policies`; rows kind = variant-interval / variant-summary, field variant.
-    #[serde(default = "variants_default")]
-    pub variants: Vec<Variant>,
-    #[serde(default = "variant_policies_default")]
-    pub variant_policies: Vec<WarmUpKind>,
+lsmlab_harness::config! {
+    /// `leaper-online`'s parameters.
+    pub struct OnlineConfig {
+        /// workloads to run: e-commerce, messaging, synthetic (the paper's Table 2)
+        pub workloads: Vec<Workload>,
+        /// cache warm-up policies: lru, incremental-warmup (the paper's baseline), prepopulate-flush,
+        /// prepopulate-all, leaper
+        pub policies: Vec<WarmUpKind>,
+        #[serde(flatten)]
+        pub setup: KvSetup,
+        #[serde(flatten)]
+        pub leaper: LeaperSettings,
+        /// also run each workload on fjall (a real LSM store, wall time) with the same spec, seed, ratios and
+        /// op counts; true by default when built with the `fjall` cargo feature
+        #[serde(default = "fjall_peer_default")]
+        pub fjall_peer: bool,
+        /// also run each workload with this many closed-loop clients on the queueing clock (rows kind =
+        /// clients-interval / clients-summary, beside the default clients run); 0 = off; default 256
+        /// (Little's law on the paper's QPS and latencies)
+        #[serde(default = "queueing_clients_default")]
+        pub queueing_clients: usize,
+        /// the policies of the queueing_clients run (default: incremental-warmup, leaper: Table 4's pair)
+        #[serde(default = "queueing_policies_default")]
+        pub queueing_policies: Vec<WarmUpKind>,
+        /// named alternatives run beside the default on every workload (rows kind = variant-interval /
+        /// variant-summary, field variant): keys=<key distribution> or shape=table2 (Table 2's table sizes,
+        /// the cache and memtables kept in bytes); default keys=scrambled-zipfian, keys=special,
+        /// shape=table2; `variants=` (empty) runs none
+        #[serde(default = "variants_default")]
+        pub variants: Vec<Variant>,
+        /// the policies of the variants (default: lru, incremental-warmup, leaper)
+        #[serde(default = "variant_policies_default")]
+        pub variant_policies: Vec<WarmUpKind>,
+    }
 }
 
 /// The variants run by default: key locality removed, sysbench 1.0's default distribution, and
@@ -90,39 +94,6 @@ pub fn fjall_peer_default() -> bool {
 }
 
 impl Config for OnlineConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = vec![
-            ("workloads", "workloads to run: e-commerce, messaging, synthetic (the paper's Table 2)"),
-            (
-                "policies",
-                "cache warm-up policies: lru, incremental-warmup (the paper's baseline), prepopulate-flush, prepopulate-all, leaper",
-            ),
-        ];
-        help.extend(KvSetup::help());
-        help.extend(LeaperSettings::help());
-        help.push((
-            "fjall_peer",
-            "also run each workload on fjall (a real LSM store, wall time) with the same spec, seed, ratios and op counts; true by default when built with the `fjall` cargo feature",
-        ));
-        help.push((
-            "queueing_clients",
-            "also run each workload with this many closed-loop clients on the queueing clock (rows kind = clients-interval / clients-summary, beside the default clients run); 0 = off; default 256 (Little's law on the paper's QPS and latencies)",
-        ));
-        help.push((
-            "queueing_policies",
-            "the policies of the queueing_clients run (default: incremental-warmup, leaper: Table 4's pair)",
-        ));
-        help.push((
-            "variants",
-            "named alternatives run beside the default on every workload (rows kind = variant-interval / variant-summary, field variant): keys=<key distribution> or shape=table2 (Table 2's table sizes, the cache and memtables kept in bytes); default keys=scrambled-zipfian, keys=special, shape=table2; `variants=` (empty) runs none",
-        ));
-        help.push((
-            "variant_policies",
-            "the policies of the variants (default: lru, incremental-warmup, leaper)",
-        ));
-        help
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         check_workloads(&self.workloads)?;
         check(
@@ -865,6 +836,16 @@ pub fn columns_note() -> String {
 impl TypedExperiment for LeaperOnline {
     type Config = OnlineConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "leaper-online",
+            paper: PAPER,
+            about: "Leaper online: hit ratio, QPS and p95 per interval under each cache warm-up policy, Table 4 in compaction windows, overhead outside them",
+            figures: lr::online_figures,
+            report: lr::online_report,
+        }
+    }
+
     fn memory_estimate(
         &self,
         config: &OnlineConfig,
@@ -877,18 +858,6 @@ impl TypedExperiment for LeaperOnline {
             config.leaper.max_training_rows,
             "leaper-online",
         ))
-    }
-
-    fn name(&self) -> &'static str {
-        "leaper-online"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "Leaper online: hit ratio, QPS and p95 per interval under each cache warm-up policy, Table 4 in compaction windows, overhead outside them"
     }
 
     fn defaults(&self, scale: Scale) -> OnlineConfig {
@@ -1088,13 +1057,5 @@ impl TypedExperiment for LeaperOnline {
             );
         }
         Ok(out)
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        lr::online_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        lr::online_report(result)
     }
 }

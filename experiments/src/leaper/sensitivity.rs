@@ -3,70 +3,43 @@
 //! fixed), the cache / data ratio and the key-range size. Each cell is a `leaper-online` run of one
 //! workload (its own warm-up, calibration, training and measured runs) with the two policies.
 
-use std::path::{Path, PathBuf};
-
 use lsmlab_engine::kvstore::WarmUpKind;
-use serde::{Deserialize, Serialize};
 
 use super::learned::LeaperSettings;
 use super::online::{run_cells, spike_threshold_us, summary_row, Cell, WorkloadRuns};
 use super::report::{self as lr, BASELINE, LEAPER};
 use super::{check_fractions, KvSetup, Workload, PAPER};
-use crate::config::{check_items, Config, KeyHelp};
+use crate::config::{check_items, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::plot::spec::render_specs;
-use crate::result::ResultFile;
 
 pub struct LeaperSensitivity;
 
 /// At `--scale small` each cell holds leaper-online's records and warm-up divided by this.
 pub const SMALL_CELL_SHRINK: u64 = 4;
 
-/// `leaper-sensitivity`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SensitivityConfig {
-    pub workload: Workload,
-    /// Zipf constants swept (the paper's Figure 14: 0 to 1).
-    pub zipfs: Vec<f64>,
-    /// Shares of range queries among the reads (Figure 13(a): 0 to 100%).
-    pub range_shares: Vec<f64>,
-    /// Cache / data ratios (Figure 13(c): 1, 2, 4 and 8 GB of 10 GB).
-    pub cache_ratios: Vec<f64>,
-    /// Key-range sizes (Figure 12: 1 to 10^5 keys).
-    pub range_sizes: Vec<u64>,
-    #[serde(flatten)]
-    pub setup: KvSetup,
-    #[serde(flatten)]
-    pub leaper: LeaperSettings,
+lsmlab_harness::config! {
+    /// `leaper-sensitivity`'s parameters.
+    pub struct SensitivityConfig {
+        /// the workload every cell starts from: synthetic (the paper's sensitivity runs), e-commerce or
+        /// messaging
+        pub workload: Workload,
+        /// zipf constants swept, in [0, 1) (the paper: 0 to 1)
+        pub zipfs: Vec<f64>,
+        /// shares of range queries among the reads, read/write fixed (the paper: 0 to 100%)
+        pub range_shares: Vec<f64>,
+        /// cache / data ratios swept (the paper: 1, 2, 4, 8 GB of 10 GB)
+        pub cache_ratios: Vec<f64>,
+        /// key-range sizes swept, in keys (the paper: 1 to 10^5)
+        pub range_sizes: Vec<u64>,
+        #[serde(flatten)]
+        pub setup: KvSetup,
+        #[serde(flatten)]
+        pub leaper: LeaperSettings,
+    }
 }
 
 impl Config for SensitivityConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = vec![
-            (
-                "workload",
-                "the workload every cell starts from: synthetic (the paper's sensitivity runs), e-commerce or messaging",
-            ),
-            ("zipfs", "zipf constants swept, in [0, 1) (the paper: 0 to 1)"),
-            (
-                "range_shares",
-                "shares of range queries among the reads, read/write fixed (the paper: 0 to 100%)",
-            ),
-            (
-                "cache_ratios",
-                "cache / data ratios swept (the paper: 1, 2, 4, 8 GB of 10 GB)",
-            ),
-            (
-                "range_sizes",
-                "key-range sizes swept, in keys (the paper: 1 to 10^5)",
-            ),
-        ];
-        help.extend(KvSetup::help());
-        help.extend(LeaperSettings::help());
-        help
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         check_items(
             "zipfs",
@@ -187,6 +160,16 @@ fn best_at(gains: &[Row], field: &str) -> Option<f64> {
 impl TypedExperiment for LeaperSensitivity {
     type Config = SensitivityConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "leaper-sensitivity",
+            paper: PAPER,
+            about: "Leaper's sensitivity: gain over incremental warm-up against zipf skew, range-query share, cache/data ratio and key-range size",
+            figures: |result, out_dir| render_specs(lr::SENSITIVITY_FIGURES, result, out_dir),
+            report: lr::sensitivity_report,
+        }
+    }
+
     fn memory_estimate(
         &self,
         config: &SensitivityConfig,
@@ -199,18 +182,6 @@ impl TypedExperiment for LeaperSensitivity {
             config.leaper.max_training_rows,
             "leaper-sensitivity, per cell",
         ))
-    }
-
-    fn name(&self) -> &'static str {
-        "leaper-sensitivity"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "Leaper's sensitivity: gain over incremental warm-up against zipf skew, range-query share, cache/data ratio and key-range size"
     }
 
     fn defaults(&self, scale: Scale) -> SensitivityConfig {
@@ -374,14 +345,6 @@ impl TypedExperiment for LeaperSensitivity {
             cfg.workload, cfg.setup.records, cfg.setup.warmup_ops
         ));
         Ok(out)
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        render_specs(lr::SENSITIVITY_FIGURES, result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        lr::sensitivity_report(result)
     }
 }
 

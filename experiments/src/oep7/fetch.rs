@@ -2,48 +2,36 @@
 //! a cold cache (the OEP 7 POC's "fetch all records one by one": warm 2,513 ms -> 1,845 ms, cold
 //! 79,950 ms -> 26,327 ms), plus batch fetches of random ids (each batch sorted by page).
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lsmlab_engine::cluster::Rid;
 use rand::seq::SliceRandom;
-use serde::{Deserialize, Serialize};
 
 use super::ycsb::{load_ycsb_records, record_bytes_note};
 use super::{counting_note, ratio_fields, ratios_note, Bed, Cost, Setup, LAYOUT_NOTE, PAPER};
-use crate::config::{check, check_items, Config, KeyHelp};
+use crate::config::{check, check_items, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct Oep7Fetch;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FetchConfig {
-    #[serde(flatten)]
-    pub setup: Setup,
-    /// Cache sizes of the cold runs, as fractions of the cluster's data pages.
-    pub cold_cache_fractions: Vec<f64>,
-    /// Records per batch of the batch-fetch rows.
-    pub batch_size: usize,
-    /// Fraction of the records grown by `growth_bytes` before measuring (records that no longer fit
-    /// their page: external links in single-page, split chunks in paginated).
-    pub grown_fraction: f64,
-    pub growth_bytes: usize,
+lsmlab_harness::config! {
+    pub struct FetchConfig {
+        #[serde(flatten)]
+        pub setup: Setup,
+        /// cache capacity of the cold runs as fractions of the data pages (1 = everything fits; the cache
+        /// starts empty)
+        pub cold_cache_fractions: Vec<f64>,
+        /// record ids per batch fetch (random ids, sorted by page inside the batch)
+        pub batch_size: usize,
+        /// fraction of records grown by growth_bytes before measuring, so some no longer fit their page (0 =
+        /// a fresh load)
+        pub grown_fraction: f64,
+        /// bytes added to each grown record
+        pub growth_bytes: usize,
+    }
 }
 
 impl Config for FetchConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = Setup::help();
-        h.extend([
-            ("cold_cache_fractions", "cache capacity of the cold runs as fractions of the data pages (1 = everything fits; the cache starts empty)"),
-            ("batch_size", "record ids per batch fetch (random ids, sorted by page inside the batch)"),
-            ("grown_fraction", "fraction of records grown by growth_bytes before measuring, so some no longer fit their page (0 = a fresh load)"),
-            ("growth_bytes", "bytes added to each grown record"),
-        ]);
-        h
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         self.setup.validate()?;
         check_items(
@@ -78,16 +66,14 @@ const BYTES_PER_RECORD: u64 = 2400;
 impl TypedExperiment for Oep7Fetch {
     type Config = FetchConfig;
 
-    fn name(&self) -> &'static str {
-        "oep7-fetch"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "OEP 7 POC: fetch every record one by one (random / RID order, warm / cold cache) and in sorted batches; pages per fetch"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "oep7-fetch",
+            paper: PAPER,
+            about: "OEP 7 POC: fetch every record one by one (random / RID order, warm / cold cache) and in sorted batches; pages per fetch",
+            figures: super::report::fetch_figures,
+            report: super::report::fetch_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> FetchConfig {
@@ -243,20 +229,12 @@ impl TypedExperiment for Oep7Fetch {
         })
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        super::report::fetch_figures(result, out_dir)
-    }
-
     fn memory_estimate(
         &self,
         config: &Self::Config,
         _data: &[crate::experiment::DataSpec],
     ) -> Option<crate::experiment::MemoryEstimate> {
         Some(config.setup.memory_estimate(BYTES_PER_RECORD))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        super::report::fetch_report(result)
     }
 }
 

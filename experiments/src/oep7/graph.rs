@@ -12,7 +12,7 @@
 //! `grow_vertices = false` they are created with room for their links instead).
 
 use std::collections::{HashSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,58 +21,49 @@ use lsmlab_engine::cluster::{self, ClusterOptions, Layout, RecordCluster, Rid};
 use lsmlab_engine::storage::{Device, MemDevice};
 use lsmlab_workloads::graph::{load_edge_list, power_law, Graph};
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 
 use super::fetch::workloads_rng;
 use super::{counting_note, map_entries_per_page, Cost, Setup, Snapshot, LAYOUT_NOTE, PAPER};
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct Oep7Graph;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GraphConfig {
-    /// `records` is the vertex count of the synthetic graph.
-    #[serde(flatten)]
-    pub setup: Setup,
-    /// Edges each new vertex attaches (preferential attachment).
-    pub edges_per_vertex: u32,
-    /// A plain edge-list file to load instead of the synthetic graph ("" = synthetic).
-    pub edge_list: String,
-    /// Cache capacity as a fraction of the data pages of both clusters.
-    pub cache_fraction: f64,
-    /// Queries of each kind.
-    pub queries: u64,
-    /// A BFS stops after visiting this many vertices.
-    pub bfs_limit: u64,
-    /// Create vertices first and add their edge links afterwards (OrientDB's order), so vertex
-    /// records grow; false creates them with room for their links.
-    pub grow_vertices: bool,
-    /// Bytes of properties per vertex and per edge.
-    pub vertex_bytes: usize,
-    pub edge_bytes: usize,
+lsmlab_harness::config! {
+    pub struct GraphConfig {
+        /// `records` is the vertex count of the synthetic graph.
+        #[serde(flatten)]
+        pub setup: Setup,
+        /// edges each new vertex attaches to earlier ones (preferential attachment; mean degree = 2x)
+        pub edges_per_vertex: u32,
+        /// path of a plain edge-list file (two vertex ids per line, # comments) to use instead of the
+        /// synthetic graph; empty = synthetic
+        pub edge_list: String,
+        /// cache capacity as a fraction of the data pages of the vertex and edge clusters (0.2 = the OEP's
+        /// 20%)
+        pub cache_fraction: f64,
+        /// queries of each kind (BFS, shortest path), from random vertices
+        pub queries: u64,
+        /// a BFS stops after visiting this many vertices
+        pub bfs_limit: u64,
+        /// true: vertices are created, then edges, then each vertex updated with its edge ids (OrientDB's
+        /// order; records grow); false: vertices created with room for their links
+        pub grow_vertices: bool,
+        /// property bytes per vertex record
+        pub vertex_bytes: usize,
+        /// property bytes per edge record
+        pub edge_bytes: usize,
+    }
 }
 
 impl Config for GraphConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = Setup::help();
-        h[2] = (
-            "records",
-            "vertices of the synthetic power-law graph (ignored with edge_list)",
-        );
-        h.extend([
-            ("edges_per_vertex", "edges each new vertex attaches to earlier ones (preferential attachment; mean degree = 2x)"),
-            ("edge_list", "path of a plain edge-list file (two vertex ids per line, # comments) to use instead of the synthetic graph; empty = synthetic"),
-            ("cache_fraction", "cache capacity as a fraction of the data pages of the vertex and edge clusters (0.2 = the OEP's 20%)"),
-            ("queries", "queries of each kind (BFS, shortest path), from random vertices"),
-            ("bfs_limit", "a BFS stops after visiting this many vertices"),
-            ("grow_vertices", "true: vertices are created, then edges, then each vertex updated with its edge ids (OrientDB's order; records grow); false: vertices created with room for their links"),
-            ("vertex_bytes", "property bytes per vertex record"),
-            ("edge_bytes", "property bytes per edge record"),
-        ]);
-        h
+    /// The setup's `records` are the graph's vertices here.
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        for (key, text) in help.iter_mut() {
+            if *key == "records" {
+                *text = "vertices of the synthetic power-law graph (ignored with edge_list)";
+            }
+        }
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -286,16 +277,14 @@ const BYTES_PER_RECORD: u64 = 3000;
 impl TypedExperiment for Oep7Graph {
     type Config = GraphConfig;
 
-    fn name(&self) -> &'static str {
-        "oep7-graph"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "OEP 7 success metric: BFS and shortest path over vertex and edge records fetched by RID, 20% of the data cached"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "oep7-graph",
+            paper: PAPER,
+            about: "OEP 7 success metric: BFS and shortest path over vertex and edge records fetched by RID, 20% of the data cached",
+            figures: super::report::graph_figures,
+            report: super::report::graph_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> GraphConfig {
@@ -476,10 +465,6 @@ impl TypedExperiment for Oep7Graph {
         })
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        super::report::graph_figures(result, out_dir)
-    }
-
     /// `None` for an edge-list file (its size is known only once loaded).
     fn memory_estimate(
         &self,
@@ -488,9 +473,5 @@ impl TypedExperiment for Oep7Graph {
     ) -> Option<crate::experiment::MemoryEstimate> {
         (config.edge_list.is_empty() && data.is_empty())
             .then(|| config.setup.memory_estimate(BYTES_PER_RECORD))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        super::report::graph_report(result)
     }
 }

@@ -23,9 +23,8 @@ use lsmlab_engine::cluster::{
     self, paginated, ClusterOptions, Layout, RecordCluster, DEFAULT_CLUSTER_PAGE_SIZE,
 };
 use lsmlab_engine::storage::{Device, DeviceProfile, IoStats, MemDevice};
-use serde::{Deserialize, Serialize};
 
-use crate::config::{self, check, KeyHelp};
+use crate::config::{self, check};
 use crate::experiment::{MemoryEstimate, RowBuilder, Scale};
 
 pub const PAPER: &str = "OrientDB OEP 7";
@@ -57,20 +56,21 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
 pub const POC_WARM_MS: (f64, f64) = (2513.0, 1845.0);
 pub const POC_COLD_MS: (f64, f64) = (79950.0, 26327.0);
 
-/// Settings every OEP 7 experiment shares.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Setup {
-    /// The layouts to compare.
-    #[serde(with = "config::text_list")]
-    pub clusters: Vec<Layout>,
-    /// Bytes per page (OrientDB's 64 KiB default).
-    pub page_size: usize,
-    /// Records loaded before measuring.
-    pub records: u64,
-    /// The device profile `modelled_*` fields are quoted for (every profile also gets its own
-    /// `modelled_*_<profile>` field).
-    pub profile: String,
+lsmlab_harness::config! {
+    /// Settings every OEP 7 experiment shares.
+    pub struct Setup {
+        /// record cluster layouts: paginated (OrientDB's position map + data pages), single-page (OEP 7's
+        /// in-page map)
+        #[serde(with = "config::text_list")]
+        pub clusters: Vec<Layout>,
+        /// bytes per page, both layouts (OrientDB's default 65536; single-page addresses at most 65536)
+        pub page_size: usize,
+        /// records loaded before measuring
+        pub records: u64,
+        /// device profile the modelled_* fields are quoted for: nvme, sata-ssd, hdd (every profile also gets
+        /// modelled_*_<profile>)
+        pub profile: String,
+    }
 }
 
 /// Memory an OEP 7 run needs besides its records (the binary and the cache's fixed part), rounded
@@ -104,15 +104,6 @@ impl Setup {
             },
             profile: DeviceProfile::SataSsd.name().into(),
         }
-    }
-
-    pub fn help() -> Vec<KeyHelp> {
-        vec![
-            ("clusters", "record cluster layouts: paginated (OrientDB's position map + data pages), single-page (OEP 7's in-page map)"),
-            ("page_size", "bytes per page, both layouts (OrientDB's default 65536; single-page addresses at most 65536)"),
-            ("records", "records loaded before measuring"),
-            ("profile", "device profile the modelled_* fields are quoted for: nvme, sata-ssd, hdd (every profile also gets modelled_*_<profile>)"),
-        ]
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {

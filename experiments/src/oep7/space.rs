@@ -5,52 +5,33 @@
 //! every record id ever deleted: a single-page id whose slot was reused must come back stale,
 //! never as another record.
 
-use std::path::{Path, PathBuf};
-
 use lsmlab_engine::cluster::{Lookup, Rid};
 use rand::seq::SliceRandom;
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 
 use super::fetch::workloads_rng;
 use super::{counting_note, ratio_fields, ratios_note, Bed, Setup, LAYOUT_NOTE, PAPER};
-use crate::config::{check, Config, KeyHelp};
+use crate::config::{check, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::result::ResultFile;
 
 pub struct Oep7Space;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpaceConfig {
-    #[serde(flatten)]
-    pub setup: Setup,
-    pub rounds: u64,
-    /// Fraction of the live records deleted (and as many inserted) per round.
-    pub churn: f64,
-    /// Record sizes are uniform in `min_record_bytes..=max_record_bytes`.
-    pub min_record_bytes: usize,
-    pub max_record_bytes: usize,
+lsmlab_harness::config! {
+    pub struct SpaceConfig {
+        #[serde(flatten)]
+        pub setup: Setup,
+        /// delete/insert rounds
+        pub rounds: u64,
+        /// fraction of the live records deleted, and as many inserted, per round
+        pub churn: f64,
+        /// smallest record (sizes uniform between min and max)
+        pub min_record_bytes: usize,
+        /// largest record
+        pub max_record_bytes: usize,
+    }
 }
 
 impl Config for SpaceConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = Setup::help();
-        h.extend([
-            ("rounds", "delete/insert rounds"),
-            (
-                "churn",
-                "fraction of the live records deleted, and as many inserted, per round",
-            ),
-            (
-                "min_record_bytes",
-                "smallest record (sizes uniform between min and max)",
-            ),
-            ("max_record_bytes", "largest record"),
-        ]);
-        h
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         self.setup.validate()?;
         check("rounds", self.rounds, self.rounds >= 1, "at least 1")?;
@@ -77,16 +58,14 @@ const BYTES_PER_RECORD: u64 = 2200;
 impl TypedExperiment for Oep7Space {
     type Config = SpaceConfig;
 
-    fn name(&self) -> &'static str {
-        "oep7-space"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "OEP 7 space reuse: file size and pages in use under delete/insert churn, stale-RID detections"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "oep7-space",
+            paper: PAPER,
+            about: "OEP 7 space reuse: file size and pages in use under delete/insert churn, stale-RID detections",
+            figures: super::report::space_figures,
+            report: super::report::space_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> SpaceConfig {
@@ -195,20 +174,12 @@ impl TypedExperiment for Oep7Space {
         })
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        super::report::space_figures(result, out_dir)
-    }
-
     fn memory_estimate(
         &self,
         config: &Self::Config,
         _data: &[crate::experiment::DataSpec],
     ) -> Option<crate::experiment::MemoryEstimate> {
         Some(config.setup.memory_estimate(BYTES_PER_RECORD))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        super::report::space_report(result)
     }
 }
 

@@ -7,18 +7,15 @@
 //! looks keys up in an index whose pages would be the same for both clusters.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lsmlab_engine::cluster::Rid;
 use lsmlab_workloads::ycsb::{key_name, record_fields, Op, Stream, Workload, FIELD_COUNT, FIELD_LENGTH};
-use serde::{Deserialize, Serialize};
 
 use super::{counting_note, ratio_fields, ratios_note, Bed, Cost, Setup, LAYOUT_NOTE, PAPER};
-use crate::config::{self, check, check_items, Config, KeyHelp};
+use crate::config::{self, check, check_items, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::measure::latency::LatencyRecorder;
-use crate::result::ResultFile;
 
 pub struct Oep7Ycsb;
 
@@ -59,36 +56,27 @@ pub fn load_ycsb_records(bed: &mut Bed, n: u64, _seed: u64) -> anyhow::Result<(V
     Ok((ids, keys))
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct YcsbConfig {
-    #[serde(flatten)]
-    pub setup: Setup,
-    #[serde(with = "config::text_list")]
-    pub workloads: Vec<Workload>,
-    /// Cache capacities as fractions of the data pages.
-    pub cache_fractions: Vec<f64>,
-    /// Measured operations per run.
-    pub operations: u64,
-    /// Operations of the same workload run before measuring (warming the cache).
-    pub warmup_operations: u64,
-    /// Measured operations of workload E (each scans up to 100 records); half as many warm up.
-    pub scan_operations: u64,
+lsmlab_harness::config! {
+    pub struct YcsbConfig {
+        #[serde(flatten)]
+        pub setup: Setup,
+        /// YCSB core workloads: ycsb-a .. ycsb-f
+        #[serde(with = "config::text_list")]
+        pub workloads: Vec<Workload>,
+        /// cache capacity as fractions of the layout's data pages (0.2 = the OEP's 20% cached), plus the map
+        /// pages for paginated
+        pub cache_fractions: Vec<f64>,
+        /// measured operations per run (YCSB operationcount)
+        pub operations: u64,
+        /// operations of the same workload run first, unmeasured, to warm the cache
+        pub warmup_operations: u64,
+        /// measured operations of workload E, whose operations scan up to 100 records each (half as many warm
+        /// up)
+        pub scan_operations: u64,
+    }
 }
 
 impl Config for YcsbConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut h = Setup::help();
-        h.extend([
-            ("workloads", "YCSB core workloads: ycsb-a .. ycsb-f"),
-            ("cache_fractions", "cache capacity as fractions of the layout's data pages (0.2 = the OEP's 20% cached), plus the map pages for paginated"),
-            ("operations", "measured operations per run (YCSB operationcount)"),
-            ("warmup_operations", "operations of the same workload run first, unmeasured, to warm the cache"),
-            ("scan_operations", "measured operations of workload E, whose operations scan up to 100 records each (half as many warm up)"),
-        ]);
-        h
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         self.setup.validate()?;
         check(
@@ -121,16 +109,14 @@ const BYTES_PER_RECORD: u64 = 3800;
 impl TypedExperiment for Oep7Ycsb {
     type Config = YcsbConfig;
 
-    fn name(&self) -> &'static str {
-        "oep7-ycsb"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "OEP 7 success metric: YCSB A-F on both layouts with a swept cached fraction of the data (20% the OEP's)"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "oep7-ycsb",
+            paper: PAPER,
+            about: "OEP 7 success metric: YCSB A-F on both layouts with a swept cached fraction of the data (20% the OEP's)",
+            figures: super::report::ycsb_figures,
+            report: super::report::ycsb_report,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> YcsbConfig {
@@ -305,20 +291,12 @@ impl TypedExperiment for Oep7Ycsb {
         })
     }
 
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        super::report::ycsb_figures(result, out_dir)
-    }
-
     fn memory_estimate(
         &self,
         config: &Self::Config,
         _data: &[crate::experiment::DataSpec],
     ) -> Option<crate::experiment::MemoryEstimate> {
         Some(config.setup.memory_estimate(BYTES_PER_RECORD))
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        super::report::ycsb_report(result)
     }
 }
 

@@ -10,43 +10,35 @@ use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::progress::thousands;
-use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::{bail, Context};
 use lsmlab_engine::spatial::{ConcurrentRumTree, MemoState, Strategy};
 use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::SpatialOp;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct RumConcurrency;
 
 const UM_VARIANTS: [&str; 5] = ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
 
-/// `rum-concurrency`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConcurrencyConfig {
-    /// Update Memo variants only.
-    #[serde(with = "config::text_list")]
-    pub strategies: Vec<Strategy>,
-    #[serde(flatten)]
-    pub index: IndexConfig,
-    #[serde(flatten)]
-    pub storage: StorageConfig,
-    /// Thread counts.
-    pub threads: Vec<usize>,
+lsmlab_harness::config! {
+    /// `rum-concurrency`'s parameters.
+    pub struct ConcurrencyConfig {
+        /// Update Memo variants (UM or UM+ any of F, M, B, V)
+        #[serde(with = "config::text_list")]
+        pub strategies: Vec<Strategy>,
+        #[serde(flatten)]
+        pub index: IndexConfig,
+        #[serde(flatten)]
+        pub storage: StorageConfig,
+        /// thread counts
+        pub threads: Vec<usize>,
+    }
 }
 
 impl Config for ConcurrencyConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = IndexConfig::help(Some((
-            "strategies",
-            "Update Memo variants (UM or UM+ any of F, M, B, V)",
-        )));
-        help.push(("threads", "thread counts"));
-        help
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        super::strategies_after_datasets(help)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -218,6 +210,16 @@ fn run_threads(
 impl TypedExperiment for RumConcurrency {
     type Config = ConcurrencyConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "rum-concurrency",
+            paper: PAPER,
+            about: "LSM RUM-tree Section 5: Update Memo ingestion under 1-8 threads (CILS), checked against a replay",
+            figures: rr::concurrency_figures,
+            report: rr::concurrency_report,
+        }
+    }
+
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as the other RUM experiments), plus the
     /// batch of operations the threads share ([`BATCH_OPS`] at most).
     fn memory_estimate(&self, config: &ConcurrencyConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
@@ -242,18 +244,6 @@ impl TypedExperiment for RumConcurrency {
             batch.div_ceil(1 << 20)
         );
         Some(e)
-    }
-
-    fn name(&self) -> &'static str {
-        "rum-concurrency"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "LSM RUM-tree Section 5: Update Memo ingestion under 1-8 threads (CILS), checked against a replay"
     }
 
     fn defaults(&self, scale: Scale) -> ConcurrencyConfig {
@@ -361,14 +351,6 @@ impl TypedExperiment for RumConcurrency {
             notes,
             extra_config: Default::default(),
         })
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        rr::concurrency_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        rr::concurrency_report(result)
     }
 }
 

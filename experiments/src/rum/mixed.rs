@@ -4,14 +4,13 @@
 
 use super::{
     apply, check_strategies, ms, IndexConfig, PhaseIo, PhaseTimes, RunData, PAPER, PHASE_NOTE,
-    STRATEGIES_HELP, STREAMED_CENTRES_NOTE,
+    STREAMED_CENTRES_NOTE,
 };
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::measure::LatencyRecorder;
-use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::geom::{Point, Rect};
@@ -19,7 +18,6 @@ use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct RumMixed;
@@ -58,38 +56,29 @@ impl QuerySkew {
     }
 }
 
-/// `rum-mixed`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MixedConfig {
-    #[serde(with = "config::text_list")]
-    pub strategies: Vec<Strategy>,
-    #[serde(flatten)]
-    pub index: IndexConfig,
-    #[serde(flatten)]
-    pub storage: StorageConfig,
-    /// Fractions of operations that are queries.
-    pub query_fractions: Vec<f64>,
-    pub query_skews: Vec<QuerySkew>,
-    /// Query side fraction of the extent.
-    pub selectivity: f64,
+lsmlab_harness::config! {
+    /// `rum-mixed`'s parameters.
+    pub struct MixedConfig {
+        #[doc = super::strategies_doc!()]
+        #[serde(with = "config::text_list")]
+        pub strategies: Vec<Strategy>,
+        #[serde(flatten)]
+        pub index: IndexConfig,
+        #[serde(flatten)]
+        pub storage: StorageConfig,
+        /// fractions of operations that are queries (the authors: 0.001, i.e. 99.9% updates)
+        pub query_fractions: Vec<f64>,
+        /// query centres: uniform (anywhere in the extent), data (on ingested records) or hot (8 Zipf-popular
+        /// spots)
+        pub query_skews: Vec<QuerySkew>,
+        /// query side fraction of the extent
+        pub selectivity: f64,
+    }
 }
 
 impl Config for MixedConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = IndexConfig::help(Some(STRATEGIES_HELP));
-        help.extend([
-            (
-                "query_fractions",
-                "fractions of operations that are queries (the authors: 0.001, i.e. 99.9% updates)",
-            ),
-            (
-                "query_skews",
-                "query centres: uniform (anywhere in the extent), data (on ingested records) or hot (8 Zipf-popular spots)",
-            ),
-            ("selectivity", "query side fraction of the extent"),
-        ]);
-        help
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        super::strategies_after_datasets(help)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -204,6 +193,16 @@ fn us(d: Duration) -> f64 {
 impl TypedExperiment for RumMixed {
     type Config = MixedConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "rum-mixed",
+            paper: PAPER,
+            about: "LSM RUM-tree mixed workload: updates with interleaved range queries, throughput and latency percentiles",
+            figures: rr::mixed_figures,
+            report: rr::mixed_report,
+        }
+    }
+
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
     /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset,
     /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
@@ -221,18 +220,6 @@ impl TypedExperiment for RumMixed {
         config
             .index
             .streamed_memory_estimate(&config.storage, PER_RECORD, data)
-    }
-
-    fn name(&self) -> &'static str {
-        "rum-mixed"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "LSM RUM-tree mixed workload: updates with interleaved range queries, throughput and latency percentiles"
     }
 
     fn defaults(&self, scale: Scale) -> MixedConfig {
@@ -391,13 +378,5 @@ impl TypedExperiment for RumMixed {
             notes,
             extra_config: Default::default(),
         })
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        rr::mixed_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        rr::mixed_report(result)
     }
 }

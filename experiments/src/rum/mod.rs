@@ -140,35 +140,46 @@ pub enum MergePolicyChoice {
     None,
 }
 
-/// The settings every RUM experiment shares: the data and the index's settings. Experiment configs
-/// flatten it beside the harness's [`StorageConfig`] (serde cannot deny unknown keys through nested
-/// flattening), so both sets of keys are top-level `--set` keys.
-///
-/// The authors ran 2 KiB pages, a 128 MiB memory component (65,536 pages), a 512 MiB buffer cache
-/// and the prefix policy with 5 tolerated components and ~1 GB maximum mergeable size. Smaller
-/// scales keep the ratios (cache = 4 x memory, max mergeable = 8 x memory) with a memory budget
-/// small enough that the stream crosses several flushes and merges.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IndexConfig {
-    pub datasets: Vec<Dataset>,
-    /// Records per dataset; 0 = the paper's count (for `--data`, the whole file).
-    pub records: usize,
-    /// Distinct objects per generated dataset; 0 = the real dataset's count scaled with the memory
-    /// component ([`IndexConfig::objects_for`]).
-    pub objects: usize,
-    pub memory_pages: u64,
-    pub max_mergeable_pages: u64,
-    pub tolerance: usize,
-    pub merge_policy: MergePolicyChoice,
-    pub buffered_threshold: u32,
-    pub vacuum_threshold: u32,
-    pub eager_primary_lookup: bool,
-    /// When the memory component is full: `allocated` pages (AsterixDB's, the authors') or `live` nodes.
-    pub flush_trigger: FlushTrigger,
-    /// Which writes advance the Buffered/Vacuum Cleaning counters: `updates` (the authors') or
-    /// `all-inserts`.
-    pub cleaning_counters: CleaningCounters,
-    pub bloom_fp: f64,
+lsmlab_harness::config! {
+    /// The settings every RUM experiment shares: the data and the index's settings. Experiment configs
+    /// flatten it beside the harness's [`StorageConfig`] (serde cannot deny unknown keys through nested
+    /// flattening), so both sets of keys are top-level `--set` keys.
+    ///
+    /// The authors ran 2 KiB pages, a 128 MiB memory component (65,536 pages), a 512 MiB buffer cache
+    /// and the prefix policy with 5 tolerated components and ~1 GB maximum mergeable size. Smaller
+    /// scales keep the ratios (cache = 4 x memory, max mergeable = 8 x memory) with a memory budget
+    /// small enough that the stream crosses several flushes and merges.
+    pub struct IndexConfig {
+        /// synthetic datasets to run: gowalla, chicago, berlinmod
+        pub datasets: Vec<Dataset>,
+        /// records per dataset (0 = the paper's count: 6,442,757 / 15,241,413 / 56,129,943; for --data, the
+        /// whole file)
+        pub records: usize,
+        /// distinct objects per generated dataset (0 = the real count, 107,092 / 5,000 / 2,000, x
+        /// memory_pages / 65,536: the paper's objects per memory page)
+        pub objects: usize,
+        /// memory component budget in pages; a flush starts when it is exceeded
+        pub memory_pages: u64,
+        /// prefix policy: components larger than this are never merged
+        pub max_mergeable_pages: u64,
+        /// prefix policy: merge once this many mergeable components exist
+        pub tolerance: usize,
+        /// prefix (AsterixDB's, as the authors ran) or none (components accumulate)
+        pub merge_policy: MergePolicyChoice,
+        /// Buffered Cleaning: clean a memory leaf after this many updates into it
+        pub buffered_threshold: u32,
+        /// Vacuum Cleaning: clean the next leaf every this many updates
+        pub vacuum_threshold: u32,
+        /// Eager looks the old location up in an LSM primary index (timed)
+        pub eager_primary_lookup: bool,
+        /// allocated (a flush once the memory component has allocated memory_pages pages, as AsterixDB and
+        /// the authors) or live (once its live nodes exceed them)
+        pub flush_trigger: FlushTrigger,
+        /// updates (only updates advance the Buffered/Vacuum counters, as the authors' code) or all-inserts
+        pub cleaning_counters: CleaningCounters,
+        /// Bloom filter false-positive rate of B+-tree components
+        pub bloom_fp: f64,
+    }
 }
 
 impl IndexConfig {
@@ -284,11 +295,26 @@ impl IndexConfig {
 /// default settings), rounded up from the peak RSS of tiny runs.
 pub(crate) const RUN_BASE_BYTES: u64 = 64 << 20;
 
-/// The help of `strategies` where the experiment takes any strategy.
-pub const STRATEGIES_HELP: KeyHelp = (
-    "strategies",
-    "strategies: Eager (the authors' baseline), Eager(physical) (AsterixDB's memory delete), Validation (no merge repair, as the paper ran), Validation(repair) (Luo & Carey's merge repair), UM, or UM+ with any of F, M, B, V",
-);
+/// The help of `strategies` where the experiment takes any strategy: `#[doc = strategies_doc!()]`
+/// on the field.
+macro_rules! strategies_doc {
+    () => {
+        "strategies: Eager (the authors' baseline), Eager(physical) (AsterixDB's memory delete), \
+         Validation (no merge repair, as the paper ran), Validation(repair) (Luo & Carey's merge \
+         repair), UM, or UM+ with any of F, M, B, V"
+    };
+}
+pub(crate) use strategies_doc;
+
+/// [`Config::adjust_help`](crate::config::Config::adjust_help) of the configs with `strategies`
+/// beside a flattened [`IndexConfig`]: `lsmlab params` lists it second, after `datasets`.
+pub fn strategies_after_datasets(help: &mut Vec<KeyHelp>) {
+    if let Some(at) = help.iter().position(|(key, _)| *key == "strategies") {
+        let strategies = help.remove(at);
+        let datasets = help.iter().position(|(key, _)| *key == "datasets");
+        help.insert(datasets.map_or(0, |d| d + 1), strategies);
+    }
+}
 
 /// The strategies `rum-update` and `rum-query` report: the paper's seven, each baseline beside its
 /// alternative (Eager(physical) after Eager, Validation(repair) after Validation).
@@ -357,67 +383,6 @@ impl IndexConfig {
             storage.device = DeviceKind::File;
         }
         storage
-    }
-
-    /// The keys' help (with the storage keys'), with `strategies` (if the experiment has it) second.
-    pub fn help(strategies: Option<KeyHelp>) -> Vec<KeyHelp> {
-        let mut help = vec![(
-            "datasets",
-            "synthetic datasets to run: gowalla, chicago, berlinmod",
-        )];
-        help.extend(strategies);
-        help.extend([
-            (
-                "records",
-                "records per dataset (0 = the paper's count: 6,442,757 / 15,241,413 / 56,129,943; for --data, the whole file)",
-            ),
-            (
-                "objects",
-                "distinct objects per generated dataset (0 = the real count, 107,092 / 5,000 / 2,000, x memory_pages / 65,536: the paper's objects per memory page)",
-            ),
-            (
-                "memory_pages",
-                "memory component budget in pages; a flush starts when it is exceeded",
-            ),
-            (
-                "max_mergeable_pages",
-                "prefix policy: components larger than this are never merged",
-            ),
-            (
-                "tolerance",
-                "prefix policy: merge once this many mergeable components exist",
-            ),
-            (
-                "merge_policy",
-                "prefix (AsterixDB's, as the authors ran) or none (components accumulate)",
-            ),
-            (
-                "buffered_threshold",
-                "Buffered Cleaning: clean a memory leaf after this many updates into it",
-            ),
-            (
-                "vacuum_threshold",
-                "Vacuum Cleaning: clean the next leaf every this many updates",
-            ),
-            (
-                "eager_primary_lookup",
-                "Eager looks the old location up in an LSM primary index (timed)",
-            ),
-            (
-                "flush_trigger",
-                "allocated (a flush once the memory component has allocated memory_pages pages, as AsterixDB and the authors) or live (once its live nodes exceed them)",
-            ),
-            (
-                "cleaning_counters",
-                "updates (only updates advance the Buffered/Vacuum counters, as the authors' code) or all-inserts",
-            ),
-            (
-                "bloom_fp",
-                "Bloom filter false-positive rate of B+-tree components",
-            ),
-        ]);
-        help.extend(StorageConfig::HELP);
-        help
     }
 
     /// Range checks.
@@ -1206,20 +1171,16 @@ mod tests {
     use super::*;
     use crate::config::{self, Config, Overlay};
 
-    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Only {
-        #[serde(flatten)]
-        index: IndexConfig,
-        #[serde(flatten)]
-        storage: StorageConfig,
+    lsmlab_harness::config! {
+        struct Only {
+            #[serde(flatten)]
+            index: IndexConfig,
+            #[serde(flatten)]
+            storage: StorageConfig,
+        }
     }
 
     impl Config for Only {
-        fn help() -> Vec<KeyHelp> {
-            IndexConfig::help(None)
-        }
-
         fn validate(&self) -> anyhow::Result<()> {
             self.index.validate()?;
             self.storage.validate()

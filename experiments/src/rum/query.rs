@@ -3,23 +3,19 @@
 //! strategies return different result sets.
 
 use super::{
-    check_strategies, IndexConfig, PhaseIo, PhaseTimes, RunData, PAPER, PHASE_NOTE, STRATEGIES_HELP,
-    STREAMED_CENTRES_NOTE,
+    check_strategies, IndexConfig, PhaseIo, PhaseTimes, RunData, PAPER, PHASE_NOTE, STREAMED_CENTRES_NOTE,
 };
 use crate::config::{self, check, check_items, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
 use crate::measure::LatencyRecorder;
-use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::{bail, Context};
 use lsmlab_engine::geom::Rect;
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
 use rand::Rng;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The paper's query side fractions (area 0.0001% .. 11.76% of the extent).
@@ -35,28 +31,26 @@ const PER_RECORD: super::RecordBytes = super::RecordBytes {
     query: 16,
 };
 
-/// `rum-query`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QueryConfig {
-    #[serde(with = "config::text_list")]
-    pub strategies: Vec<Strategy>,
-    #[serde(flatten)]
-    pub index: IndexConfig,
-    #[serde(flatten)]
-    pub storage: StorageConfig,
-    /// Queries per selectivity.
-    pub queries: usize,
-    /// Query side fractions of the data extent.
-    pub selectivities: Vec<f64>,
+lsmlab_harness::config! {
+    /// `rum-query`'s parameters.
+    pub struct QueryConfig {
+        #[doc = super::strategies_doc!()]
+        #[serde(with = "config::text_list")]
+        pub strategies: Vec<Strategy>,
+        #[serde(flatten)]
+        pub index: IndexConfig,
+        #[serde(flatten)]
+        pub storage: StorageConfig,
+        /// queries per selectivity (the paper: 100)
+        pub queries: usize,
+        /// query side fractions of the data extent
+        pub selectivities: Vec<f64>,
+    }
 }
 
 impl Config for QueryConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = IndexConfig::help(Some(STRATEGIES_HELP));
-        help.push(("queries", "queries per selectivity (the paper: 100)"));
-        help.push(("selectivities", "query side fractions of the data extent"));
-        help
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        super::strategies_after_datasets(help)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -125,6 +119,16 @@ pub fn fingerprint(oids: &mut [u64]) -> u64 {
 impl TypedExperiment for RumQuery {
     type Config = QueryConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "rum-query",
+            paper: PAPER,
+            about: "LSM RUM-tree Fig. 6: range-query time, page reads and candidates per strategy and selectivity",
+            figures: rr::query_figures,
+            report: rr::query_report,
+        }
+    }
+
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
     /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset,
     /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
@@ -148,18 +152,6 @@ impl TypedExperiment for RumQuery {
         config
             .index
             .streamed_memory_estimate(&config.storage, PER_RECORD, data)
-    }
-
-    fn name(&self) -> &'static str {
-        "rum-query"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "LSM RUM-tree Fig. 6: range-query time, page reads and candidates per strategy and selectivity"
     }
 
     fn defaults(&self, scale: Scale) -> QueryConfig {
@@ -293,13 +285,5 @@ impl TypedExperiment for RumQuery {
             notes,
             extra_config: Default::default(),
         })
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        rr::query_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        rr::query_report(result)
     }
 }

@@ -8,16 +8,13 @@ use super::query::query_boxes;
 use super::{
     ms, IndexConfig, PhaseIo, PhaseTimes, RunData, Testbed, PAPER, PHASE_NOTE, STREAMED_CENTRES_NOTE,
 };
-use crate::config::{check, check_items, Config, KeyHelp, StorageConfig};
+use crate::config::{check, check_items, Config, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
-use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::spatial::Strategy;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct RumTuning;
@@ -32,34 +29,25 @@ const PER_RECORD: super::RecordBytes = super::RecordBytes {
 
 const THRESHOLDS: [u32; 6] = [2, 4, 8, 16, 32, 64];
 
-/// `rum-tuning`'s parameters (the strategies are fixed: UM+V, UM+B and UM+BV).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TuningConfig {
-    #[serde(flatten)]
-    pub index: IndexConfig,
-    #[serde(flatten)]
-    pub storage: StorageConfig,
-    pub vacuum_thresholds: Vec<u32>,
-    pub buffered_thresholds: Vec<u32>,
-    /// Query side fraction for the query-time measure.
-    pub selectivity: f64,
-    /// Queries after each ingest.
-    pub queries: usize,
+lsmlab_harness::config! {
+    /// `rum-tuning`'s parameters (the strategies are fixed: UM+V, UM+B and UM+BV).
+    pub struct TuningConfig {
+        #[serde(flatten)]
+        pub index: IndexConfig,
+        #[serde(flatten)]
+        pub storage: StorageConfig,
+        /// Vacuum thresholds th to sweep
+        pub vacuum_thresholds: Vec<u32>,
+        /// Buffered thresholds to sweep
+        pub buffered_thresholds: Vec<u32>,
+        /// query side fraction for the query-time measure
+        pub selectivity: f64,
+        /// queries after each ingest
+        pub queries: usize,
+    }
 }
 
 impl Config for TuningConfig {
-    fn help() -> Vec<KeyHelp> {
-        let mut help = IndexConfig::help(None);
-        help.extend([
-            ("vacuum_thresholds", "Vacuum thresholds th to sweep"),
-            ("buffered_thresholds", "Buffered thresholds to sweep"),
-            ("selectivity", "query side fraction for the query-time measure"),
-            ("queries", "queries after each ingest"),
-        ]);
-        help
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         self.index.validate()?;
         self.storage.validate()?;
@@ -78,6 +66,16 @@ impl Config for TuningConfig {
 impl TypedExperiment for RumTuning {
     type Config = TuningConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "rum-tuning",
+            paper: PAPER,
+            about: "LSM RUM-tree tuning: Vacuum and Buffered thresholds swept, with the other cleaning on and off",
+            figures: rr::tuning_figures,
+            report: rr::tuning_report,
+        }
+    }
+
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], as `rum-update`): the records it holds,
     /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset,
     /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
@@ -91,18 +89,6 @@ impl TypedExperiment for RumTuning {
         config
             .index
             .streamed_memory_estimate(&config.storage, PER_RECORD, data)
-    }
-
-    fn name(&self) -> &'static str {
-        "rum-tuning"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "LSM RUM-tree tuning: Vacuum and Buffered thresholds swept, with the other cleaning on and off"
     }
 
     fn defaults(&self, scale: Scale) -> TuningConfig {
@@ -218,13 +204,5 @@ impl TypedExperiment for RumTuning {
             notes,
             extra_config: Default::default(),
         })
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        rr::tuning_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        rr::tuning_report(result)
     }
 }

@@ -2,35 +2,33 @@
 //! Figure 5 breakdown into update / flush / merge time, Table 1's flush and merge counts, Table 2's
 //! maximum Update Memo size).
 
-use super::{check_strategies, modelled_note, ms, IndexConfig, PAPER, PHASE_NOTE, STRATEGIES_HELP};
+use super::{check_strategies, modelled_note, ms, IndexConfig, PAPER, PHASE_NOTE};
 use crate::config::{self, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
     Cell, DataSpec, MemoryEstimate, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
-use crate::result::ResultFile;
 use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::spatial::Strategy;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 pub struct RumUpdate;
 
-/// `rum-update`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateConfig {
-    #[serde(with = "config::text_list")]
-    pub strategies: Vec<Strategy>,
-    #[serde(flatten)]
-    pub index: IndexConfig,
-    #[serde(flatten)]
-    pub storage: StorageConfig,
+lsmlab_harness::config! {
+    /// `rum-update`'s parameters.
+    pub struct UpdateConfig {
+        #[doc = super::strategies_doc!()]
+        #[serde(with = "config::text_list")]
+        pub strategies: Vec<Strategy>,
+        #[serde(flatten)]
+        pub index: IndexConfig,
+        #[serde(flatten)]
+        pub storage: StorageConfig,
+    }
 }
 
 impl Config for UpdateConfig {
-    fn help() -> Vec<KeyHelp> {
-        IndexConfig::help(Some(STRATEGIES_HELP))
+    fn adjust_help(help: &mut Vec<KeyHelp>) {
+        super::strategies_after_datasets(help)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -51,6 +49,16 @@ const PER_RECORD: super::RecordBytes = super::RecordBytes {
 impl TypedExperiment for RumUpdate {
     type Config = UpdateConfig;
 
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "rum-update",
+            paper: PAPER,
+            about: "LSM RUM-tree Fig. 5 / Tables 1-2: update, flush and merge cost, flush/merge counts, max UM size per strategy",
+            figures: rr::update_figures,
+            report: rr::update_report,
+        }
+    }
+
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], shared with `rum-query`, `rum-mixed`
     /// and `rum-tuning`), per dataset (the largest counts, as datasets run one after another): the
     /// records it holds, about 40 B each with the operation stream computed as they are ingested
@@ -66,18 +74,6 @@ impl TypedExperiment for RumUpdate {
         config
             .index
             .streamed_memory_estimate(&config.storage, PER_RECORD, data)
-    }
-
-    fn name(&self) -> &'static str {
-        "rum-update"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "LSM RUM-tree Fig. 5 / Tables 1-2: update, flush and merge cost, flush/merge counts, max UM size per strategy"
     }
 
     fn defaults(&self, scale: Scale) -> UpdateConfig {
@@ -160,13 +156,5 @@ impl TypedExperiment for RumUpdate {
             notes,
             extra_config: Default::default(),
         })
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        rr::update_figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        rr::update_report(result)
     }
 }

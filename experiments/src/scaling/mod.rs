@@ -19,18 +19,14 @@ pub mod components;
 pub mod fit;
 pub mod report;
 
-use std::path::{Path, PathBuf};
-
 use lsmlab_engine::cluster::Layout as ClusterLayout;
 use lsmlab_engine::series::Layout as SeriesLayout;
 use lsmlab_engine::spatial::Strategy;
-use serde::{Deserialize, Serialize};
 
-use crate::config::{self, check, check_items, Config, KeyHelp};
+use crate::config::{self, check, check_items, Config};
 use crate::experiment::{
     DataSpec, MemoryEstimate, Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment,
 };
-use crate::result::ResultFile;
 use crate::rum::Dataset;
 use components::{KvSizes, Measured};
 
@@ -64,67 +60,53 @@ pub const GROUPS: [(&str, &str); 8] = [
 
 pub struct Scaling;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScalingConfig {
-    /// Records at x1.
-    pub base_records: u64,
-    /// Multiples of `base_records` measured.
-    pub multipliers: Vec<u64>,
-    /// Component groups to run ([`GROUPS`]).
-    pub components: Vec<String>,
-    /// Range queries of the R-tree query components (fixed: their results grow with n).
-    pub queries: usize,
-    /// Side of a range query as a fraction of the extent's.
-    pub query_side: f64,
-    /// Strategies of the LSM R-tree and rum-update groups.
-    #[serde(with = "config::text_list")]
-    pub strategies: Vec<Strategy>,
-    /// Memory component of the LSM R-tree group, in pages (fixed while n grows).
-    pub lsm_memory_pages: u64,
-    /// Memtable budget of the key-value store (fixed while n grows).
-    pub kv_memtable_bytes: u64,
-    /// Buffer cache of the key-value store, in 4 KiB pages (fixed while n grows).
-    pub kv_cache_pages: usize,
-    /// Memory levels of the time-series group.
-    pub ts_layouts: Vec<String>,
-    /// Record cluster layouts of the cluster group.
-    #[serde(with = "config::text_list")]
-    pub clusters: Vec<ClusterLayout>,
-    /// Records of the rum-update core at x1.
-    pub rum_records: u64,
-    /// Memory component of the rum-update core, in pages (its objects follow from it).
-    pub rum_memory_pages: u64,
-    /// Datasets of the rum-update core.
-    pub rum_datasets: Vec<Dataset>,
-    /// Tolerance on the work exponent above n log n's before the verdict is super-n-log-n.
-    pub work_tolerance: f64,
-    /// Tolerance on the CPU-time exponent (the report's time verdict; times are noisier).
-    pub time_tolerance: f64,
+lsmlab_harness::config! {
+    pub struct ScalingConfig {
+        /// records (operations of the streams) at x1
+        pub base_records: u64,
+        /// multiples of base_records measured (at least two distinct, increasing; default 1,2,4,8)
+        pub multipliers: Vec<u64>,
+        /// groups to run: mem-rtree, packed-rtree, update-memo, lsm-rtree, kv-store, time-series, cluster,
+        /// rum-update
+        pub components: Vec<String>,
+        /// range queries of the R-tree query components, the same number at every n
+        pub queries: usize,
+        /// side of a range query as a fraction of the extent's side, in (0, 1]
+        pub query_side: f64,
+        /// strategies of the lsm-rtree and rum-update groups (Eager, Validation, UM, UM+F, ...)
+        #[serde(with = "config::text_list")]
+        pub strategies: Vec<Strategy>,
+        /// memory component of the lsm-rtree group in 2 KiB pages, fixed while n grows (cache 4x, max
+        /// mergeable 8x)
+        pub lsm_memory_pages: u64,
+        /// memtable budget of the kv-store group in bytes, fixed while n grows (base level 4 memtables, size
+        /// ratio 10)
+        pub kv_memtable_bytes: u64,
+        /// buffer cache of the kv-store group in 4 KiB pages, fixed while n grows
+        pub kv_cache_pages: usize,
+        /// memory levels of the time-series group: iotdb, iotdb-real, diol (memory level and delays the diol
+        /// experiment's for base_records points, fixed while n grows)
+        pub ts_layouts: Vec<String>,
+        /// record cluster layouts of the cluster group: paginated, single-page
+        #[serde(with = "config::text_list")]
+        pub clusters: Vec<ClusterLayout>,
+        /// records of the rum-update core at x1 (x k records, the same objects: rum-update's objects per
+        /// memory page)
+        pub rum_records: u64,
+        /// memory component of the rum-update core in 2 KiB pages (objects = the real dataset's x
+        /// memory_pages / 65,536)
+        pub rum_memory_pages: u64,
+        /// datasets of the rum-update core: gowalla, chicago, berlinmod
+        pub rum_datasets: Vec<Dataset>,
+        /// the verdict is super-n-log-n when the work exponent exceeds n log n's over the same n by more than
+        /// this
+        pub work_tolerance: f64,
+        /// the same for the CPU-time exponent (the report's time verdict)
+        pub time_tolerance: f64,
+    }
 }
 
 impl Config for ScalingConfig {
-    fn help() -> Vec<KeyHelp> {
-        vec![
-            ("base_records", "records (operations of the streams) at x1"),
-            ("multipliers", "multiples of base_records measured (at least two distinct, increasing; default 1,2,4,8)"),
-            ("components", "groups to run: mem-rtree, packed-rtree, update-memo, lsm-rtree, kv-store, time-series, cluster, rum-update"),
-            ("queries", "range queries of the R-tree query components, the same number at every n"),
-            ("query_side", "side of a range query as a fraction of the extent's side, in (0, 1]"),
-            ("strategies", "strategies of the lsm-rtree and rum-update groups (Eager, Validation, UM, UM+F, ...)"),
-            ("lsm_memory_pages", "memory component of the lsm-rtree group in 2 KiB pages, fixed while n grows (cache 4x, max mergeable 8x)"),
-            ("kv_memtable_bytes", "memtable budget of the kv-store group in bytes, fixed while n grows (base level 4 memtables, size ratio 10)"),
-            ("kv_cache_pages", "buffer cache of the kv-store group in 4 KiB pages, fixed while n grows"),
-            ("ts_layouts", "memory levels of the time-series group: iotdb, iotdb-real, diol (memory level and delays the diol experiment's for base_records points, fixed while n grows)"),
-            ("clusters", "record cluster layouts of the cluster group: paginated, single-page"),
-            ("rum_records", "records of the rum-update core at x1 (x k records, the same objects: rum-update's objects per memory page)"),
-            ("rum_memory_pages", "memory component of the rum-update core in 2 KiB pages (objects = the real dataset's x memory_pages / 65,536)"),
-            ("rum_datasets", "datasets of the rum-update core: gowalla, chicago, berlinmod"),
-            ("work_tolerance", "the verdict is super-n-log-n when the work exponent exceeds n log n's over the same n by more than this"),
-            ("time_tolerance", "the same for the CPU-time exponent (the report's time verdict)"),
-        ]
-    }
-
     fn validate(&self) -> anyhow::Result<()> {
         check(
             "base_records",
@@ -245,16 +227,14 @@ impl ScalingConfig {
 impl TypedExperiment for Scaling {
     type Config = ScalingConfig;
 
-    fn name(&self) -> &'static str {
-        "scaling"
-    }
-
-    fn paper(&self) -> &'static str {
-        PAPER
-    }
-
-    fn about(&self) -> &'static str {
-        "every component and rum-update's core at x1, x2, x4, x8 records: time and counted work, growth exponents against n log n"
+    fn meta(&self) -> crate::experiment::Meta {
+        crate::experiment::Meta {
+            name: "scaling",
+            paper: PAPER,
+            about: "every component and rum-update's core at x1, x2, x4, x8 records: time and counted work, growth exponents against n log n",
+            figures: report::figures,
+            report: report::section,
+        }
     }
 
     fn defaults(&self, scale: Scale) -> ScalingConfig {
@@ -395,14 +375,6 @@ impl TypedExperiment for Scaling {
             notes,
             extra_config: Default::default(),
         })
-    }
-
-    fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        report::figures(result, out_dir)
-    }
-
-    fn report(&self, result: &ResultFile) -> String {
-        report::section(result)
     }
 }
 

@@ -10,8 +10,12 @@
 //! `--set` values keep one syntax for every experiment: the type of the default decides how the
 //! text is read (integers may contain `_`, lists are `a,b,c`, booleans also yes/no, on/off, 1/0).
 
+mod define;
 pub mod storage;
 
+pub use define::ConfigPart;
+#[doc(hidden)]
+pub use define::{doc_line, doc_line_len};
 pub use storage::{DeviceKind, Storage, StorageConfig};
 
 use std::fmt;
@@ -31,11 +35,13 @@ pub type ConfigMap = Map<String, Value>;
 pub type KeyHelp = (&'static str, &'static str);
 
 /// An experiment's parameters: one serde struct (flattening shared parts such as
-/// [`StorageConfig`]) whose field names are the `--set` keys.
-pub trait Config: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
-    /// Every key with one line of help, in the order `lsmlab params` lists them. Must name exactly
-    /// the serialised keys ([`keys`] checks it).
-    fn help() -> Vec<KeyHelp>;
+/// [`StorageConfig`]) whose field names are the `--set` keys, declared with
+/// [`config!`](crate::config!), which writes its help ([`ConfigPart`]) from the fields' docs.
+pub trait Config: ConfigPart + Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
+    /// Reorders or rewords the keys' help ([`ConfigPart::help`], in field order) where `lsmlab params`
+    /// lists them otherwise (a key placed among a flattened part's keys, a part's key that means
+    /// something else here).
+    fn adjust_help(_help: &mut Vec<KeyHelp>) {}
 
     /// Range and cross-field checks that the types do not express; use [`check`] so that the error
     /// names the key, the value and what was expected.
@@ -156,7 +162,8 @@ pub fn to_map<C: Serialize>(config: &C) -> anyhow::Result<ConfigMap> {
 /// and fields disagree is a bug, reported as an error.
 pub fn keys<C: Config>(defaults: &C) -> anyhow::Result<Vec<KeyInfo>> {
     let map = to_map(defaults)?;
-    let help = C::help();
+    let mut help = C::help();
+    C::adjust_help(&mut help);
     let mut out = Vec::with_capacity(help.len());
     for (key, text) in help {
         if out.iter().any(|k: &KeyInfo| k.key == key) {
@@ -454,36 +461,29 @@ mod tests {
     use lsmlab_engine::spatial::Strategy;
     use serde::Deserialize;
 
-    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Demo {
-        records: u64,
-        threshold: u32,
-        ratio: f64,
-        clean: bool,
-        name: String,
-        #[serde(with = "text_list")]
-        strategies: Vec<Strategy>,
-        sizes: Vec<f64>,
-        #[serde(flatten)]
-        storage: StorageConfig,
+    crate::config! {
+        struct Demo {
+            /// records
+            records: u64,
+            /// a threshold
+            threshold: u32,
+            /// a ratio
+            ratio: f64,
+            /// clean on flush
+            clean: bool,
+            /// a name
+            name: String,
+            /// strategies
+            #[serde(with = "text_list")]
+            strategies: Vec<Strategy>,
+            /// sizes
+            sizes: Vec<f64>,
+            #[serde(flatten)]
+            storage: StorageConfig,
+        }
     }
 
     impl Config for Demo {
-        fn help() -> Vec<KeyHelp> {
-            let mut help = vec![
-                ("records", "records"),
-                ("threshold", "a threshold"),
-                ("ratio", "a ratio"),
-                ("clean", "clean on flush"),
-                ("name", "a name"),
-                ("strategies", "strategies"),
-                ("sizes", "sizes"),
-            ];
-            help.extend(StorageConfig::HELP);
-            help
-        }
-
         fn validate(&self) -> anyhow::Result<()> {
             check("threshold", self.threshold, self.threshold >= 1, "at least 1")?;
             check_items(
@@ -756,11 +756,12 @@ mod tests {
             a: u32,
             b: u32,
         }
-        impl Config for Undocumented {
+        impl ConfigPart for Undocumented {
             fn help() -> Vec<KeyHelp> {
                 vec![("a", "documented")]
             }
         }
+        impl Config for Undocumented {}
         let e = keys(&Undocumented { a: 1, b: 2 }).unwrap_err().to_string();
         assert!(e.contains("`b`"), "{e}");
     }

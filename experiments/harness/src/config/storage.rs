@@ -11,7 +11,7 @@ use lsmlab_engine::storage::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{check, KeyHelp};
+use super::check;
 
 /// Which device the pages live on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,46 +32,29 @@ impl DeviceKind {
     }
 }
 
-/// Storage settings shared by every paper; experiment configs flatten it, so its keys are
-/// top-level `--set` keys.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StorageConfig {
-    /// Page size in bytes.
-    pub page_size: usize,
-    /// Buffer cache capacity in pages.
-    pub cache_pages: usize,
-    pub device: DeviceKind,
-    /// Directory of `device = file`; empty means the system's temporary directory.
-    pub file_dir: PathBuf,
-    /// `device = file` opens its file with `O_DIRECT` where the file system allows it.
-    #[serde(default = "direct_io_default")]
-    pub direct_io: bool,
-    /// The profile of modelled time.
-    #[serde(with = "super::text")]
-    pub profile: DeviceProfile,
+crate::config! {
+    /// Storage settings shared by every paper; experiment configs flatten it, so its keys are
+    /// top-level `--set` keys.
+    pub struct StorageConfig {
+        /// page size in bytes (the RUM-tree authors ran 2 KiB)
+        pub page_size: usize,
+        /// buffer cache capacity in pages
+        pub cache_pages: usize,
+        /// mem (counted, in memory) or file (real checksummed files)
+        pub device: DeviceKind,
+        /// directory for device=file (default: the system temp dir)
+        pub file_dir: PathBuf,
+        /// device=file bypasses the OS page cache with O_DIRECT where the file system allows it
+        /// (true/false; falls back to buffered I/O with a note)
+        #[serde(default = "direct_io_default")]
+        pub direct_io: bool,
+        /// device profile for modelled time: nvme, sata-ssd, hdd
+        #[serde(with = "super::text")]
+        pub profile: DeviceProfile,
+    }
 }
 
 impl StorageConfig {
-    /// The keys' help, for [`super::Config::help`].
-    pub const HELP: [KeyHelp; 6] = [
-        ("page_size", "page size in bytes (the RUM-tree authors ran 2 KiB)"),
-        ("cache_pages", "buffer cache capacity in pages"),
-        (
-            "device",
-            "mem (counted, in memory) or file (real checksummed files)",
-        ),
-        (
-            "file_dir",
-            "directory for device=file (default: the system temp dir)",
-        ),
-        (
-            "direct_io",
-            "device=file bypasses the OS page cache with O_DIRECT where the file system allows it \
-             (true/false; falls back to buffered I/O with a note)",
-        ),
-        ("profile", "device profile for modelled time: nvme, sata-ssd, hdd"),
-    ];
-
     /// 2 KiB pages in memory, the NVMe profile, and a cache of `cache_pages`.
     pub fn with_cache_pages(cache_pages: usize) -> StorageConfig {
         StorageConfig {
