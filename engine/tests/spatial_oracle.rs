@@ -46,6 +46,13 @@ fn variants() -> Vec<Variant> {
     for name in names {
         v.push((name.to_string(), name.parse().unwrap(), |_| {}));
     }
+    // Every family of the strategy table, so a strategy added there is checked with no edit here.
+    for def in lsmlab_engine::spatial::STRATEGIES {
+        let name = (def.name)(0);
+        if !v.iter().any(|(n, _, _)| *n == name) {
+            v.push((name.clone(), name.parse().unwrap(), |_| {}));
+        }
+    }
     for name in ["Eager", "Eager(physical)"] {
         v.push((format!("{name} (primary lookup)"), name.parse().unwrap(), |c| {
             c.eager_primary_lookup = true

@@ -2,8 +2,8 @@
 //! ([`diol`]) and OrientDB OEP 7 ([`oep7`]) papers, the cross-paper ones ([`combined`],
 //! [`scaling`]), the real peer store ([`peer`]) and the trace files of `lsmlab gen` ([`trace`]),
 //! on top of the harness (`lsmlab_harness`: the experiment contract, configs, rows, the runner,
-//! result files, figures, claims and the report), which names no paper. [`registry`] lists the
-//! experiments and the claim files the binary (`src/main.rs`, a thin clap front end) hands it.
+//! result files, figures, claims and the report), which names no paper. [`registry`] hands the
+//! experiments and the claim files of the papers `papers!` lists to the binary (`src/main.rs`, a thin clap front end) hands it.
 
 #![forbid(unsafe_code)]
 
@@ -20,12 +20,22 @@ use lsmlab_harness::{
 pub mod registry;
 pub mod trace;
 
-// ---- Experiment modules (each registered in registry.rs) ----------------------------------------
-pub mod combined;
-pub mod diol;
-pub mod leaper;
-pub mod oep7;
-pub mod peer;
-pub mod rum;
-pub mod scaling;
+/// Declares each paper's folder as a module and lists the papers, in the order `lsmlab list`
+/// prints them and the report sections them ([`registry::papers`]).
+macro_rules! papers {
+    ($($id:ident),* $(,)?) => {
+        $(pub mod $id;)*
+
+        /// Every paper's descriptor (its folder's `paper()`), in the order of `papers!`.
+        fn listed() -> lsmlab_harness::paper::Papers {
+            lsmlab_harness::paper::Papers(vec![$($id::paper()),*])
+        }
+    };
+}
+
+// ---- The papers: a paper is its folder (with `pub fn paper()`) and its name here. ---------------
+papers![rum, leaper, diol, oep7, scaling, combined];
 // -----------------------------------------------------------------------------------------------------
+
+/// The real peer store the Leaper experiments can run beside lsmlab's (feature `fjall`).
+pub mod peer;

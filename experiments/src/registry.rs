@@ -1,4 +1,4 @@
-//! Every paper the binary knows: the one place a paper is registered, one line each. Its
+//! Every paper the binary knows, as `papers!` in `lib.rs` lists them (one name each). Its
 //! descriptor (`paper()` in its folder: id, title, experiments, claims file, trace families) gives
 //! everything else: the experiments `lsmlab list` prints (the Makefile asks `lsmlab list --of` what
 //! a target runs), the claims the report judges and the traces `lsmlab gen` writes.
@@ -15,26 +15,12 @@ pub use lsmlab_harness::experiment::find_in;
 /// Every paper, in the order `lsmlab list` prints their experiments (and `make` runs them). The
 /// first call installs the papers' fixed figure styles ([`lsmlab_harness::plot::install_styles`]).
 pub fn papers() -> Papers {
-    let papers = listed();
+    let papers = crate::listed();
     static STYLES: OnceLock<()> = OnceLock::new();
     STYLES.get_or_init(|| {
         lsmlab_harness::plot::install_styles(papers.styles());
     });
     papers
-}
-
-fn listed() -> Papers {
-    Papers(vec![
-        // ---- Register papers here (one line each; a paper is a folder with `paper()`). -------
-        crate::rum::paper(),
-        crate::leaper::paper(),
-        crate::diol::paper(),
-        crate::oep7::paper(),
-        // lsmlab's own: the scaling study (standalone), and the experiments across the papers
-        crate::scaling::paper(),
-        crate::combined::paper(),
-        // ------------------------------------------------------------------------------------------
-    ])
 }
 
 /// All registered experiments, paper by paper.
@@ -93,10 +79,14 @@ mod tests {
     fn the_papers_list_checks_out() {
         // ids unique, every experiment named after its paper and carrying its title, names unique
         papers().check().unwrap();
-        assert_eq!(all().len(), 17);
-        assert_eq!(ids(PaperKind::Paper), ["rum", "leaper", "diol", "oep7"]);
+        // The four papers come first, in the papers' order; a new paper may follow.
+        assert!(ids(PaperKind::Paper).starts_with(&["rum", "leaper", "diol", "oep7"]));
+        assert!(all().len() >= 17);
         let families: Vec<&str> = trace_families().0.iter().map(|f| f.name()).collect();
-        assert_eq!(families, ["rum", "leaper", "diol", "ycsb"]);
+        assert!(
+            families.starts_with(&["rum", "leaper", "diol", "ycsb"]),
+            "{families:?}"
+        );
     }
 
     #[test]
