@@ -543,6 +543,7 @@ mod tests {
 
     #[test]
     fn a_strategy_has_one_colour_in_bars_lines_and_tuning_figures() {
+        crate::registry::papers(); // installs the papers' figure styles, as the binary does
         let dir = tempfile::tempdir().unwrap();
         let mut result = crate::testing::sample_result();
         let paper = ["Eager", "Validation", "UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
