@@ -15,6 +15,9 @@
 //!
 //! Run: `cargo bench -p lsmlab-engine --bench cache -- --warm-up-time 1 --measurement-time 3`.
 
+// A bench may panic: that is its failure report; `criterion_group!` defines an undocumented `pub fn`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lsmlab_engine::cache::{BufferCache, CacheConfig, PageRef, PolicyKind};

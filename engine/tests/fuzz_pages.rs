@@ -18,6 +18,8 @@
 //! Budget: `FUZZ_CASES` cases per target (default 16, a few seconds in all); `make fuzz` runs
 //! many more and prints the executions per target.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};

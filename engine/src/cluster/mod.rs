@@ -18,7 +18,7 @@
 //!   stale.
 
 pub mod fsm;
-pub mod page;
+pub(crate) mod page;
 pub mod paginated;
 pub mod single;
 
@@ -411,6 +411,25 @@ impl Files {
         Ok(page)
     }
 
+    /// [`Files::read`] for a batch that visits pages in order: the page `current` holds when it is
+    /// `idx` (not read or counted again), else a read that `current` then holds.
+    pub(crate) fn read_reusing(
+        &mut self,
+        file: File,
+        idx: usize,
+        current: &mut Option<(usize, PageRef)>,
+    ) -> Result<PageRef> {
+        match current {
+            Some((at, page)) if *at == idx => Ok(page.clone()),
+            _ => {
+                let page = self.read(file, idx)?;
+                *current = Some((idx, page.clone()));
+                Ok(page)
+            }
+        }
+    }
+
+    #[allow(clippy::expect_used)] // the page is in the session: it was there or was just inserted
     fn load(&mut self, file: File, idx: usize) -> Result<&mut Held> {
         if !self.session.contains_key(&(file, idx)) {
             let page = self.read(file, idx)?;

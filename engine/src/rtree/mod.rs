@@ -60,11 +60,11 @@ impl SpatialEntry {
 
     /// Reads an entry from `b[..ENCODED_SIZE]`.
     pub fn decode(b: &[u8]) -> Self {
-        let f = |r: std::ops::Range<usize>| -> [u8; 8] { b[r].try_into().expect("8 bytes") };
+        use crate::bytes::{f64_le, u64_le};
         SpatialEntry {
-            point: Point::new(f64::from_le_bytes(f(0..8)), f64::from_le_bytes(f(8..16))),
-            oid: u64::from_le_bytes(f(16..24)),
-            ts: u64::from_le_bytes(f(24..32)),
+            point: Point::new(f64_le(b, 0), f64_le(b, 8)),
+            oid: u64_le(b, 16),
+            ts: u64_le(b, 24),
         }
     }
 }

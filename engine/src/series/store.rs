@@ -166,8 +166,8 @@ impl SeriesStore {
         let mut out: Vec<(Timestamp, Value)> = Vec::with_capacity(found.len());
         let mut last: Option<Key> = None;
         for (k, v, _) in found {
-            if last == Some(k) {
-                *out.last_mut().expect("pushed") = (k.1, v);
+            if let Some(newest) = out.last_mut().filter(|_| last == Some(k)) {
+                *newest = (k.1, v);
             } else {
                 out.push((k.1, v));
                 last = Some(k);
@@ -257,6 +257,7 @@ impl SeriesStore {
         Ok(())
     }
 
+    #[allow(clippy::expect_used)] // callers pass the id of a run they just listed
     fn position(&self, id: u64) -> usize {
         self.disk
             .runs

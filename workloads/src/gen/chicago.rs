@@ -39,13 +39,13 @@
 use lsmlab_engine::geom::{Point, Rect};
 use rand::seq::SliceRandom;
 use rand::Rng;
-use rand_distr::{Distribution, LogNormal, Normal};
+use rand_distr::{Distribution, LogNormal};
 
 use super::{
     check_positive, check_probability, check_time_range, resolve_objects, scaled_objects,
     sorted_uniform_times,
 };
-use crate::sample::CumulativeTable;
+use crate::sample::{unit_normal, CumulativeTable};
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
@@ -145,8 +145,9 @@ struct Places {
 
 fn places(seed: u64, p: &ChicagoParams) -> Places {
     let mut rng = seeded_rng(seed, "chicago/centroids");
+    #[allow(clippy::expect_used)] // constant parameters: a finite mu and a positive sigma
     let noise = LogNormal::new(0.0, 0.5).expect("finite sigma");
-    let unit = Normal::new(0.0, 1.0).expect("unit normal");
+    let unit = unit_normal();
     let kx = lon_scale();
     let areas: Vec<Point> = (0..p.community_areas)
         .map(|_| {

@@ -187,7 +187,9 @@ impl FromStr for CsvColumns {
         } else if keyed == 4 {
             let mut slots: [Option<&str>; 4] = Default::default();
             for item in items {
-                let (key, value) = item.split_once('=').expect("contains '='");
+                let Some((key, value)) = item.split_once('=') else {
+                    return Err(bad("either give all four as key=column or none".to_string()));
+                };
                 let slot = match key.trim().to_ascii_lowercase().as_str() {
                     "oid" | "id" | "object" => 0,
                     "time" | "t" | "ts" => 1,
@@ -202,7 +204,10 @@ impl FromStr for CsvColumns {
                     return Err(bad(format!("{key:?} given twice")));
                 }
             }
-            slots.map(|s| s.expect("four distinct keys fill four slots"))
+            match slots {
+                [Some(oid), Some(time), Some(x), Some(y)] => [oid, time, x, y],
+                _ => return Err(bad("give each of oid, time, x and y once".to_string())),
+            }
         } else {
             return Err(bad("either give all four as key=column or none".to_string()));
         };

@@ -137,7 +137,7 @@ pub fn generate_stream(spec: &StreamSpec, seed: u64) -> Result<Vec<u64>, Workloa
             } else if assigned > run_points {
                 let mut over = assigned - run_points;
                 while over > 0 {
-                    let last = sizes.last_mut().expect("assigned > 0 means sizes");
+                    let Some(last) = sizes.last_mut() else { break }; // never: assigned > 0 means sizes
                     let cut = over.min(*last);
                     *last -= cut;
                     over -= cut;
@@ -182,7 +182,10 @@ pub fn generate_stream(spec: &StreamSpec, seed: u64) -> Result<Vec<u64>, Workloa
             let chosen = rand::seq::index::sample(&mut rng, n as usize, late_total as usize);
             let mut drng = seeded_rng(seed, "ts/delays");
             let ln = match model {
-                DelayModel::Lognormal { mu, sigma } => Some(LogNormal::new(*mu, *sigma).expect("validated")),
+                DelayModel::Lognormal { mu, sigma } => Some(
+                    LogNormal::new(*mu, *sigma)
+                        .map_err(|e| invalid(format!("lognormal delays (mu {mu}, sigma {sigma}): {e}")))?,
+                ),
                 _ => None,
             };
             for i in chosen.iter() {

@@ -239,6 +239,7 @@ impl Stream {
         if let Some(l) = self.latest.as_mut() {
             return l.sample(&mut self.rng, newest);
         }
+        #[allow(clippy::expect_used)] // the constructor sets `latest` or `zipf` for every distribution
         let z = self.zipf.as_ref().expect("zipfian or latest");
         loop {
             let k = z.sample(&mut self.rng);
