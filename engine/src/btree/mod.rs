@@ -537,10 +537,12 @@ impl<V: FixedValue> BTreeComponent<V> {
         self.first
     }
 
+    /// The smallest key in the component; `None` when it is empty.
     pub fn min_key(&self) -> Option<u64> {
         self.min_key
     }
 
+    /// The largest key in the component; `None` when it is empty.
     pub fn max_key(&self) -> Option<u64> {
         self.max_key
     }

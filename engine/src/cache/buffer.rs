@@ -373,14 +373,17 @@ impl BufferCache {
         Ok(page)
     }
 
+    /// The device the cache reads from and writes back to.
     pub fn device(&self) -> &Arc<dyn Device> {
         &self.device
     }
 
+    /// The device's page size in bytes.
     pub fn page_size(&self) -> usize {
         self.device.page_size()
     }
 
+    /// Pages the cache may hold; 0 means every read goes to the device.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -662,6 +665,7 @@ impl BufferCache {
         self.lock().table.values().filter(|f| f.dirty).count()
     }
 
+    /// A snapshot of the cache's counters since it was created.
     pub fn stats(&self) -> CacheStats {
         self.lock().stats
     }
@@ -671,6 +675,7 @@ impl BufferCache {
         self.lock().table.len()
     }
 
+    /// Whether no page is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -77,6 +77,7 @@ pub struct Paginated {
 }
 
 impl Paginated {
+    /// An empty paginated cluster on `cache`'s device (its entry-point map page is written).
     pub fn new(cache: Arc<BufferCache>, options: ClusterOptions) -> Result<Self> {
         let sp = Slotted::new(SlotFormat::PAGINATED);
         let ps = cache.page_size();

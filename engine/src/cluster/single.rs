@@ -116,6 +116,7 @@ enum Home {
 }
 
 impl SinglePage {
+    /// An empty single-page cluster on `cache`'s device.
     pub fn new(cache: Arc<BufferCache>, options: ClusterOptions) -> Result<Self> {
         let ps = cache.page_size();
         if !(512..=65536).contains(&ps) {

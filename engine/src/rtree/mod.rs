@@ -16,8 +16,11 @@ use crate::geom::Point;
 /// operation that put it there.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SpatialEntry {
+    /// The object's location.
     pub point: Point,
+    /// The object's id.
     pub oid: u64,
+    /// The global timestamp of the operation that wrote this entry (maybe with [`Self::SUPERSEDED`] set).
     pub ts: u64,
 }
 
@@ -31,6 +34,7 @@ impl SpatialEntry {
     /// query result. Timestamps stay below 2^63 (the clock counts operations), so the bit is free.
     pub const SUPERSEDED: u64 = 1 << 63;
 
+    /// The entry `<point, oid, ts>`.
     pub fn new(point: Point, oid: u64, ts: u64) -> Self {
         SpatialEntry { point, oid, ts }
     }

@@ -36,6 +36,7 @@ impl SeriesStore {
         })
     }
 
+    /// The configuration the store was built from.
     pub fn config(&self) -> &SeriesConfig {
         &self.config
     }
@@ -266,6 +267,7 @@ impl SeriesStore {
             .expect("run listed a moment ago")
     }
 
+    /// The store's counters since it was created, the memory level's compactions included.
     pub fn stats(&self) -> SeriesStats {
         let mut s = self.stats;
         s.memory_compactions = self.level.memory_compactions;

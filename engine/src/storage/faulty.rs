@@ -73,8 +73,11 @@ impl Fault {
 /// What goes wrong at an injected access (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultKind {
+    /// A page read that fails.
     ReadError,
+    /// A page write that fails and writes nothing.
     WriteError,
+    /// A sync that fails.
     SyncError,
     /// A torn write that reports an error.
     ShortWrite,
@@ -98,6 +101,7 @@ impl FaultKind {
         FaultKind::DiskFull,
     ];
 
+    /// The name test reports and error messages use.
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::ReadError => "read error",
@@ -148,11 +152,14 @@ enum Access {
 /// full for one write only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Injection {
+    /// What goes wrong.
     pub kind: FaultKind,
+    /// Which accesses of the kind's type it hits.
     pub at: Fault,
 }
 
 impl Injection {
+    /// `kind` at the accesses `at` picks.
     pub fn new(kind: FaultKind, at: Fault) -> Injection {
         Injection { kind, at }
     }
@@ -186,6 +193,7 @@ impl fmt::Display for Injection {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("injected {kind}: access {access} ({}) of {device} failed", page.map_or("sync".to_string(), |p| format!("page {p}")))]
 pub struct InjectedFault {
+    /// What went wrong.
     pub kind: FaultKind,
     /// The page accessed; `None` for a sync.
     pub page: Option<PageId>,
@@ -216,6 +224,7 @@ pub struct Injected {
 }
 
 impl Injected {
+    /// Faults injected in all, reported or silent.
     pub fn total(&self) -> u64 {
         self.errors + self.silent
     }

@@ -79,12 +79,16 @@ impl Default for FileDeviceOptions {
 pub enum DirectIo {
     /// Pages go to the device with `O_DIRECT`; offsets, lengths and buffers are aligned to
     /// `alignment` bytes (the file system's logical block size).
-    On { alignment: usize },
+    On {
+        /// The file system's logical block size, in bytes.
+        alignment: usize,
+    },
     /// Buffered I/O through the page cache, for the reason given.
     Off(String),
 }
 
 impl DirectIo {
+    /// Whether direct I/O is in use.
     pub fn is_on(&self) -> bool {
         matches!(self, DirectIo::On { .. })
     }

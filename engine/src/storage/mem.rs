@@ -22,6 +22,7 @@ struct MemState {
 }
 
 impl MemDevice {
+    /// An empty device of `page_size`-byte pages (at least 64).
     pub fn new(page_size: usize) -> Self {
         assert!(page_size >= 64, "page size {page_size} is too small");
         MemDevice {

@@ -44,6 +44,7 @@ pub struct VerifyingDevice {
 }
 
 impl VerifyingDevice {
+    /// Checksums every page written to `inner` and verifies it on every read.
     pub fn new(inner: Arc<dyn Device>) -> VerifyingDevice {
         VerifyingDevice {
             inner,

@@ -231,6 +231,7 @@ impl MemRTree {
         self.len
     }
 
+    /// Whether the tree holds no entry.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
