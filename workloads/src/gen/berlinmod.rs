@@ -85,7 +85,9 @@ pub struct BerlinModParams {
     pub block_m: f64,
     /// Every this many grid rows and columns is an arterial road.
     pub arterial_every: usize,
+    /// Driving speed on ordinary streets, km/h.
     pub street_kmh: f64,
+    /// Driving speed on arterial roads, km/h.
     pub arterial_kmh: f64,
     /// Fraction of non-arterial street segments left out of the network.
     pub missing_streets: f64,

@@ -80,6 +80,7 @@ pub struct ChicagoParams {
     /// Number of taxis (distinct objects); `None` keeps the paper's pickups per taxi (see
     /// [`ChicagoParams::taxis_for`]).
     pub taxis: Option<usize>,
+    /// Chicago's community areas: the coarse places pickups are drawn around.
     pub community_areas: usize,
     /// Census-tract centroids, spread over the community areas.
     pub tracts: usize,
@@ -95,7 +96,9 @@ pub struct ChicagoParams {
     pub spread_share: f64,
     /// Radius of the disc a moved pickup lands in uniformly, metres.
     pub spread_radius_m: f64,
+    /// Start of the pickups' time range, Unix seconds.
     pub start: i64,
+    /// End of the pickups' time range, Unix seconds.
     pub end: i64,
 }
 

@@ -49,6 +49,7 @@ pub struct GowallaParams {
     pub users: Option<usize>,
     /// Sigma of the lognormal activity (check-ins per user) distribution.
     pub activity_sigma: f64,
+    /// Cities the venues are spread over.
     pub cities: usize,
     /// Zipf exponent of city sizes.
     pub city_zipf: f64,
@@ -69,6 +70,7 @@ pub struct GowallaParams {
     pub long_jump: f64,
     /// Time range of the check-ins, Unix seconds.
     pub start: i64,
+    /// End of the check-ins' time range, Unix seconds.
     pub end: i64,
 }
 
