@@ -77,7 +77,8 @@ pub struct Paginated {
 }
 
 impl Paginated {
-    /// An empty paginated cluster on `cache`'s device (its entry-point map page is written).
+    /// An empty paginated cluster on `cache`'s device, with its entry-point map page; pages below
+    /// 512 bytes are refused.
     pub fn new(cache: Arc<BufferCache>, options: ClusterOptions) -> Result<Self> {
         let sp = Slotted::new(SlotFormat::PAGINATED);
         let ps = cache.page_size();

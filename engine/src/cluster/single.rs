@@ -116,7 +116,7 @@ enum Home {
 }
 
 impl SinglePage {
-    /// An empty single-page cluster on `cache`'s device.
+    /// An empty single-page cluster on `cache`'s device; the page size must be 512..=65536 bytes.
     pub fn new(cache: Arc<BufferCache>, options: ClusterOptions) -> Result<Self> {
         let ps = cache.page_size();
         if !(512..=65536).contains(&ps) {
