@@ -15,14 +15,18 @@
 //!
 //! Run: `cargo bench -p lsmlab-engine --bench cache -- --warm-up-time 1 --measurement-time 3`.
 
+// A bench may panic: that is its failure report; `criterion_group!` defines an undocumented `pub fn`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lsmlab_engine::cache::{BufferCache, CacheConfig, PageRef, PolicyKind};
 use lsmlab_engine::storage::{Device, MemDevice, PageId};
+use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const CAPACITY: usize = 10_000;
 const PAGE_SIZE: usize = 1024;
@@ -104,11 +108,11 @@ impl Peer {
                 }
             },
             Peer::MutexLru(c, dev) => {
-                if let Some(p) = c.lock().unwrap().get(&id) {
+                if let Some(p) = c.lock().get(&id) {
                     return p.clone();
                 }
                 let p = read_device(dev.as_ref(), id);
-                c.lock().unwrap().put(id, p.clone());
+                c.lock().put(id, p.clone());
                 p
             }
         }
@@ -118,7 +122,7 @@ impl Peer {
         match self {
             Peer::Ours(c) => c.contains(id),
             Peer::Quick(c, _) => c.peek(&id).is_some(),
-            Peer::MutexLru(c, _) => c.lock().unwrap().contains(&id),
+            Peer::MutexLru(c, _) => c.lock().contains(&id),
         }
     }
 }

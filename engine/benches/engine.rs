@@ -1,6 +1,9 @@
 //! Criterion benches of the engine's hot paths: memory R-tree inserts, Update Memo operations,
 //! disk R-tree searches and a small ingest under each paper strategy.
 
+// A bench may panic: that is its failure report; `criterion_group!` defines an undocumented `pub fn`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{HilbertCurve, Point, Rect};

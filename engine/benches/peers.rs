@@ -26,9 +26,12 @@
 //! Run: `make bench` (all benches, then the summary), or
 //! `cargo bench -p lsmlab-engine --bench peers -- --warm-up-time 1 --measurement-time 3`.
 
+// A bench may panic: that is its failure report; `criterion_group!` defines an undocumented `pub fn`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -38,6 +41,7 @@ use lsmlab_engine::geom::{HilbertCurve, Point, Rect};
 use lsmlab_engine::rtree::{hilbert_sort, DiskRTree, MemRTree, SpatialEntry};
 use lsmlab_engine::spatial::UpdateMemo;
 use lsmlab_engine::storage::{Device, MemDevice};
+use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rstar::{RStarInsertionStrategy, RTree, RTreeParams, AABB};
@@ -246,16 +250,16 @@ impl Memo for UpdateMemo {
 
 impl Memo for Mutex<HashMap<u64, (u64, u64)>> {
     fn record(&self, oid: u64, ts: u64) {
-        let mut m = self.lock().unwrap();
+        let mut m = self.lock();
         let e = m.entry(oid).or_insert((ts, 0));
         e.0 = e.0.max(ts);
         e.1 += 1;
     }
     fn obsolete(&self, oid: u64, ts: u64) -> bool {
-        self.lock().unwrap().get(&oid).is_some_and(|e| ts < e.0)
+        self.lock().get(&oid).is_some_and(|e| ts < e.0)
     }
     fn release(&self, oid: u64) {
-        let mut m = self.lock().unwrap();
+        let mut m = self.lock();
         if let Some(e) = m.get_mut(&oid) {
             e.1 -= 1;
             if e.1 == 0 {

@@ -5,11 +5,14 @@ use serde::{Deserialize, Serialize};
 /// A point in the plane (longitude/latitude or any projected coordinates).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
+    /// Horizontal coordinate (longitude, for geographic data).
     pub x: f64,
+    /// Vertical coordinate (latitude, for geographic data).
     pub y: f64,
 }
 
 impl Point {
+    /// The point `(x, y)`.
     pub const fn new(x: f64, y: f64) -> Self {
         Point { x, y }
     }
@@ -18,11 +21,14 @@ impl Point {
 /// An axis-aligned rectangle, closed on all sides (a point on the border is inside).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rect {
+    /// The lower-left corner (smallest x and y).
     pub min: Point,
+    /// The upper-right corner (largest x and y); below `min` on an axis for an empty rectangle.
     pub max: Point,
 }
 
 impl Rect {
+    /// The rectangle with corners `(min_x, min_y)` and `(max_x, max_y)`, taken as given (not normalised).
     pub const fn new(min_x: f64, min_y: f64, max_x: f64, max_y: f64) -> Self {
         Rect {
             min: Point { x: min_x, y: min_y },
@@ -40,22 +46,27 @@ impl Rect {
         Rect::new(f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY)
     }
 
+    /// Whether the rectangle contains no point (a minimum above its maximum on either axis).
     pub fn is_empty(&self) -> bool {
         self.min.x > self.max.x || self.min.y > self.max.y
     }
 
+    /// Whether `p` lies inside or on the border.
     pub fn contains_point(&self, p: Point) -> bool {
         p.x >= self.min.x && p.x <= self.max.x && p.y >= self.min.y && p.y <= self.max.y
     }
 
+    /// Whether all of `r` lies inside this rectangle (borders may touch).
     pub fn contains_rect(&self, r: &Rect) -> bool {
         r.min.x >= self.min.x && r.max.x <= self.max.x && r.min.y >= self.min.y && r.max.y <= self.max.y
     }
 
+    /// Whether the two rectangles share at least one point (touching borders count).
     pub fn intersects(&self, r: &Rect) -> bool {
         self.min.x <= r.max.x && r.min.x <= self.max.x && self.min.y <= r.max.y && r.min.y <= self.max.y
     }
 
+    /// The smallest rectangle covering both.
     pub fn union(&self, r: &Rect) -> Rect {
         Rect::new(
             self.min.x.min(r.min.x),
@@ -65,6 +76,7 @@ impl Rect {
         )
     }
 
+    /// The smallest rectangle covering this one and `p`.
     pub fn union_point(&self, p: Point) -> Rect {
         self.union(&Rect::point(p))
     }
@@ -83,14 +95,17 @@ impl Rect {
         self.union(r).area() - self.area()
     }
 
+    /// Extent along x (negative for an empty rectangle).
     pub fn width(&self) -> f64 {
         self.max.x - self.min.x
     }
 
+    /// Extent along y (negative for an empty rectangle).
     pub fn height(&self) -> f64 {
         self.max.y - self.min.y
     }
 
+    /// The midpoint of the two corners.
     pub fn center(&self) -> Point {
         Point::new((self.min.x + self.max.x) / 2.0, (self.min.y + self.max.y) / 2.0)
     }
@@ -117,10 +132,12 @@ impl HilbertCurve {
     /// Cells per side: 2^ORDER.
     pub const ORDER: u32 = 16;
 
+    /// The curve over `extent`.
     pub fn new(extent: Rect) -> Self {
         HilbertCurve { extent }
     }
 
+    /// The rectangle the grid covers.
     pub fn extent(&self) -> Rect {
         self.extent
     }

@@ -20,6 +20,8 @@
 //! with caches of 0, 4 and 64 pages over 96 pages. `cargo test` runs `CACHE_RACE_OPS` (default
 //! 10,000) reads per reader thread and configuration; `make soak` runs more.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 

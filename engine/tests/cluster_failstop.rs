@@ -15,6 +15,8 @@
 //!
 //! Budget: `FAULT_CASES` positions per fault kind (default 4, a few seconds at the test profile).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 mod failstop_common;
 
 use failstop_common::{cases, plan, stack, Sweep, Tally};

@@ -3,6 +3,8 @@
 //! record ids (stale ones after slot reuse included), plus the counted page reads the layouts
 //! promise.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::cluster::{self, ClusterOptions, Layout, Lookup, RecordCluster, Rid};
 use lsmlab_engine::storage::MemDevice;

@@ -3,6 +3,8 @@
 //! every flush and merge of an LSM index ends with one device sync, and a failing sync fails that
 //! flush or merge without losing or leaking anything.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::lsm::{CompactionConfig, LeveledParams, LsmKv, MergePolicyConfig};

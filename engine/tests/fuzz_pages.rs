@@ -18,10 +18,12 @@
 //! Budget: `FUZZ_CASES` cases per target (default 16, a few seconds in all); `make fuzz` runs
 //! many more and prints the executions per target.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lsmlab_engine::cache::BufferCache;
@@ -33,6 +35,7 @@ use lsmlab_engine::series::{CompactionParams, Layout as SeriesLayout, SeriesConf
 use lsmlab_engine::spatial::{LsmRTree, SpatialConfig, Strategy as SpatialStrategy};
 use lsmlab_engine::storage::{Device, IoStats, MemDevice, PageId};
 use lsmlab_engine::{Error, Result};
+use parking_lot::Mutex;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rand::{Rng, SeedableRng};
@@ -127,12 +130,12 @@ impl Hostile {
 
     /// Arms `m` on the `pick`-th written page (modulo the pages written); false if none was.
     fn arm(&self, pick: usize, m: Mutation) -> bool {
-        let written = self.written.lock().unwrap();
+        let written = self.written.lock();
         if written.is_empty() {
             return false;
         }
         let id = *written.iter().nth(pick % written.len()).unwrap();
-        *self.armed.lock().unwrap() = Some((id, m));
+        *self.armed.lock() = Some((id, m));
         true
     }
 }
@@ -145,7 +148,7 @@ impl Device for Hostile {
         self.inner.allocate(count)
     }
     fn free(&self, first: PageId, count: u64) {
-        let mut written = self.written.lock().unwrap();
+        let mut written = self.written.lock();
         for id in first..first + count {
             written.remove(&id);
         }
@@ -153,16 +156,16 @@ impl Device for Hostile {
     }
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
         self.inner.write_page(id, data)?;
-        self.written.lock().unwrap().insert(id);
+        self.written.lock().insert(id);
         Ok(())
     }
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         self.inner.read_page(id, buf)?;
-        let armed = self.armed.lock().unwrap().clone();
+        let armed = self.armed.lock().clone();
         if let Some((target, m)) = armed.filter(|(t, _)| *t == id) {
             let _ = target;
             self.hits.fetch_add(1, Ordering::Relaxed);
-            let written: Vec<PageId> = self.written.lock().unwrap().iter().copied().collect();
+            let written: Vec<PageId> = self.written.lock().iter().copied().collect();
             m.apply(buf, |i, page| {
                 let other = written[i % written.len()];
                 // A freed page reads as an error; leave the bytes as they are then.
@@ -230,7 +233,6 @@ impl Watchdog {
             let Some(current) = seen.upgrade() else { return };
             let late = current
                 .lock()
-                .unwrap()
                 .as_ref()
                 .filter(|(at, _)| at.elapsed() > CASE_LIMIT)
                 .map(|(_, what)| what.clone());
@@ -243,11 +245,11 @@ impl Watchdog {
     }
 
     fn enter(&self, what: String) {
-        *self.current.lock().unwrap() = Some((Instant::now(), what));
+        *self.current.lock() = Some((Instant::now(), what));
     }
 
     fn leave(&self) {
-        *self.current.lock().unwrap() = None;
+        *self.current.lock() = None;
     }
 }
 
@@ -291,13 +293,13 @@ fn fuzz<S>(
                 "{target}: panic on a corrupt page: {msg}"
             )));
         }
-        let mut t = totals.lock().unwrap();
+        let mut t = totals.lock();
         t.ok += tally.ok;
         t.corrupt += tally.corrupt;
         t.other_err += tally.other_err;
         Ok(())
     });
-    let t = totals.into_inner().unwrap();
+    let t = totals.into_inner();
     println!(
         "fuzz {target}: {} executions, {} reads of a mutated page; operations: {} answered, {} refused as corrupt, {} other errors",
         runs.load(Ordering::Relaxed),

@@ -1,6 +1,8 @@
 //! The key-value LSM store with leveled compaction against a `BTreeMap` oracle, on randomized
 //! put/delete/get/scan streams that cross many flushes, merges and trivial moves.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::lsm::{CompactionConfig, EventLog, LifecycleEvent, LsmKv};
 use lsmlab_engine::storage::{Device, MemDevice};

@@ -13,6 +13,8 @@
 //! that page with checksum errors, never with a wrong answer. Budget: `FAULT_CASES` positions per
 //! fault kind (default 2, seconds).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 mod failstop_common;
 
 use failstop_common::{cases, plan, stack, Sweep};

@@ -4,6 +4,8 @@
 //! every stream checks what the background operations counted: what each policy admitted, that
 //! invalidations add up, and that the runs own every allocated page.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{Background, BackgroundOp, KvConfig, KvStats, KvStore, WarmUpKind};
 use lsmlab_engine::storage::{Device, MemDevice};

@@ -9,6 +9,7 @@
 //! loom_um`, in its own target directory); without `--cfg loom` this file is empty.
 
 #![cfg(loom)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
 
 use std::sync::Arc;
 

@@ -6,6 +6,8 @@
 //!
 //! Budget: `FAULT_CASES` positions per fault kind for those sweeps (default 3, seconds).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 mod failstop_common;
 
 use failstop_common::{cases, plan, stack, Sweep, Tally};

@@ -2,6 +2,8 @@
 //! the newest value per point) on seeded random out-of-order streams, across flushes, DIOL's
 //! memory merges and disk compactions; plus the counted behaviour the experiments rely on.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -24,6 +24,8 @@
 //! line per engine (operations checked, flushes, merges or compactions, mismatches) is printed
 //! with `--nocapture`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;

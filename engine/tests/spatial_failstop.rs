@@ -11,6 +11,8 @@
 //! wrong answer. Budget: `FAULT_CASES` positions per fault kind (default 11: each kind once per
 //! strategy variant, seconds).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 mod failstop_common;
 
 use failstop_common::{cases, plan, stack, Sweep};

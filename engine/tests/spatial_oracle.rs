@@ -1,6 +1,8 @@
 //! Every strategy of the LSM R-tree secondary index against a brute-force oracle, on randomized
 //! insert / update / delete / query streams that cross many flushes and merges.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::lsm::MergePolicyConfig;

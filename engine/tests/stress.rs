@@ -27,6 +27,8 @@
 //! `cargo test` runs `STRESS_OPS` (default 24,000) operations per strategy on 8 threads;
 //! `make soak` runs millions (`STRESS_OPS=1000000`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -19,6 +19,8 @@
 //! they are absent.
 
 #![forbid(unsafe_code)]
+// Tests may unwrap: a panic there is the failure report.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod error;
 pub mod gen;

@@ -2,6 +2,13 @@
 //! draw, and independent of any hash order.
 
 use rand::Rng;
+use rand_distr::Normal;
+
+/// The standard normal distribution N(0, 1), as the generators draw their Gaussian offsets.
+#[allow(clippy::expect_used)] // constant parameters: a finite mean and a positive standard deviation
+pub(crate) fn unit_normal() -> Normal<f64> {
+    Normal::new(0.0, 1.0).expect("N(0, 1) is a valid normal")
+}
 
 /// Picks index `i` with probability `weights[i] / sum(weights)`; also picks within a contiguous
 /// sub-range of indices with the weights restricted to it.

@@ -21,15 +21,33 @@ pub struct Record {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SpatialOp {
     /// The object's first location.
-    Insert { oid: u64, at: Point },
+    Insert {
+        /// The object.
+        oid: u64,
+        /// Where it first is.
+        at: Point,
+    },
     /// The object moved. `from` is its previous location: the LSM RUM-tree paper's Eager strategy
     /// is fed the old location rather than looking it up in a primary index (Section 6 of the paper).
-    Update { oid: u64, from: Point, to: Point },
+    Update {
+        /// The object.
+        oid: u64,
+        /// Where it was.
+        from: Point,
+        /// Where it is now.
+        to: Point,
+    },
     /// The object disappears; `from` is its last location.
-    Delete { oid: u64, from: Point },
+    Delete {
+        /// The object.
+        oid: u64,
+        /// Where it last was.
+        from: Point,
+    },
 }
 
 impl SpatialOp {
+    /// The object the operation is about.
     pub fn oid(&self) -> u64 {
         match *self {
             SpatialOp::Insert { oid, .. } | SpatialOp::Update { oid, .. } | SpatialOp::Delete { oid, .. } => {
@@ -49,6 +67,7 @@ pub struct OpStream<I> {
 }
 
 impl<I: Iterator<Item = Record>> OpStream<I> {
+    /// The operations of `records`, which must be in time order.
     pub fn new(records: I) -> Self {
         OpStream {
             records,
@@ -136,10 +155,12 @@ impl Trajectories {
         self.records.truncate(n);
     }
 
+    /// Number of records.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
+    /// Whether there is no record.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

@@ -8,6 +8,8 @@
 //! `FUZZ_CASES` cases per target (default 32); `make fuzz` runs many more and prints the
 //! executions per target.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};

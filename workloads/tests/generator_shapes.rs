@@ -3,6 +3,8 @@
 //! over many distinct locations, with the skew each generator promises. One test compares the
 //! Chicago generator with the real sample in `shared/data` (skipped when the file is absent).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 

@@ -3,6 +3,8 @@
 //! the hottest 1% of ids, the top id's share, chi-square over every id where the law is
 //! closed-form, Irwin–Hall masses for the gaussian parts), and the key streams built on them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_workloads::kv::{KeyDist, KvOp, KvWorkload, Sysbench, SysbenchDist};
 use lsmlab_workloads::seeded_rng;
 use rand::RngCore;

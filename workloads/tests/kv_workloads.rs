@@ -2,6 +2,8 @@
 //! distinct keys (as many as the zipf law predicts), scans inside the key space, fresh insert ids,
 //! a hot set that moves with the day, and specs that refuse bad input.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::HashSet;
 
 use lsmlab_workloads::kv::{decode_value, value_for, KeyDist, KvOp, PeriodicShift, Sysbench, SysbenchDist};

@@ -3,6 +3,8 @@
 //! bounds over all items, and the scrambled variant's key profile against the one its definition
 //! implies.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use lsmlab_workloads::kv::{
     ycsb_fnvhash64, zeta, Latest, ScrambledZipfian, Zipfian, YCSB_SCRAMBLED_ITEM_COUNT, YCSB_SCRAMBLED_ZETAN,
 };

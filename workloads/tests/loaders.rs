@@ -1,5 +1,7 @@
 //! The loaders on small inline fixtures written to a temporary directory.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

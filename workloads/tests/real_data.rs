@@ -1,6 +1,8 @@
 //! The real data samples in `shared/data` (present on the development machine and in CI, absent
 //! on a user's clone: each test skips with a note when its file is missing).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

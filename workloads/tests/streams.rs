@@ -1,6 +1,8 @@
 //! Cross-module properties of the replayed streams: every generator's `to_ops` output inserts each
 //! object once and then updates it from exactly where it was; timestamps round-trip the parser.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::collections::HashMap;
 
 use lsmlab_engine::geom::Point;

@@ -1,5 +1,7 @@
 //! The out-of-order streams and the DIOL workloads: shapes, degenerate cases, bad input.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test may panic: that is its failure report
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;

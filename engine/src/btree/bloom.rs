@@ -63,10 +63,12 @@ impl BloomFilter {
             .all(|bit| self.words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 
+    /// Size of the filter in bits (a multiple of 64).
     pub fn num_bits(&self) -> u64 {
         self.num_bits
     }
 
+    /// Bits set and probed per key.
     pub fn num_hashes(&self) -> u32 {
         self.num_hashes
     }

@@ -61,7 +61,7 @@ impl FixedValue for u64 {
         out.copy_from_slice(&self.to_le_bytes());
     }
     fn decode(bytes: &[u8]) -> Self {
-        u64::from_le_bytes(bytes.try_into().expect("u64 value is 8 bytes"))
+        crate::bytes::u64_le(bytes, 0)
     }
 }
 
@@ -84,10 +84,7 @@ impl FixedValue for Point {
         out[8..16].copy_from_slice(&self.y.to_le_bytes());
     }
     fn decode(bytes: &[u8]) -> Self {
-        Point::new(
-            f64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
-            f64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")),
-        )
+        Point::new(crate::bytes::f64_le(bytes, 0), crate::bytes::f64_le(bytes, 8))
     }
 }
 
@@ -155,7 +152,7 @@ fn read_header(page: &[u8], id: PageId, shape: NodeShape) -> Result<usize> {
             shape.value_size
         )));
     }
-    let count = u32::from_le_bytes(page[8..12].try_into().unwrap()) as usize;
+    let count = crate::bytes::u32_le(page, 8) as usize;
     if count > shape.capacity {
         return Err(corrupt(format!(
             "entry count {count} exceeds the node capacity {}",
@@ -170,7 +167,7 @@ fn read_header(page: &[u8], id: PageId, shape: NodeShape) -> Result<usize> {
 
 fn key_at(page: &[u8], i: usize) -> u64 {
     let off = HEADER_SIZE + i * KEY_SIZE;
-    u64::from_le_bytes(page[off..off + KEY_SIZE].try_into().unwrap())
+    crate::bytes::u64_le(page, off)
 }
 
 /// Offset of value `i` in a node holding `count` keys with values of `value_size` bytes.
@@ -240,9 +237,11 @@ impl<V: FixedValue> BTreeComponent<V> {
 
     /// Pages per level for `entries` keys, leaves first (at least one leaf, even when empty).
     fn plan_levels(entries: u64, leaf_cap: usize, internal_cap: usize) -> Vec<u64> {
-        let mut levels = vec![entries.div_ceil(leaf_cap as u64).max(1)];
-        while *levels.last().unwrap() > 1 {
-            levels.push(levels.last().unwrap().div_ceil(internal_cap as u64));
+        let mut top = entries.div_ceil(leaf_cap as u64).max(1);
+        let mut levels = vec![top];
+        while top > 1 {
+            top = top.div_ceil(internal_cap as u64);
+            levels.push(top);
         }
         levels
     }
@@ -436,7 +435,7 @@ impl<V: FixedValue> BTreeComponent<V> {
                 return Ok(None); // smaller than every key under this node
             }
             let off = value_offset(count, CHILD_SIZE, i - 1);
-            let child = u32::from_le_bytes(page[off..off + CHILD_SIZE].try_into().unwrap()) as u64;
+            let child = crate::bytes::u32_le(&page, off) as u64;
             let below = self.level_start(level - 1);
             if !(below..below + self.level_pages[level - 1]).contains(&child) {
                 return Err(Error::Corrupt {
@@ -482,10 +481,10 @@ impl<V: FixedValue> BTreeComponent<V> {
             let count = read_header(&page, id, shape)?;
             for i in 0..count {
                 let key = key_at(&page, i);
-                if prev.is_some_and(|p| key <= p) {
+                if let Some(p) = prev.filter(|&p| key <= p) {
                     return Err(Error::Corrupt {
                         page: id,
-                        reason: format!("key {key} out of order after {}", prev.unwrap()),
+                        reason: format!("key {key} out of order after {p}"),
                     });
                 }
                 prev = Some(key);
@@ -538,10 +537,12 @@ impl<V: FixedValue> BTreeComponent<V> {
         self.first
     }
 
+    /// The smallest key in the component; `None` when it is empty.
     pub fn min_key(&self) -> Option<u64> {
         self.min_key
     }
 
+    /// The largest key in the component; `None` when it is empty.
     pub fn max_key(&self) -> Option<u64> {
         self.max_key
     }

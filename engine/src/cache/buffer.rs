@@ -269,6 +269,7 @@ impl State {
 
     /// Writes a dirty page back and marks it clean (the page stays dirty if the write fails).
     fn write_back(&mut self, device: &dyn Device, id: PageId) -> Result<()> {
+        #[allow(clippy::expect_used)] // callers pass a page they just found in the table, under the same lock
         let frame = self.table.get_mut(&id).expect("writing back a resident page");
         if frame.dirty {
             device.write_page(id, &frame.data)?;
@@ -290,8 +291,10 @@ impl State {
                 self.policy.removed(f);
                 self.free.push(f);
             }
+            #[allow(clippy::expect_used)] // the policy tracks every resident frame, and the table is full
             let f = self.policy.victim().expect("a full cache has a victim");
             let id = self.owners[f as usize];
+            #[allow(clippy::expect_used)] // a victim's owner is in the table until this removal
             let frame = self.table.remove(&id).expect("a victim is resident");
             let mut data = self.write_back_taken(device, id, frame)?.data;
             self.stats.evictions += 1;
@@ -364,19 +367,23 @@ impl BufferCache {
             Some(page) => page,
             None => PageRef::from(vec![0u8; self.device.page_size()]),
         };
+        #[allow(clippy::expect_used)] // spares are kept only unshared (make_room); a fresh page was just made
         let buf = Arc::get_mut(&mut page).expect("a spare or fresh page is not shared");
         self.device.read_page(id, buf)?;
         Ok(page)
     }
 
+    /// The device the cache reads from and writes back to.
     pub fn device(&self) -> &Arc<dyn Device> {
         &self.device
     }
 
+    /// The device's page size in bytes.
     pub fn page_size(&self) -> usize {
         self.device.page_size()
     }
 
+    /// Pages the cache may hold; 0 means every read goes to the device.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -658,6 +665,7 @@ impl BufferCache {
         self.lock().table.values().filter(|f| f.dirty).count()
     }
 
+    /// A snapshot of the cache's counters since it was created.
     pub fn stats(&self) -> CacheStats {
         self.lock().stats
     }
@@ -667,6 +675,7 @@ impl BufferCache {
         self.lock().table.len()
     }
 
+    /// Whether no page is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -66,8 +66,10 @@ pub enum PolicyKind {
 }
 
 impl PolicyKind {
+    /// Every policy, in the order the experiments list them.
     pub const ALL: [PolicyKind; 2] = [PolicyKind::Lru, PolicyKind::Clock];
 
+    /// The name configurations and result rows use (`lru`, `clock`); [`FromStr`] parses it.
     pub fn name(self) -> &'static str {
         match self {
             PolicyKind::Lru => "lru",
@@ -98,6 +100,7 @@ impl FromStr for PolicyKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
+    /// Which page a full cache evicts.
     pub policy: PolicyKind,
     /// Pages the cache holds; 0 disables caching.
     pub capacity_pages: usize,

@@ -42,6 +42,7 @@ impl<D: Device + ?Sized> PageSink for D {
 
 /// Which pages of a run being written the cache admits.
 pub trait WarmUp {
+    /// Whether the page just written as `page` with contents `data` enters the cache.
     fn admit(&self, page: PageId, data: &[u8]) -> bool;
 }
 
@@ -89,6 +90,7 @@ impl<'a> CacheSink<'a, AdmitAll> {
 }
 
 impl<'a, W: WarmUp> CacheSink<'a, W> {
+    /// A sink writing to `cache`'s device and admitting the pages `rule` picks.
     pub fn new(cache: &'a BufferCache, rule: W) -> Self {
         CacheSink {
             cache,

@@ -896,7 +896,7 @@ fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
 struct HookedReads {
     inner: MemDevice,
     cache: std::sync::OnceLock<std::sync::Weak<BufferCache>>,
-    hook: std::sync::Mutex<Option<Hook>>,
+    hook: parking_lot::Mutex<Option<Hook>>,
 }
 
 /// A step of another thread's, run by [`HookedReads`].
@@ -908,7 +908,7 @@ impl HookedReads {
         let dev = Arc::new(HookedReads {
             inner: MemDevice::new(PS),
             cache: std::sync::OnceLock::new(),
-            hook: std::sync::Mutex::new(None),
+            hook: parking_lot::Mutex::new(None),
         });
         Device::allocate(&*dev, 4);
         for i in 0..4 {
@@ -920,7 +920,7 @@ impl HookedReads {
     }
 
     fn arm(&self, hook: impl FnOnce(&BufferCache) + Send + 'static) {
-        *self.hook.lock().unwrap() = Some(Box::new(hook));
+        *self.hook.lock() = Some(Box::new(hook));
     }
 }
 
@@ -938,7 +938,7 @@ impl Device for HookedReads {
         Device::write_page(&self.inner, id, data)
     }
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
-        let hook = self.hook.lock().unwrap().take();
+        let hook = self.hook.lock().take();
         if let Some(hook) = hook {
             if let Some(cache) = self.cache.get().and_then(|w| w.upgrade()) {
                 hook(&cache);

@@ -7,6 +7,8 @@
 //! favour either (documented in the experiments' notes).
 
 #[derive(Clone, Debug, Default)]
+/// The free room of every data page of a cluster, in bytes, with a search for the leftmost page
+/// that can take an entry (an exact max segment tree, in memory).
 pub struct FreeSpaceMap {
     /// Leaves: `size..2*size`; inner node `i` holds the max of `2i` and `2i+1`.
     tree: Vec<u32>,
@@ -20,6 +22,7 @@ impl FreeSpaceMap {
         self.len
     }
 
+    /// Whether no page is tracked.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -50,6 +53,7 @@ impl FreeSpaceMap {
         }
     }
 
+    /// The room of page `page` in bytes, as last [set](Self::set).
     pub fn room(&self, page: usize) -> usize {
         self.tree[self.size + page] as usize
     }

@@ -18,7 +18,7 @@
 //!   stale.
 
 pub mod fsm;
-pub mod page;
+pub(crate) mod page;
 pub mod paginated;
 pub mod single;
 
@@ -46,8 +46,10 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Both layouts.
     pub const ALL: [Layout; 2] = [Layout::Paginated, Layout::SinglePage];
 
+    /// The name configurations and result rows use (`paginated`, `single-page`).
     pub fn name(self) -> &'static str {
         match self {
             Layout::Paginated => "paginated",
@@ -86,8 +88,11 @@ impl FromStr for Layout {
 /// Ordering by `position` orders single-page ids by page, which is what a batch fetch sorts by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Rid {
+    /// The id of the cluster the record belongs to ([`ClusterOptions::cluster_id`]).
     pub cluster: u32,
+    /// The record's position: see the layouts above.
     pub position: u64,
+    /// Single-page: the slot's delversion when the record was created; paginated: 0.
     pub delversion: u64,
 }
 
@@ -115,6 +120,7 @@ impl Rid {
 /// What looking a record id up found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lookup<T> {
+    /// The record (or, for an update or delete, its success).
     Found(T),
     /// The record was deleted (paginated: the position is marked removed; single-page: the slot is
     /// empty and its delversion is still the id's).
@@ -127,6 +133,7 @@ pub enum Lookup<T> {
 }
 
 impl<T> Lookup<T> {
+    /// The found value; `None` for every other answer.
     pub fn found(self) -> Option<T> {
         match self {
             Lookup::Found(t) => Some(t),
@@ -134,6 +141,7 @@ impl<T> Lookup<T> {
         }
     }
 
+    /// Whether the record was found.
     pub fn is_found(&self) -> bool {
         matches!(self, Lookup::Found(_))
     }
@@ -169,6 +177,7 @@ pub struct ClusterStats {
 }
 
 impl ClusterStats {
+    /// `self - e`, for measuring one phase of a run.
     pub fn since(&self, e: &ClusterStats) -> ClusterStats {
         ClusterStats {
             page_reads: self.page_reads - e.page_reads,
@@ -186,11 +195,13 @@ impl ClusterStats {
 pub struct Space {
     /// Every page of the cluster's files (data pages + position-map pages).
     pub file_pages: u64,
+    /// Data pages (records and, single-page, their in-page maps).
     pub data_pages: u64,
     /// Position-map pages, the entry-point page included (paginated only).
     pub map_pages: u64,
     /// Data pages holding at least one entry.
     pub data_pages_in_use: u64,
+    /// Records inserted and not deleted.
     pub live_records: u64,
     /// Single-page: external links (records living outside their home page).
     pub external_links: u64,
@@ -198,6 +209,7 @@ pub struct Space {
 
 /// A record cluster: the operations both layouts offer.
 pub trait RecordCluster: Send {
+    /// Which layout this cluster is.
     fn layout(&self) -> Layout;
     /// Stores a record and returns its id.
     fn insert(&mut self, record: &[u8]) -> Result<Rid>;
@@ -211,12 +223,16 @@ pub trait RecordCluster: Send {
     fn fetch_batch(&mut self, rids: &[Rid]) -> Result<Vec<Lookup<Vec<u8>>>>;
     /// Replaces a record (it may grow or shrink).
     fn update(&mut self, rid: Rid, record: &[u8]) -> Result<Lookup<()>>;
+    /// Deletes a record (single-page: its slot may be reused, under a new delversion).
     fn delete(&mut self, rid: Rid) -> Result<Lookup<()>>;
+    /// The cluster's counters since it was created.
     fn stats(&self) -> ClusterStats;
+    /// The cluster's footprint now.
     fn space(&self) -> Space;
     /// Continues on another cache over the same device (the old one's dirty pages are written
     /// back first): experiments load with one cache and measure with a cache of another size.
     fn set_cache(&mut self, cache: Arc<BufferCache>) -> Result<()>;
+    /// The cache the cluster reads and writes through.
     fn cache(&self) -> &Arc<BufferCache>;
     /// Device ids of every data page, in data-page order.
     fn data_page_ids(&self) -> &[PageId];
@@ -227,6 +243,7 @@ pub trait RecordCluster: Send {
 /// Options shared by both layouts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterOptions {
+    /// The id stored in every [`Rid`] the cluster issues; ids of another cluster are [`Lookup::Missing`].
     pub cluster_id: u32,
 }
 
@@ -411,6 +428,25 @@ impl Files {
         Ok(page)
     }
 
+    /// [`Files::read`] for a batch that visits pages in order: the page `current` holds when it is
+    /// `idx` (not read or counted again), else a read that `current` then holds.
+    pub(crate) fn read_reusing(
+        &mut self,
+        file: File,
+        idx: usize,
+        current: &mut Option<(usize, PageRef)>,
+    ) -> Result<PageRef> {
+        match current {
+            Some((at, page)) if *at == idx => Ok(page.clone()),
+            _ => {
+                let page = self.read(file, idx)?;
+                *current = Some((idx, page.clone()));
+                Ok(page)
+            }
+        }
+    }
+
+    #[allow(clippy::expect_used)] // the page is in the session: it was there or was just inserted
     fn load(&mut self, file: File, idx: usize) -> Result<&mut Held> {
         if !self.session.contains_key(&(file, idx)) {
             let page = self.read(file, idx)?;

@@ -271,7 +271,9 @@ impl Slotted {
         self.set_ptr(buf, slot, p);
     }
 
-    /// Empties `slot` (its version stays) and returns the entry's bytes.
+    /// Empties `slot` (its version stays) and returns the entry's bytes. Panics when `slot` is
+    /// empty: callers remove only an entry they have just read.
+    #[allow(clippy::expect_used)] // removing an empty slot is a caller's bug, not a page's corruption
     pub fn remove(&self, buf: &mut [u8], slot: u32) -> Vec<u8> {
         let bytes = self.entry(buf, slot).expect("removing an empty slot").to_vec();
         let need = bytes.len() + LEN_PREFIX;

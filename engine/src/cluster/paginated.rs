@@ -77,6 +77,8 @@ pub struct Paginated {
 }
 
 impl Paginated {
+    /// An empty paginated cluster on `cache`'s device, with its entry-point map page; pages below
+    /// 512 bytes are refused.
     pub fn new(cache: Arc<BufferCache>, options: ClusterOptions) -> Result<Self> {
         let sp = Slotted::new(SlotFormat::PAGINATED);
         let ps = cache.page_size();
@@ -347,10 +349,7 @@ impl Paginated {
             if bucket >= self.files.map.len() {
                 continue;
             }
-            if current.as_ref().map(|c| c.0) != Some(bucket) {
-                current = Some((bucket, self.files.read(File::Map, bucket)?));
-            }
-            let buf = &current.as_ref().expect("set above").1;
+            let buf: &[u8] = &self.files.read_reusing(File::Map, bucket, &mut current)?;
             let index = (rid.position % self.per_bucket as u64) as usize;
             if index >= get_u32(buf, SIZE_AT) as usize {
                 continue;
@@ -366,10 +365,7 @@ impl Paginated {
         located.sort_unstable();
         let mut current: Option<(usize, PageRef)> = None;
         for (page, slot, i) in located {
-            if current.as_ref().map(|c| c.0) != Some(page) {
-                current = Some((page, self.files.read(File::Data, page)?));
-            }
-            let buf = current.as_ref().expect("set above").1.clone();
+            let buf = self.files.read_reusing(File::Data, page, &mut current)?;
             out[i] = Lookup::Found(self.read_chain(page, slot, Some(buf))?);
         }
         Ok(out)

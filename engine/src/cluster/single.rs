@@ -116,6 +116,7 @@ enum Home {
 }
 
 impl SinglePage {
+    /// An empty single-page cluster on `cache`'s device; the page size must be 512..=65536 bytes.
     pub fn new(cache: Arc<BufferCache>, options: ClusterOptions) -> Result<Self> {
         let ps = cache.page_size();
         if !(512..=65536).contains(&ps) {
@@ -407,10 +408,7 @@ impl SinglePage {
             self.files.stats.fetches += 1;
             let rid = rids[i];
             let Some(page) = self.home_page(rid) else { continue };
-            if current.as_ref().map(|c| c.0) != Some(page) {
-                current = Some((page, self.files.read(File::Data, page)?));
-            }
-            let buf = current.as_ref().expect("set above").1.clone();
+            let buf = self.files.read_reusing(File::Data, page, &mut current)?;
             let slot = u32::from(rid.slot());
             out[i] = match self.check(rid, &buf) {
                 Home::Miss(Lookup::Stale) => Lookup::Stale,
@@ -426,12 +424,9 @@ impl SinglePage {
         }
         // The external pages in order, each once.
         external.sort_by_key(|x| (x.0, x.1));
-        let mut current: Option<(u64, PageRef)> = None;
+        let mut current: Option<(usize, PageRef)> = None;
         for (tp, _, i, page, slot, e) in external {
-            if current.as_ref().map(|c| c.0) != Some(tp) {
-                current = Some((tp, self.files.read(File::Data, tp as usize)?));
-            }
-            let buf = current.as_ref().expect("set above").1.clone();
+            let buf = self.files.read_reusing(File::Data, tp as usize, &mut current)?;
             out[i] = Lookup::Found(self.resolve((page, slot), &e, Some(buf))?);
         }
         Ok(out)

@@ -469,7 +469,7 @@ impl DiskRTree {
         if data[3] as usize != level {
             return Err(corrupt(format!("level byte {}, expected {level}", data[3])));
         }
-        let count = u32::from_le_bytes(data[4..8].try_into().expect("4 bytes")) as u64;
+        let count = crate::bytes::u32_le(data, 4) as u64;
         let expected = self.expected_count(level, idx);
         if count != expected {
             return Err(corrupt(format!(
@@ -525,7 +525,7 @@ fn encode_internal(r: &Rect, child: PageId, out: &mut [u8]) {
 /// Reads the little-endian u64 at `b[at..at + 8]`.
 #[inline(always)]
 fn read_u64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    crate::bytes::u64_le(b, at)
 }
 
 /// A rectangle as the search loops accumulate it from a page's bytes, as two `[x, y]` pairs so
@@ -588,7 +588,7 @@ fn greater(acc: f64, v: f64) -> f64 {
 /// `at` is a constant).
 #[inline(always)]
 fn f64_at<const S: usize>(c: &[u8; S], at: usize) -> f64 {
-    f64::from_le_bytes(c[at..at + 8].try_into().expect("8 bytes"))
+    crate::bytes::f64_le(c, at)
 }
 
 /// The `[x, y]` pair at `c[at..at + 16]`.
@@ -621,7 +621,7 @@ fn bounds_of<const S: usize>(
 /// The entry count of a page whose header has been checked.
 #[inline(always)]
 fn read_count(page: &[u8]) -> usize {
-    u32::from_le_bytes(page[4..8].try_into().expect("4 bytes")) as usize
+    crate::bytes::u32_le(page, 4) as usize
 }
 
 /// A node's MBR as the cache keeps it ([`PageNote`]): the bits of `min.x, min.y, max.x, max.y`.
@@ -653,7 +653,7 @@ fn internal_bounds(page: &[u8], count: usize, first_child: PageId) -> (Rect, boo
     let mbr = bounds_of(slots, |c| pair_at(c, 0), |c| pair_at(c, 16));
     let mut stray = 0u64;
     for (k, c) in slots.iter().enumerate() {
-        stray |= u64::from_le_bytes(c[32..40].try_into().expect("8 bytes")) ^ (first_child + k as u64);
+        stray |= crate::bytes::u64_le(c, 32) ^ (first_child + k as u64);
     }
     (mbr, stray != 0)
 }

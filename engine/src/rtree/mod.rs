@@ -16,8 +16,11 @@ use crate::geom::Point;
 /// operation that put it there.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SpatialEntry {
+    /// The object's location.
     pub point: Point,
+    /// The object's id.
     pub oid: u64,
+    /// The global timestamp of the operation that wrote this entry (maybe with [`Self::SUPERSEDED`] set).
     pub ts: u64,
 }
 
@@ -31,6 +34,7 @@ impl SpatialEntry {
     /// query result. Timestamps stay below 2^63 (the clock counts operations), so the bit is free.
     pub const SUPERSEDED: u64 = 1 << 63;
 
+    /// The entry `<point, oid, ts>`.
     pub fn new(point: Point, oid: u64, ts: u64) -> Self {
         SpatialEntry { point, oid, ts }
     }
@@ -60,11 +64,11 @@ impl SpatialEntry {
 
     /// Reads an entry from `b[..ENCODED_SIZE]`.
     pub fn decode(b: &[u8]) -> Self {
-        let f = |r: std::ops::Range<usize>| -> [u8; 8] { b[r].try_into().expect("8 bytes") };
+        use crate::bytes::{f64_le, u64_le};
         SpatialEntry {
-            point: Point::new(f64::from_le_bytes(f(0..8)), f64::from_le_bytes(f(8..16))),
-            oid: u64::from_le_bytes(f(16..24)),
-            ts: u64::from_le_bytes(f(24..32)),
+            point: Point::new(f64_le(b, 0), f64_le(b, 8)),
+            oid: u64_le(b, 16),
+            ts: u64_le(b, 24),
         }
     }
 }

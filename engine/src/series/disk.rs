@@ -147,11 +147,11 @@ impl Disk {
             });
         }
         let b = &self.buf;
-        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let u64_at = |at: usize| crate::bytes::u64_le(b, at);
         let start = out.len();
         for j in 0..n {
             let at = HEADER + j * POINT;
-            let s = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+            let s = crate::bytes::u32_le(b, at);
             out.push(((s, u64_at(at + 4)), u64_at(at + 12) as i64, u64_at(at + 20)));
         }
         // The keys must ascend strictly from the page's first to its last key as written.

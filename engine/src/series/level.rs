@@ -198,8 +198,10 @@ impl Level {
             Layout::Iotdb | Layout::IotdbReal => {
                 // `transformActiveToImm`: flush the oldest sealed memtable first when the list is full.
                 if self.imm.len() >= self.immutable_limit {
-                    let f = self.imm.pop_front().expect("non-empty");
-                    self.flush(f);
+                    // Never empty here: the configuration refuses an `immutable_limit` of 0.
+                    if let Some(f) = self.imm.pop_front() {
+                        self.flush(f);
+                    }
                 }
                 self.imm.push_back(m);
             }

@@ -80,6 +80,7 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Every layout.
     pub const ALL: [Layout; 3] = [Layout::Iotdb, Layout::IotdbReal, Layout::Diol];
 
     /// The name used on the command line and in result rows.
@@ -101,7 +102,9 @@ impl Layout {
 /// sequence space and `Delay` its unsequence space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RunKind {
+    /// In-order points (IoTDB-real: the sequence space).
     Normal,
+    /// Points that arrived late (IoTDB-real: the unsequence space).
     Delay,
 }
 
@@ -161,6 +164,7 @@ pub enum M1Pick {
 }
 
 impl M1Pick {
+    /// The name configurations and result rows use.
     pub fn name(self) -> &'static str {
         match self {
             M1Pick::ExactZeroTtl => "exact-zero-ttl",
@@ -179,10 +183,13 @@ pub struct CompactionParams {
 /// Everything a [`SeriesStore`] is built from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeriesConfig {
+    /// Which memory level the store runs.
     pub layout: Layout,
     /// Bytes a point costs in a memtable (the authors' accounting: [`AUTHORS_POINT_BYTES`]).
     pub point_bytes: u64,
+    /// Parameters of the IoTDB-like levels (used by `Iotdb` and `IotdbReal`).
     pub iotdb: IotdbParams,
+    /// Parameters of DIOL's level (used by `Diol`).
     pub diol: DiolParams,
     /// Disk compaction; `None` keeps every flushed file as the authors' code does.
     pub compaction: Option<CompactionParams>,

@@ -36,6 +36,7 @@ impl SeriesStore {
         })
     }
 
+    /// The configuration the store was built from.
     pub fn config(&self) -> &SeriesConfig {
         &self.config
     }
@@ -166,8 +167,8 @@ impl SeriesStore {
         let mut out: Vec<(Timestamp, Value)> = Vec::with_capacity(found.len());
         let mut last: Option<Key> = None;
         for (k, v, _) in found {
-            if last == Some(k) {
-                *out.last_mut().expect("pushed") = (k.1, v);
+            if let Some(newest) = out.last_mut().filter(|_| last == Some(k)) {
+                *newest = (k.1, v);
             } else {
                 out.push((k.1, v));
                 last = Some(k);
@@ -257,6 +258,7 @@ impl SeriesStore {
         Ok(())
     }
 
+    #[allow(clippy::expect_used)] // callers pass the id of a run they just listed
     fn position(&self, id: u64) -> usize {
         self.disk
             .runs
@@ -265,6 +267,7 @@ impl SeriesStore {
             .expect("run listed a moment ago")
     }
 
+    /// The store's counters since it was created, the memory level's compactions included.
     pub fn stats(&self) -> SeriesStats {
         let mut s = self.stats;
         s.memory_compactions = self.level.memory_compactions;

@@ -30,10 +30,11 @@
 
 use super::{Device, IoStats, PageId};
 use crate::{Error, Result};
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// When a [`FaultyDevice`] fails one kind of access (reads, writes or syncs), counting from 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,8 +73,11 @@ impl Fault {
 /// What goes wrong at an injected access (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultKind {
+    /// A page read that fails.
     ReadError,
+    /// A page write that fails and writes nothing.
     WriteError,
+    /// A sync that fails.
     SyncError,
     /// A torn write that reports an error.
     ShortWrite,
@@ -97,6 +101,7 @@ impl FaultKind {
         FaultKind::DiskFull,
     ];
 
+    /// The name test reports and error messages use.
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::ReadError => "read error",
@@ -147,11 +152,14 @@ enum Access {
 /// full for one write only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Injection {
+    /// What goes wrong.
     pub kind: FaultKind,
+    /// Which accesses of the kind's type it hits.
     pub at: Fault,
 }
 
 impl Injection {
+    /// `kind` at the accesses `at` picks.
     pub fn new(kind: FaultKind, at: Fault) -> Injection {
         Injection { kind, at }
     }
@@ -185,6 +193,7 @@ impl fmt::Display for Injection {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("injected {kind}: access {access} ({}) of {device} failed", page.map_or("sync".to_string(), |p| format!("page {p}")))]
 pub struct InjectedFault {
+    /// What went wrong.
     pub kind: FaultKind,
     /// The page accessed; `None` for a sync.
     pub page: Option<PageId>,
@@ -215,6 +224,7 @@ pub struct Injected {
 }
 
 impl Injected {
+    /// Faults injected in all, reported or silent.
     pub fn total(&self) -> u64 {
         self.errors + self.silent
     }
@@ -275,7 +285,7 @@ impl FaultyDevice {
     /// Sets which reads and writes fail with an I/O error, numbering accesses from 1 again. Sync
     /// faults are left as they are; a full disk is healed.
     pub fn arm(&self, reads: Fault, writes: Fault) {
-        let mut a = self.armed.lock().unwrap();
+        let mut a = self.armed.lock();
         a.read = (reads, Some(FaultKind::ReadError));
         a.write = (writes, Some(FaultKind::WriteError));
         a.full = Fault::Never;
@@ -286,14 +296,14 @@ impl FaultyDevice {
 
     /// Sets which syncs fail, numbering syncs from 1 again.
     pub fn arm_syncs(&self, syncs: Fault) {
-        self.armed.lock().unwrap().sync = syncs;
+        self.armed.lock().sync = syncs;
         self.syncs.store(0, Ordering::SeqCst);
     }
 
     /// Arms `injection` alone (every other fault is disarmed) and numbers every access from 1
     /// again.
     pub fn inject(&self, injection: Injection) {
-        let mut a = self.armed.lock().unwrap();
+        let mut a = self.armed.lock();
         *a = Armed::default();
         let Injection { kind, at } = injection;
         match kind {
@@ -374,7 +384,7 @@ impl Device for FaultyDevice {
 
     fn allocate(&self, count: u64) -> PageId {
         let first = self.inner.allocate(count);
-        let mut written = self.written.lock().unwrap();
+        let mut written = self.written.lock();
         for id in first..first + count {
             written.remove(&id);
         }
@@ -382,7 +392,7 @@ impl Device for FaultyDevice {
     }
 
     fn free(&self, first: PageId, count: u64) {
-        let mut written = self.written.lock().unwrap();
+        let mut written = self.written.lock();
         for id in first..first + count {
             written.remove(&id);
         }
@@ -392,11 +402,11 @@ impl Device for FaultyDevice {
 
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
         let (at, kind, full) = {
-            let a = self.armed.lock().unwrap();
+            let a = self.armed.lock();
             (a.write.0, a.write.1, a.full)
         };
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if full != Fault::Never && !self.written.lock().unwrap().contains(&id) {
+        if full != Fault::Never && !self.written.lock().contains(&id) {
             let m = self.new_writes.fetch_add(1, Ordering::SeqCst) + 1;
             if full.fails(m) {
                 return Err(self.fault(FaultKind::DiskFull, m, Some(id)));
@@ -408,7 +418,7 @@ impl Device for FaultyDevice {
                 FaultKind::ShortWrite | FaultKind::SilentShortWrite => {
                     let len = pick(n, id, data.len());
                     self.write_prefix(id, data, len)?;
-                    self.written.lock().unwrap().insert(id);
+                    self.written.lock().insert(id);
                     if kind == FaultKind::SilentShortWrite {
                         self.silent.fetch_add(1, Ordering::SeqCst);
                         return Ok(());
@@ -419,12 +429,12 @@ impl Device for FaultyDevice {
             }
         }
         self.inner.write_page(id, data)?;
-        self.written.lock().unwrap().insert(id);
+        self.written.lock().insert(id);
         Ok(())
     }
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
-        let (at, kind) = self.armed.lock().unwrap().read;
+        let (at, kind) = self.armed.lock().read;
         let n = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
         if at.fails(n) {
             if kind == Some(FaultKind::BitFlip) {
@@ -440,7 +450,7 @@ impl Device for FaultyDevice {
     }
 
     fn sync(&self) -> Result<()> {
-        let at = self.armed.lock().unwrap().sync;
+        let at = self.armed.lock().sync;
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
         if at.fails(n) {
             return Err(self.fault(FaultKind::SyncError, n, None));

@@ -40,12 +40,12 @@
 use super::verify::page_checksum;
 use super::{Device, IoCounters, IoStats, PageId};
 use crate::{Error, Result};
+use parking_lot::Mutex;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Smallest page size accepted (the same floor as [`super::MemDevice`]).
 const MIN_PAGE_SIZE: usize = 64;
@@ -79,12 +79,16 @@ impl Default for FileDeviceOptions {
 pub enum DirectIo {
     /// Pages go to the device with `O_DIRECT`; offsets, lengths and buffers are aligned to
     /// `alignment` bytes (the file system's logical block size).
-    On { alignment: usize },
+    On {
+        /// The file system's logical block size, in bytes.
+        alignment: usize,
+    },
     /// Buffered I/O through the page cache, for the reason given.
     Off(String),
 }
 
 impl DirectIo {
+    /// Whether direct I/O is in use.
     pub fn is_on(&self) -> bool {
         matches!(self, DirectIo::On { .. })
     }
@@ -250,7 +254,7 @@ impl FileDevice {
     }
 
     fn slot_state(&self, id: PageId) -> SlotState {
-        let st = self.state.lock().unwrap();
+        let st = self.state.lock();
         st.slots.get(id as usize).copied().unwrap_or(SlotState::Free)
     }
 
@@ -258,13 +262,12 @@ impl FileDevice {
     fn take_buffer(&self) -> AlignedBuf {
         self.buffers
             .lock()
-            .unwrap()
             .pop()
             .unwrap_or_else(|| AlignedBuf::new(self.page_size))
     }
 
     fn return_buffer(&self, buf: AlignedBuf) {
-        let mut pool = self.buffers.lock().unwrap();
+        let mut pool = self.buffers.lock();
         if pool.len() < POOLED_BUFFERS {
             pool.push(buf);
         }
@@ -402,7 +405,7 @@ impl Device for FileDevice {
     }
 
     fn allocate(&self, count: u64) -> PageId {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         st.allocated += count;
         let first = if let Some(i) = st.free.iter().position(|&(_, n)| n >= count) {
             let (first, n) = st.free[i];
@@ -425,7 +428,7 @@ impl Device for FileDevice {
     }
 
     fn free(&self, first: PageId, count: u64) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         for id in first..first + count {
             let slot = &mut st.slots[id as usize];
             assert_ne!(*slot, SlotState::Free, "page {id} freed twice");
@@ -448,7 +451,7 @@ impl Device for FileDevice {
         self.write_raw(id, data)
             .map_err(|e| self.page_error("writing", id, e))?;
         self.counters.write();
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         if let Some(slot) = st.slots.get_mut(id as usize) {
             if *slot != SlotState::Free {
                 *slot = SlotState::Written { crc };
@@ -502,7 +505,7 @@ impl Device for FileDevice {
     }
 
     fn allocated_pages(&self) -> u64 {
-        self.state.lock().unwrap().allocated
+        self.state.lock().allocated
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::{Device, IoCounters, IoStats, PageId};
 use crate::{Error, Result};
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 /// Pages held in memory. Reads and writes are counted exactly like a disk's would be, so counted
 /// I/O is deterministic for a seed and independent of the machine.
@@ -22,6 +22,7 @@ struct MemState {
 }
 
 impl MemDevice {
+    /// An empty device of `page_size`-byte pages (at least 64).
     pub fn new(page_size: usize) -> Self {
         assert!(page_size >= 64, "page size {page_size} is too small");
         MemDevice {
@@ -42,7 +43,7 @@ impl Device for MemDevice {
     }
 
     fn allocate(&self, count: u64) -> PageId {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         st.allocated += count;
         if let Some(i) = st.free.iter().position(|&(_, n)| n >= count) {
             let (first, n) = st.free[i];
@@ -60,7 +61,7 @@ impl Device for MemDevice {
     }
 
     fn free(&self, first: PageId, count: u64) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         for id in first..first + count {
             st.pages[id as usize] = None;
         }
@@ -70,7 +71,7 @@ impl Device for MemDevice {
 
     fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
         assert_eq!(data.len(), self.page_size, "page write of the wrong size");
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         let slot = st
             .pages
             .get_mut(id as usize)
@@ -81,7 +82,7 @@ impl Device for MemDevice {
     }
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
-        let st = self.state.lock().unwrap();
+        let st = self.state.lock();
         // The error is built only when the page is missing (`ok_or` built and dropped one per read).
         let Some(page) = st.pages.get(id as usize).and_then(|p| p.as_ref()) else {
             return Err(Error::UnknownPage { page: id });
@@ -102,7 +103,7 @@ impl Device for MemDevice {
     }
 
     fn allocated_pages(&self) -> u64 {
-        self.state.lock().unwrap().allocated
+        self.state.lock().allocated
     }
 }
 

@@ -63,7 +63,9 @@ pub trait Device: Send + Sync {
 /// Counted device I/O.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoStats {
+    /// Pages read from the device.
     pub page_reads: u64,
+    /// Pages written to the device.
     pub page_writes: u64,
     /// Completed [`Device::sync`] calls (one per flush and per merge in an LSM index).
     #[serde(default)]

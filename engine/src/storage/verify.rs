@@ -20,7 +20,8 @@
 
 use super::{Device, IoStats, PageId};
 use crate::{Error, Result};
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 /// What the layer knows of one page's contents.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +44,7 @@ pub struct VerifyingDevice {
 }
 
 impl VerifyingDevice {
+    /// Checksums every page written to `inner` and verifies it on every read.
     pub fn new(inner: Arc<dyn Device>) -> VerifyingDevice {
         VerifyingDevice {
             inner,
@@ -56,7 +58,7 @@ impl VerifyingDevice {
     }
 
     fn set(&self, id: PageId, sum: Sum) {
-        let mut sums = self.sums.lock().unwrap();
+        let mut sums = self.sums.lock();
         let i = id as usize;
         if i >= sums.len() {
             sums.resize(i + 1, Sum::None);
@@ -65,12 +67,7 @@ impl VerifyingDevice {
     }
 
     fn get(&self, id: PageId) -> Sum {
-        self.sums
-            .lock()
-            .unwrap()
-            .get(id as usize)
-            .copied()
-            .unwrap_or_default()
+        self.sums.lock().get(id as usize).copied().unwrap_or_default()
     }
 }
 
@@ -97,7 +94,7 @@ impl Device for VerifyingDevice {
 
     fn free(&self, first: PageId, count: u64) {
         {
-            let mut sums = self.sums.lock().unwrap();
+            let mut sums = self.sums.lock();
             let end = ((first + count) as usize).min(sums.len());
             for s in sums.iter_mut().take(end).skip(first as usize) {
                 *s = Sum::None;

@@ -209,12 +209,12 @@ pub fn write_report(
     scales.dedup();
     for scale in scales {
         let here: Vec<ResultFile> = results.iter().filter(|r| r.scale == scale).cloned().collect();
-        let evaluation = crate::claims::evaluate(&sets, &here, scale);
+        let evaluation = crate::claims::evaluate(sets, &here, scale);
         let path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
         evaluation.write_atomic(&path)?;
         let mut papers: Vec<String> = here.iter().map(|r| r.paper.clone()).collect();
         papers.dedup();
-        let tables = evaluation.markdown(&sets, &papers);
+        let tables = evaluation.markdown(sets, &papers);
         let link = relative_link(&path, &report_dir);
         if !tables.is_empty() {
             writeln!(

@@ -36,10 +36,11 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use lsmlab_engine::geom::{Point, Rect};
 use rand::Rng;
-use rand_distr::{Distribution, Normal};
+use rand_distr::Distribution;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{check_positive, check_probability, resolve_objects, scaled_objects};
+use crate::sample::unit_normal;
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
@@ -84,7 +85,9 @@ pub struct BerlinModParams {
     pub block_m: f64,
     /// Every this many grid rows and columns is an arterial road.
     pub arterial_every: usize,
+    /// Driving speed on ordinary streets, km/h.
     pub street_kmh: f64,
+    /// Driving speed on arterial roads, km/h.
     pub arterial_kmh: f64,
     /// Fraction of non-arterial street segments left out of the network.
     pub missing_streets: f64,
@@ -276,7 +279,7 @@ impl RoadNetwork {
     fn draw_junction(&self, rng: &mut Xoshiro256PlusPlus, sigma_m: f64, not: Option<u32>) -> u32 {
         let cx = (MITTE.x - BERLIN.min.x) * metres_per_deg_lon();
         let cy = (MITTE.y - BERLIN.min.y) * METRES_PER_DEG_LAT;
-        let unit = Normal::new(0.0, 1.0).expect("unit normal");
+        let unit = unit_normal();
         for _ in 0..32 {
             let j = self.junction_near(cx + sigma_m * unit.sample(rng), cy + sigma_m * unit.sample(rng));
             if Some(j) != not {
@@ -529,7 +532,7 @@ impl Simulation {
     /// Departure time on `day` around `mean_h` hours (Gaussian `sigma_min` minutes, clamped to
     /// `lo_h..hi_h`).
     fn around(&mut self, day: i64, mean_h: f64, sigma_min: f64, lo_h: f64, hi_h: f64) -> i64 {
-        let z: f64 = Normal::new(0.0, 1.0).expect("unit normal").sample(&mut self.rng);
+        let z: f64 = unit_normal().sample(&mut self.rng);
         let hours = (mean_h + z * sigma_min / 60.0).clamp(lo_h, hi_h);
         self.start_ms + day * DAY_MS + (hours * HOUR_MS as f64) as i64
     }

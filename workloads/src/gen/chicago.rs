@@ -39,13 +39,13 @@
 use lsmlab_engine::geom::{Point, Rect};
 use rand::seq::SliceRandom;
 use rand::Rng;
-use rand_distr::{Distribution, LogNormal, Normal};
+use rand_distr::{Distribution, LogNormal};
 
 use super::{
     check_positive, check_probability, check_time_range, resolve_objects, scaled_objects,
     sorted_uniform_times,
 };
-use crate::sample::CumulativeTable;
+use crate::sample::{unit_normal, CumulativeTable};
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
@@ -80,6 +80,7 @@ pub struct ChicagoParams {
     /// Number of taxis (distinct objects); `None` keeps the paper's pickups per taxi (see
     /// [`ChicagoParams::taxis_for`]).
     pub taxis: Option<usize>,
+    /// Chicago's community areas: the coarse places pickups are drawn around.
     pub community_areas: usize,
     /// Census-tract centroids, spread over the community areas.
     pub tracts: usize,
@@ -95,7 +96,9 @@ pub struct ChicagoParams {
     pub spread_share: f64,
     /// Radius of the disc a moved pickup lands in uniformly, metres.
     pub spread_radius_m: f64,
+    /// Start of the pickups' time range, Unix seconds.
     pub start: i64,
+    /// End of the pickups' time range, Unix seconds.
     pub end: i64,
 }
 
@@ -145,8 +148,9 @@ struct Places {
 
 fn places(seed: u64, p: &ChicagoParams) -> Places {
     let mut rng = seeded_rng(seed, "chicago/centroids");
+    #[allow(clippy::expect_used)] // constant parameters: a finite mu and a positive sigma
     let noise = LogNormal::new(0.0, 0.5).expect("finite sigma");
-    let unit = Normal::new(0.0, 1.0).expect("unit normal");
+    let unit = unit_normal();
     let kx = lon_scale();
     let areas: Vec<Point> = (0..p.community_areas)
         .map(|_| {

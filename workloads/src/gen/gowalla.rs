@@ -26,10 +26,10 @@
 use lsmlab_engine::geom::{Point, Rect};
 use rand::seq::SliceRandom;
 use rand::Rng;
-use rand_distr::{Distribution, LogNormal, Normal};
+use rand_distr::{Distribution, LogNormal};
 
 use super::{check_positive, check_probability, check_time_range, resolve_objects, scaled_objects};
-use crate::sample::{zipf_weights, CumulativeTable};
+use crate::sample::{unit_normal, zipf_weights, CumulativeTable};
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
@@ -49,6 +49,7 @@ pub struct GowallaParams {
     pub users: Option<usize>,
     /// Sigma of the lognormal activity (check-ins per user) distribution.
     pub activity_sigma: f64,
+    /// Cities the venues are spread over.
     pub cities: usize,
     /// Zipf exponent of city sizes.
     pub city_zipf: f64,
@@ -69,6 +70,7 @@ pub struct GowallaParams {
     pub long_jump: f64,
     /// Time range of the check-ins, Unix seconds.
     pub start: i64,
+    /// End of the check-ins' time range, Unix seconds.
     pub end: i64,
 }
 
@@ -116,7 +118,7 @@ fn build_venues(venues: usize, seed: u64, p: &GowallaParams) -> Venues {
     let mut district_of = Vec::with_capacity(venues);
     let mut districts = Vec::new();
     let mut cities = Vec::with_capacity(p.cities);
-    let unit = Normal::new(0.0, 1.0).expect("unit normal");
+    let unit = unit_normal();
     for (c, &cw) in city_weights.iter().enumerate() {
         let share = cw / total_city;
         let n_venues = ((venues as f64 * share).round() as usize).max(1);
@@ -143,6 +145,7 @@ fn build_venues(venues: usize, seed: u64, p: &GowallaParams) -> Venues {
                     lon.clamp(WORLD.min.x, WORLD.max.x),
                     lat.clamp(WORLD.min.y, WORLD.max.y),
                 ));
+                #[allow(clippy::expect_used)] // the shuffled ranks number the venues, one each
                 let rank = next_rank.next().expect("one rank per venue");
                 weights.push(share * (rank as f64).powf(-p.venue_zipf) / harmonic);
                 district_of.push(districts.len() as u32);
@@ -164,6 +167,7 @@ fn build_venues(venues: usize, seed: u64, p: &GowallaParams) -> Venues {
 /// rounded so the total is exact (largest remainders first, ties by user index).
 fn activity(records: usize, users: usize, seed: u64, p: &GowallaParams) -> Vec<usize> {
     let mut rng = seeded_rng(seed, "gowalla/activity");
+    #[allow(clippy::expect_used)] // `gowalla` checked `activity_sigma` is positive before calling
     let dist = LogNormal::new(0.0, p.activity_sigma).expect("finite sigma");
     let w: Vec<f64> = (0..users).map(|_| dist.sample(&mut rng)).collect();
     let total: f64 = w.iter().sum();

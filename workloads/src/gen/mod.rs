@@ -30,6 +30,7 @@ pub const MIN_DEFAULT_OBJECTS: usize = 50;
 /// What to generate: how many records, and over how many distinct objects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GenSpec {
+    /// Records in the stream.
     pub records: usize,
     /// Distinct objects in the stream; `None` takes [`default_objects`]. Every object has at least
     /// one record, so it must be in `1..=records`.

@@ -13,7 +13,9 @@ use std::path::Path;
 /// Vertices `0..vertices` and edges between them (each edge once, as (from, to)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Graph {
+    /// Number of vertices, numbered `0..vertices`.
     pub vertices: u32,
+    /// Edges as (from, to), each once.
     pub edges: Vec<(u32, u32)>,
 }
 

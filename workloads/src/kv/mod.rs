@@ -35,7 +35,12 @@ pub enum KvOp {
     /// Point lookup of one key.
     Get(u64),
     /// Range lookup of the keys in `lo..=hi` (both ends included).
-    Scan { lo: u64, hi: u64 },
+    Scan {
+        /// The smallest key of the range.
+        lo: u64,
+        /// The largest key of the range.
+        hi: u64,
+    },
     /// Overwrite of an existing key's value.
     Update(u64),
     /// Insert of a key that did not exist before.

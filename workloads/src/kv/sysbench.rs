@@ -59,13 +59,29 @@ pub enum SysbenchDist {
     /// `--rand-type=uniform`.
     Uniform,
     /// `--rand-type=gaussian` with `--rand-spec-iter`.
-    Gaussian { iter: u32 },
+    Gaussian {
+        /// Uniform draws averaged per draw (`--rand-spec-iter`).
+        iter: u32,
+    },
     /// `--rand-type=special` with `--rand-spec-iter`, `--rand-spec-pct`, `--rand-spec-res`.
-    Special { iter: u32, pct: u32, res: u32 },
+    Special {
+        /// Uniform draws averaged per hot draw (`--rand-spec-iter`).
+        iter: u32,
+        /// Percent of the ids that are hot (`--rand-spec-pct`).
+        pct: u32,
+        /// Percent of the draws that go to the hot ids (`--rand-spec-res`).
+        res: u32,
+    },
     /// `--rand-type=pareto` with `--rand-pareto-h`.
-    Pareto { h: f64 },
+    Pareto {
+        /// The skew parameter (`--rand-pareto-h`); smaller is more skewed.
+        h: f64,
+    },
     /// `--rand-type=zipfian` with `--rand-zipfian-exp`.
-    Zipfian { exp: f64 },
+    Zipfian {
+        /// The zipf exponent (`--rand-zipfian-exp`).
+        exp: f64,
+    },
 }
 
 impl SysbenchDist {
@@ -336,6 +352,7 @@ pub enum KeyDist {
 }
 
 impl KeyDist {
+    /// Every key distribution.
     pub const ALL: [KeyDist; 7] = [
         KeyDist::SysbenchZipfian,
         KeyDist::YcsbZipfian,

@@ -10,7 +10,9 @@ use crate::WorkloadError;
 /// 0-based position.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ColumnRef {
+    /// The column whose header is this name.
     Name(String),
+    /// The column at this 0-based position.
     Index(usize),
 }
 
@@ -46,6 +48,7 @@ impl fmt::Display for ColumnRef {
 /// object per file or per directory (GPS logs such as GeoLife keep one user per directory).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IdSource {
+    /// The value of this column.
     Column(ColumnRef),
     /// The file name without its extensions (`@file`).
     FileStem,
@@ -90,12 +93,16 @@ impl fmt::Display for IdSource {
 /// The columns a generic CSV/TSV file is read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CsvColumns {
+    /// Where the object id comes from.
     pub oid: IdSource,
+    /// The time column (a timestamp, or a date when `time_of_day` is given).
     pub time: ColumnRef,
     /// A second time column joined after `time` with a space, for files that keep the date and the
     /// time of day apart (`time=date+time`).
     pub time_of_day: Option<ColumnRef>,
+    /// The x (longitude) column.
     pub x: ColumnRef,
+    /// The y (latitude) column.
     pub y: ColumnRef,
 }
 
@@ -187,7 +194,9 @@ impl FromStr for CsvColumns {
         } else if keyed == 4 {
             let mut slots: [Option<&str>; 4] = Default::default();
             for item in items {
-                let (key, value) = item.split_once('=').expect("contains '='");
+                let Some((key, value)) = item.split_once('=') else {
+                    return Err(bad("either give all four as key=column or none".to_string()));
+                };
                 let slot = match key.trim().to_ascii_lowercase().as_str() {
                     "oid" | "id" | "object" => 0,
                     "time" | "t" | "ts" => 1,
@@ -202,7 +211,10 @@ impl FromStr for CsvColumns {
                     return Err(bad(format!("{key:?} given twice")));
                 }
             }
-            slots.map(|s| s.expect("four distinct keys fill four slots"))
+            match slots {
+                [Some(oid), Some(time), Some(x), Some(y)] => [oid, time, x, y],
+                _ => return Err(bad("give each of oid, time, x and y once".to_string())),
+            }
         } else {
             return Err(bad("either give all four as key=column or none".to_string()));
         };

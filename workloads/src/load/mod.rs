@@ -51,6 +51,7 @@ impl Format {
         guess(path)
     }
 
+    /// The name `--format` and [`std::str::FromStr`] accept.
     pub fn name(self) -> &'static str {
         match self {
             Format::SnapGowalla => Self::NAMES[0],
@@ -122,6 +123,7 @@ pub fn guess(path: &Path) -> Option<Format> {
 /// How to load a file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadOptions {
+    /// The file's format.
     pub format: Format,
     /// For [`Format::Csv`]: which columns hold what. `None`: with a header, the first column named
     /// like an id (`oid`, `id`, `object_id`, `user`, `user_id`, `taxi_id`, `vehicle`, `moid`), a time

@@ -38,7 +38,12 @@ pub enum DelayModel {
     /// The DIOL authors' runs-and-singles mixture.
     Diol,
     /// Independent lognormal delays.
-    Lognormal { mu: f64, sigma: f64 },
+    Lognormal {
+        /// Mean of the delay's logarithm.
+        mu: f64,
+        /// Standard deviation of the delay's logarithm (at least 0).
+        sigma: f64,
+    },
     /// Delays drawn uniformly from a sample (e.g. real delays from a file).
     Sample(std::sync::Arc<Vec<u64>>),
 }
@@ -55,6 +60,8 @@ pub struct StreamSpec {
     pub points: u64,
     /// Fraction of the points that arrive late, in `[0, 1)`.
     pub o3_ratio: f64,
+    /// How late the late points arrive, in timestamps (a point `t` delayed by `d` arrives after
+    /// `t + d`).
     pub delay: DelayModel,
     /// Factor applied to every delay except the mixture's U[1,N] branch.
     pub delay_scale: f64,
@@ -68,6 +75,9 @@ fn invalid(reason: String) -> WorkloadError {
 }
 
 impl StreamSpec {
+    /// Refuses a spec [`generate_stream`] cannot honour: no points, a ratio outside `[0, 1)`, a delay
+    /// scale that is not positive and finite, a lognormal with a non-finite mu or sigma or a negative sigma,
+    /// an empty sample.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         if self.points == 0 {
             return Err(invalid("points must be at least 1".into()));
@@ -137,7 +147,7 @@ pub fn generate_stream(spec: &StreamSpec, seed: u64) -> Result<Vec<u64>, Workloa
             } else if assigned > run_points {
                 let mut over = assigned - run_points;
                 while over > 0 {
-                    let last = sizes.last_mut().expect("assigned > 0 means sizes");
+                    let Some(last) = sizes.last_mut() else { break }; // never: assigned > 0 means sizes
                     let cut = over.min(*last);
                     *last -= cut;
                     over -= cut;
@@ -182,7 +192,10 @@ pub fn generate_stream(spec: &StreamSpec, seed: u64) -> Result<Vec<u64>, Workloa
             let chosen = rand::seq::index::sample(&mut rng, n as usize, late_total as usize);
             let mut drng = seeded_rng(seed, "ts/delays");
             let ln = match model {
-                DelayModel::Lognormal { mu, sigma } => Some(LogNormal::new(*mu, *sigma).expect("validated")),
+                DelayModel::Lognormal { mu, sigma } => Some(
+                    LogNormal::new(*mu, *sigma)
+                        .map_err(|e| invalid(format!("lognormal delays (mu {mu}, sigma {sigma}): {e}")))?,
+                ),
                 _ => None,
             };
             for i in chosen.iter() {
@@ -256,8 +269,10 @@ pub enum TsWorkload {
 }
 
 impl TsWorkload {
+    /// Every workload.
     pub const ALL: [TsWorkload; 4] = [TsWorkload::A, TsWorkload::B, TsWorkload::C, TsWorkload::Recent];
 
+    /// The name configurations and result rows use.
     pub fn name(self) -> &'static str {
         match self {
             TsWorkload::A => "A",
@@ -267,6 +282,7 @@ impl TsWorkload {
         }
     }
 
+    /// The workload called `s` (case-insensitive).
     pub fn parse(s: &str) -> Option<TsWorkload> {
         TsWorkload::ALL
             .into_iter()
@@ -286,7 +302,9 @@ impl TsWorkload {
 /// One operation of the timed phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TsOp {
+    /// Insert the point with this timestamp.
     Insert(u64),
+    /// Read the point with this timestamp.
     Get(u64),
     /// Inclusive time range.
     Range(u64, u64),
@@ -295,6 +313,7 @@ pub enum TsOp {
 /// How reads are built.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpsSpec {
+    /// Which mix of inserts and reads.
     pub workload: TsWorkload,
     /// Factor on the authors' range lengths (1-500 or 501-5000 points, half each).
     pub range_scale: f64,

@@ -44,37 +44,51 @@ pub const MAX_SCAN_LENGTH: u64 = 100;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Workload {
     #[serde(rename = "ycsb-a")]
+    /// Update heavy: 50% reads, 50% updates.
     A,
     #[serde(rename = "ycsb-b")]
+    /// Read mostly: 95% reads, 5% updates.
     B,
     #[serde(rename = "ycsb-c")]
+    /// Read only.
     C,
     #[serde(rename = "ycsb-d")]
+    /// Read latest: 95% reads of recent inserts, 5% inserts.
     D,
     #[serde(rename = "ycsb-e")]
+    /// Short ranges: 95% scans, 5% inserts.
     E,
     #[serde(rename = "ycsb-f")]
+    /// Read-modify-write: 50% reads, 50% read-modify-writes.
     F,
 }
 
 /// Request distribution of a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Distribution {
+    /// Scrambled zipfian over the existing keys.
     Zipfian,
+    /// Skewed towards the most recently inserted keys.
     Latest,
 }
 
 /// Operation proportions, in YCSB's order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Proportions {
+    /// Share of reads.
     pub read: f64,
+    /// Share of updates.
     pub update: f64,
+    /// Share of inserts.
     pub insert: f64,
+    /// Share of scans.
     pub scan: f64,
+    /// Share of read-modify-writes.
     pub read_modify_write: f64,
 }
 
 impl Workload {
+    /// Every core workload, A to F.
     pub const ALL: [Workload; 6] = [
         Workload::A,
         Workload::B,
@@ -84,6 +98,7 @@ impl Workload {
         Workload::F,
     ];
 
+    /// The name configurations and result rows use (`ycsb-a` ... `ycsb-f`).
     pub fn name(self) -> &'static str {
         match self {
             Workload::A => "ycsb-a",
@@ -114,6 +129,7 @@ impl Workload {
         }
     }
 
+    /// The workload's request distribution (latest for D, zipfian for the others).
     pub fn distribution(self) -> Distribution {
         if self == Workload::D {
             Distribution::Latest
@@ -154,15 +170,40 @@ pub fn key_name(keynum: u64) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Read every field of a record.
-    Read { key: u64 },
+    Read {
+        /// The record read.
+        key: u64,
+    },
     /// Write one field.
-    Update { key: u64, field: usize, value: Vec<u8> },
+    Update {
+        /// The record written.
+        key: u64,
+        /// The field written, `0..FIELD_COUNT`.
+        field: usize,
+        /// The field's new value.
+        value: Vec<u8>,
+    },
     /// Insert a new record with every field.
-    Insert { key: u64 },
+    Insert {
+        /// The new record (the next insert key).
+        key: u64,
+    },
     /// Read `len` records in key order from the start key.
-    Scan { start: u64, len: usize },
+    Scan {
+        /// The first key read.
+        start: u64,
+        /// Records read, `1..=MAX_SCAN_LENGTH`.
+        len: usize,
+    },
     /// Read every field, then write one.
-    ReadModifyWrite { key: u64, field: usize, value: Vec<u8> },
+    ReadModifyWrite {
+        /// The record read and written.
+        key: u64,
+        /// The field written, `0..FIELD_COUNT`.
+        field: usize,
+        /// The field's new value.
+        value: Vec<u8>,
+    },
 }
 
 /// The fields of a new record (`buildValues`): 10 x 100 bytes, deterministic for the key.
@@ -224,6 +265,7 @@ impl Stream {
         })
     }
 
+    /// The workload this generator draws.
     pub fn workload(&self) -> Workload {
         self.workload
     }
@@ -239,6 +281,7 @@ impl Stream {
         if let Some(l) = self.latest.as_mut() {
             return l.sample(&mut self.rng, newest);
         }
+        #[allow(clippy::expect_used)] // the constructor sets `latest` or `zipf` for every distribution
         let z = self.zipf.as_ref().expect("zipfian or latest");
         loop {
             let k = z.sample(&mut self.rng);

@@ -122,6 +122,7 @@ pub struct MemRTree {
 }
 
 /// Position of `x` in `v` (children lists hold at most a page's worth of ids, so a scan is cheapest).
+#[allow(clippy::expect_used)] // every live node is listed in its parent (the tree's invariants)
 fn slot_of(v: &[NodeId], x: NodeId) -> usize {
     v.iter()
         .position(|&c| c == x)
@@ -230,6 +231,7 @@ impl MemRTree {
         self.len
     }
 
+    /// Whether the tree holds no entry.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -275,6 +277,7 @@ impl MemRTree {
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
+                #[allow(clippy::expect_used)] // a capacity limit, like a failed allocation
                 let id = NodeId::try_from(self.nodes.len()).expect("MemRTree arena exceeds u32 ids");
                 assert!(id != NO_NODE, "MemRTree arena exceeds u32 ids");
                 self.nodes.push(Node::new_leaf(NO_NODE, 0));

@@ -270,6 +270,7 @@ impl MemRTree {
         let sibling = self.alloc_node(NO_NODE, level);
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
+        #[allow(clippy::expect_used)] // `sibling` was just allocated, so it is not `n`
         let [node, sib] = self
             .nodes
             .get_disjoint_mut([n as usize, sibling as usize])
