@@ -40,8 +40,13 @@ pub struct StrategyDef {
     pub name: fn(option: u8) -> String,
     /// The maintenance state of `option` for an index configured by `cfg`, whose pages (and any
     /// key index's) live in `cache`.
-    pub build: fn(option: u8, cfg: &SpatialConfig, cache: &Arc<BufferCache>) -> Result<Box<dyn Maintenance>>,
+    pub build: BuildMaintenance,
 }
+
+/// How a row builds a strategy's state: from its option, the index's configuration and the cache
+/// its pages (and any key index's) live in.
+pub type BuildMaintenance =
+    fn(option: u8, cfg: &SpatialConfig, cache: &Arc<BufferCache>) -> Result<Box<dyn Maintenance>>;
 
 /// Every strategy family, in the order the parse error lists them.
 pub static STRATEGIES: &[&StrategyDef] = &[&EAGER, &VALIDATION, &UPDATE_MEMO];
