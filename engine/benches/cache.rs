@@ -79,8 +79,8 @@ impl Peer {
             ))
         };
         vec![
-            ("lsmlab-lru", ours(PolicyKind::Lru)),
-            ("lsmlab-clock", ours(PolicyKind::Clock)),
+            ("lsmlab-lru", ours(PolicyKind::LRU)),
+            ("lsmlab-clock", ours(PolicyKind::CLOCK)),
             (
                 "quick_cache",
                 Peer::Quick(quick_cache::sync::Cache::new(CAPACITY), dev.clone()),

@@ -47,7 +47,7 @@ pub struct BufferCache {
 }
 
 /// The policy, with the shipped ones dispatched statically so that the hit path inlines them.
-enum Policy {
+pub(crate) enum Policy {
     Lru(Lru),
     Clock(Clock),
     Custom(Box<dyn ReplacementPolicy>),
@@ -64,16 +64,13 @@ macro_rules! dispatch {
 }
 
 impl Policy {
-    /// The one factory of the named policies ([`PolicyKind`]); a policy of the caller's comes in
-    /// through [`BufferCache::with_policy`].
+    /// The state of a named policy (its row of the policy table builds it); a policy of the
+    /// caller's comes in through [`BufferCache::with_policy`].
     fn of(kind: PolicyKind) -> Self {
-        match kind {
-            PolicyKind::Lru => Policy::Lru(Lru::default()),
-            PolicyKind::Clock => Policy::Clock(Clock::default()),
-        }
+        kind.build()
     }
 
-    fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         dispatch!(self, p => p.name())
     }
 
@@ -311,7 +308,7 @@ impl State {
 impl BufferCache {
     /// An exact-LRU cache of `capacity` pages (0 disables caching: every read goes to the device).
     pub fn new(device: Arc<dyn Device>, capacity: usize) -> Self {
-        Self::build(device, capacity, Policy::of(PolicyKind::Lru))
+        Self::build(device, capacity, Policy::of(PolicyKind::LRU))
     }
 
     /// The cache a [`CacheConfig`] describes.

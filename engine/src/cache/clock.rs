@@ -6,7 +6,7 @@
 //! page replacement). A demand or write arrival starts referenced; a prefetched page starts
 //! unreferenced, so a prefetch that is never used is the first to go.
 
-use super::policy::{Arrival, FrameId, ReplacementPolicy};
+use super::policy::{Arrival, FrameId, Policy, PolicyDef, ReplacementPolicy};
 use crate::storage::PageId;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,6 +34,13 @@ impl Clock {
         }
     }
 }
+
+/// The policy table's row of `clock`.
+pub static CLOCK: PolicyDef = PolicyDef {
+    name: "clock",
+    about: "CLOCK (second chance): an approximation of LRU whose hit only sets a reference bit",
+    build: || Policy::Clock(Clock::default()),
+};
 
 impl ReplacementPolicy for Clock {
     fn name(&self) -> &'static str {

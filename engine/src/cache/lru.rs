@@ -3,7 +3,7 @@
 //! The links live in a vector indexed by frame number (an intrusive list over the cache's slab of
 //! frames), so a hit is two unlinks and a push to the front with no allocation and no search.
 
-use super::policy::{Arrival, FrameId, ReplacementPolicy};
+use super::policy::{Arrival, FrameId, Policy, PolicyDef, ReplacementPolicy};
 use crate::storage::PageId;
 
 const NIL: FrameId = FrameId::MAX;
@@ -77,6 +77,13 @@ impl Lru {
         out
     }
 }
+
+/// The policy table's row of `lru`.
+pub static LRU: PolicyDef = PolicyDef {
+    name: "lru",
+    about: "exact least-recently-used: the page unused longest leaves (the counted figures' policy)",
+    build: || Policy::Lru(Lru::default()),
+};
 
 impl ReplacementPolicy for Lru {
     fn name(&self) -> &'static str {

@@ -22,7 +22,12 @@ pub mod sink;
 mod stats;
 
 pub use buffer::{BufferCache, PageNote, PageRef};
-pub use policy::{Arrival, CacheConfig, FrameId, PolicyKind, ReplacementPolicy};
+pub use policy::{Arrival, CacheConfig, FrameId, PolicyDef, PolicyKind, ReplacementPolicy};
+
+/// The policy table: every named replacement policy, in the order experiments list them. A new
+/// policy is its file here (the policy and its `PolicyDef` row), its `mod` line above and its row
+/// below (the steps are in `docs/extending.md`).
+pub static POLICIES: &[&PolicyDef] = &[&lru::LRU, &clock::CLOCK];
 pub use sink::{AdmitAll, AdmitNone, CacheSink, PageSink, WarmUp};
 pub use stats::CacheStats;
 

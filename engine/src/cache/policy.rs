@@ -5,10 +5,12 @@
 //! demand. Keeping the decision apart from the storage lets a policy be swapped (exact LRU for the
 //! counted figures, CLOCK, a learned one later) without touching the read and write paths.
 
+pub(crate) use super::buffer::Policy;
 use crate::storage::PageId;
 use crate::{Error, Result};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
 /// The number of a frame, the cache slot that holds one resident page. A frame number is stable
@@ -31,7 +33,7 @@ pub enum Arrival {
 /// The decision part of a cache. The cache calls these under its lock, so they must be cheap: the
 /// hit path calls [`ReplacementPolicy::touched`] once per read.
 pub trait ReplacementPolicy: Send {
-    /// Short name, as in [`PolicyKind`].
+    /// Short name, as its row of the policy table ([`PolicyDef::name`]) spells it.
     fn name(&self) -> &'static str;
     /// `page` became resident in `frame` (which no resident page holds).
     fn inserted(&mut self, frame: FrameId, page: PageId, how: Arrival);
@@ -54,27 +56,73 @@ pub trait ReplacementPolicy: Send {
     fn clear(&mut self);
 }
 
-/// The replacement policies the engine ships, by name.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyKind {
-    /// Exact least-recently-used (the counted figures' policy).
-    #[default]
-    Lru,
-    /// CLOCK (second chance), an approximation of LRU with a cheaper hit.
-    Clock,
+/// One row of the policy table ([`super::POLICIES`]): a named replacement policy and how a cache
+/// builds it.
+pub struct PolicyDef {
+    /// The name configurations and result rows use (`lru`, `clock`); [`FromStr`] parses it.
+    pub name: &'static str,
+    /// One line on what the policy does.
+    pub about: &'static str,
+    /// The policy's state for a new cache (the shipped policies are dispatched statically; another
+    /// one is `Policy::Custom(Box::new(...))`).
+    pub(crate) build: fn() -> Policy,
 }
 
+/// A named replacement policy: a row of the policy table. It prints, parses and serialises as its
+/// name.
+#[derive(Clone, Copy)]
+pub struct PolicyKind(&'static PolicyDef);
+
 impl PolicyKind {
-    /// Every policy, in the order the experiments list them.
-    pub const ALL: [PolicyKind; 2] = [PolicyKind::Lru, PolicyKind::Clock];
+    /// Exact least-recently-used (the counted figures' policy).
+    pub const LRU: PolicyKind = PolicyKind(&super::lru::LRU);
+    /// CLOCK (second chance), an approximation of LRU with a cheaper hit.
+    pub const CLOCK: PolicyKind = PolicyKind(&super::clock::CLOCK);
+
+    /// Every policy of the table, in its order.
+    pub fn all() -> impl Iterator<Item = PolicyKind> {
+        super::POLICIES.iter().map(|def| PolicyKind(def))
+    }
 
     /// The name configurations and result rows use (`lru`, `clock`); [`FromStr`] parses it.
     pub fn name(self) -> &'static str {
-        match self {
-            PolicyKind::Lru => "lru",
-            PolicyKind::Clock => "clock",
-        }
+        self.0.name
+    }
+
+    /// One line on what the policy does.
+    pub fn about(self) -> &'static str {
+        self.0.about
+    }
+
+    /// The policy's state for a new cache.
+    pub(crate) fn build(self) -> Policy {
+        (self.0.build)()
+    }
+}
+
+impl Default for PolicyKind {
+    fn default() -> Self {
+        PolicyKind::LRU
+    }
+}
+
+impl PartialEq for PolicyKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for PolicyKind {}
+
+impl Hash for PolicyKind {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state);
+    }
+}
+
+impl fmt::Debug for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PolicyKind({})", self.0.name)
     }
 }
 
@@ -88,10 +136,26 @@ impl FromStr for PolicyKind {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        PolicyKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| Error::Config(format!("unknown cache policy {s:?} (expected lru or clock)")))
+        PolicyKind::all().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = PolicyKind::all().map(PolicyKind::name).collect();
+            Error::Config(format!(
+                "unknown cache policy {s:?} (expected one of {})",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+impl Serialize for PolicyKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -110,7 +174,7 @@ impl CacheConfig {
     /// An exact-LRU cache of `capacity_pages` pages.
     pub fn lru(capacity_pages: usize) -> Self {
         CacheConfig {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::LRU,
             capacity_pages,
         }
     }
@@ -122,9 +186,12 @@ mod tests {
 
     #[test]
     fn policy_names_round_trip_and_unknown_names_are_refused() {
-        for k in PolicyKind::ALL {
+        for k in PolicyKind::all() {
             assert_eq!(k.name().parse::<PolicyKind>().unwrap(), k);
+            // A cache built from the row runs the policy the row names.
+            assert_eq!(k.build().name(), k.name());
         }
+        assert_eq!(PolicyKind::all().count(), super::super::POLICIES.len());
         let err = "lfu".parse::<PolicyKind>().unwrap_err().to_string();
         assert!(err.contains("\"lfu\""), "{err}");
     }
@@ -132,7 +199,7 @@ mod tests {
     #[test]
     fn config_serialises_with_lowercase_policy_and_refuses_unknown_keys() {
         let cfg = CacheConfig {
-            policy: PolicyKind::Clock,
+            policy: PolicyKind::CLOCK,
             capacity_pages: 128,
         };
         let json = serde_json::to_string(&cfg).unwrap();

@@ -360,7 +360,7 @@ fn check_against_model(capacity: usize, ops: &[Op], kind: Checked) -> std::resul
         Checked::Clock => BufferCache::from_config(
             dev.clone(),
             &CacheConfig {
-                policy: PolicyKind::Clock,
+                policy: PolicyKind::CLOCK,
                 capacity_pages: capacity,
             },
         ),
@@ -481,8 +481,8 @@ fn clock_gives_a_second_chance_where_lru_keeps_recency() {
     };
     // LRU evicts page 1, the least recently used. CLOCK's sweep finds every page referenced,
     // clears them all and comes back to page 0.
-    let (lru, lru_stats) = run(PolicyKind::Lru);
-    let (clock, clock_stats) = run(PolicyKind::Clock);
+    let (lru, lru_stats) = run(PolicyKind::LRU);
+    let (clock, clock_stats) = run(PolicyKind::CLOCK);
     assert_eq!(lru, [0, 2, 3]);
     assert_eq!(clock, [1, 2, 3]);
     for s in [lru_stats, clock_stats] {
@@ -496,7 +496,7 @@ fn clock_spares_a_page_used_since_the_last_sweep() {
     let cache = BufferCache::from_config(
         dev,
         &CacheConfig {
-            policy: PolicyKind::Clock,
+            policy: PolicyKind::CLOCK,
             capacity_pages: 3,
         },
     );
@@ -660,7 +660,7 @@ fn a_failed_write_back_keeps_the_dirty_page() {
 /// resident, dirty, in its frame and where the policy had it, and nothing is counted.
 #[test]
 fn a_victim_whose_write_back_failed_stays_where_the_policy_had_it() {
-    for policy in PolicyKind::ALL {
+    for policy in PolicyKind::all() {
         let flaky = Arc::new(FaultyDevice::new(Arc::new(MemDevice::new(PS))));
         Device::allocate(&*flaky, 4);
         for i in 0..4 {
@@ -688,19 +688,19 @@ fn a_victim_whose_write_back_failed_stays_where_the_policy_had_it() {
         let s = cache.stats().since(&before);
         let mut buf = [0u8; PS];
         Device::read_page(&*flaky, 0, &mut buf).unwrap();
-        match policy {
+        // Whatever the policy, one page left for page 3 and it is resident.
+        assert_eq!((s.misses, s.evictions), (2, 1), "{policy}");
+        assert!(cache.resident().contains(&3), "{policy}");
+        if policy == PolicyKind::LRU {
             // Page 0 is still the least recent: it goes now, and its bytes reach the device.
-            PolicyKind::Lru => {
-                assert_eq!(cache.resident(), [1, 3]);
-                assert_eq!((s.misses, s.evictions, s.write_backs, buf[0]), (2, 1, 1, 50));
-            }
+            assert_eq!(cache.resident(), [1, 3]);
+            assert_eq!((s.write_backs, buf[0]), (1, 50));
+        } else if policy == PolicyKind::CLOCK {
             // The failed search left the hand past frame 0 (page 0), both reference bits cleared:
             // page 1, in frame 1, goes; page 0 stays dirty.
-            PolicyKind::Clock => {
-                assert_eq!(cache.resident(), [0, 3]);
-                assert_eq!((s.misses, s.evictions, s.write_backs, buf[0]), (2, 1, 0, 0));
-                assert!(cache.is_dirty(0));
-            }
+            assert_eq!(cache.resident(), [0, 3]);
+            assert_eq!((s.write_backs, buf[0]), (0, 0));
+            assert!(cache.is_dirty(0));
         }
     }
 }
