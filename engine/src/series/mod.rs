@@ -40,6 +40,20 @@
 //! the older version still in memory (the C++ keeps the first; the paper's streams never repeat a
 //! timestamp); every time-to-live-expired M2 memtable is flushed (the C++ erases while iterating).
 
+//! # Why the runs are not on the LSM executor
+//!
+//! The key-value store and the LSM R-tree keep their runs in [`crate::lsm::RunStore`], whose
+//! compaction strategies choose among runs by their key ranges and merge whole inputs into one
+//! output level. The series store keeps its files apart on purpose: a file's points are in
+//! (series, time) order but the files are cut by *time* (a memtable's time range, across every
+//! series), so a file's key range spans nearly every series and says nothing about the time
+//! range that decides which files a compaction touches; the memory level decides what to flush
+//! and when (time-to-live, M1/M2 limits), not a compaction strategy; and the one disk compaction,
+//! merging each delay file into the normal files whose time ranges its points fall into and
+//! rewriting only those, keeps the normal files' boundaries rather than re-cutting the output by
+//! size. Putting these files on `RunStore` would need time-range metadata and a merge that
+//! preserves existing boundaries in the executor, for one caller.
+
 mod disk;
 mod level;
 mod memtable;
