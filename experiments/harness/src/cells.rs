@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 use serde_json::Value;
 
 use crate::config::ConfigMap;
-use crate::report::value_text;
+use crate::rows::value_text;
 
 /// One cell: for each named list-valued key, the index of the element this cell runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -40,16 +40,16 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::experiment::{Row, Scale};
-use crate::plot::spec::{distinct_of, text_of};
-use crate::plot::{fmt_num, markdown_table};
+use crate::plot::markdown_table;
 use crate::result::ResultFile;
+use crate::rows::{distinct_of, fmt_num, text_of, Row};
+use crate::scale::Scale;
 
 /// The `schema` of a claims file (`results/<scale>/claims.json`).
 pub const SCHEMA: &str = "lsmlab.claims/1";
 
 /// File name of the evaluation written beside the result files of a scale.
-pub const FILE_NAME: &str = "claims.json";
+pub const FILE_NAME: &str = crate::result::CLAIMS_FILE_NAME;
 
 /// One paper's claims (the contents of one file under `experiments/claims/`).
 #[derive(Clone, Debug, Deserialize)]

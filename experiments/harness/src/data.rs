@@ -12,8 +12,23 @@ use anyhow::{bail, Context};
 use lsmlab_workloads::load::{dataset_name, guess, load, probe, CsvColumns, CsvDialect, Format, LoadOptions};
 use lsmlab_workloads::Trajectories;
 
-use crate::experiment::{DataSpec, RunContext};
-use crate::progress::thousands;
+use crate::progress::{thousands, Progress};
+use crate::scale::Scale;
+
+/// A user-supplied data file (`--data PATH`, with `--format`, `--columns`, `--skip-malformed`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DataSpec {
+    pub path: PathBuf,
+    /// The file's format, when the user named it; otherwise the experiment guesses from the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// A column mapping such as `id=0,ts=1,lat=2,lon=3`; the experiment's loader defines the names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub columns: Option<String>,
+    /// Skip malformed lines (counting them in a note) instead of failing on the first one.
+    #[serde(default)]
+    pub skip_malformed: bool,
+}
 
 /// A `--data` path and the dataset name it runs under.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -263,15 +278,16 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
 
 /// Loads the plan's data files (keeping the first `records` of each in time order, 0 = all),
 /// saying on stderr, and in the returned notes, how each file's fields were read and how many
-/// records were read and kept.
+/// records were read and kept (`scale` is named in what is said).
 pub fn load_files(
     plan: &DatasetPlan,
     records: usize,
-    ctx: &RunContext,
+    scale: Scale,
+    progress: &Progress,
 ) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
     let mut notes = Vec::new();
     let mut say = |line: String| {
-        ctx.progress.message(&line);
+        progress.message(&line);
         notes.push(line);
     };
     for note in &plan.notes {
@@ -280,7 +296,7 @@ pub fn load_files(
     let mut out = Vec::with_capacity(plan.files.len());
     for file in &plan.files {
         let limit = (records > 0).then_some(records);
-        let (t, lines) = load_one(file, limit, ctx)?;
+        let (t, lines) = load_one(file, limit, scale, progress)?;
         for line in lines {
             say(line);
         }
@@ -293,11 +309,12 @@ pub fn load_files(
 fn load_one(
     file: &NamedData,
     limit: Option<usize>,
-    ctx: &RunContext,
+    scale: Scale,
+    progress: &Progress,
 ) -> anyhow::Result<(Trajectories, Vec<String>)> {
     let spec = &file.spec;
     let opts = options(spec, limit)?;
-    ctx.progress.message(format!(
+    progress.message(format!(
         "{}: loading {} as {}",
         file.name,
         spec.path.display(),
@@ -342,12 +359,12 @@ fn load_one(
             "kept the first {} of {} records at scale {} (records={n}, in time order; --set records=0 keeps all)",
             thousands(report.records as u64),
             thousands(report.available as u64),
-            ctx.scale
+            scale
         ),
         Some(n) => format!(
             "kept all {} records (records={n} at scale {} allows up to {})",
             thousands(report.records as u64),
-            ctx.scale,
+            scale,
             thousands(n as u64)
         ),
         None => format!("kept all {} records (records=0)", thousands(report.records as u64)),

@@ -15,23 +15,9 @@ use crate::progress::Progress;
 use crate::result::ResultFile;
 
 pub use crate::cells::Cell;
+pub use crate::data::DataSpec;
 pub use crate::rows::{Row, RowBuilder, RunOutput};
 pub use crate::scale::Scale;
-
-/// A user-supplied data file (`--data PATH`, with `--format`, `--columns`, `--skip-malformed`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DataSpec {
-    pub path: PathBuf,
-    /// The file's format, when the user named it; otherwise the experiment guesses from the path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<String>,
-    /// A column mapping such as `id=0,ts=1,lat=2,lon=3`; the experiment's loader defines the names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub columns: Option<String>,
-    /// Skip malformed lines (counting them in a note) instead of failing on the first one.
-    #[serde(default)]
-    pub skip_malformed: bool,
-}
 
 /// Everything a run may look at besides its config.
 pub struct RunContext<'a> {

@@ -9,29 +9,13 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context};
-use serde_json::Value;
 
 use crate::claims::ClaimSet;
 use crate::experiment::{Experiment, Row, Scale};
-use crate::plot::{fmt_num, markdown_table};
+use crate::plot::markdown_table;
 use crate::result::{find_result_files, now_rfc3339, ResultFile};
+pub use crate::rows::value_text;
 use crate::runner::FigureManifest;
-
-/// A cell's text: strings as they are, numbers through [`fmt_num`], booleans as words.
-pub fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => fmt_num(i as f64),
-            (_, Some(u)) => fmt_num(u as f64),
-            _ => fmt_num(n.as_f64().unwrap_or(0.0)),
-        },
-        Value::Bool(b) => b.to_string(),
-        Value::Null => String::new(),
-        Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(","),
-        Value::Object(_) => value.to_string(),
-    }
-}
 
 /// A Markdown table of `rows` with the given columns (all columns, in first-seen order, when
 /// `columns` is empty); a field a row lacks is left blank.
@@ -352,6 +336,7 @@ mod tests {
     use crate::progress::Progress;
     use crate::runner::{plot, run, RunRequest};
     use crate::testing::{FAKE, OTHER};
+    use serde_json::Value;
 
     #[test]
     fn rows_table_uses_all_columns_in_first_seen_order() {

@@ -14,7 +14,11 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::experiment::{Row, Scale};
+use crate::rows::Row;
+use crate::scale::Scale;
+
+/// The name of the verdicts file `lsmlab report` writes beside a scale's results (not a result).
+pub const CLAIMS_FILE_NAME: &str = "claims.json";
 
 /// The `schema` field of every result file this version writes and reads.
 pub const SCHEMA: &str = "lsmlab.result/1";
@@ -399,7 +403,7 @@ pub fn find_result_files(results_dir: &Path, scales: &[Scale]) -> anyhow::Result
                         // Hidden (temp) files, the claims evaluation `lsmlab report` writes here,
                         // and shards of a sweep (`lsmlab merge` joins them into one result first).
                         let n = n.to_string_lossy();
-                        n.starts_with('.') || n == crate::claims::FILE_NAME || is_shard_file(&n)
+                        n.starts_with('.') || n == CLAIMS_FILE_NAME || is_shard_file(&n)
                     })
             })
             .collect();

@@ -1,5 +1,7 @@
 //! What a run produces: tidy rows (one flat record per measured cell) and notes.
 
+use serde_json::Value;
+
 /// One tidy record: string dimensions plus numeric measures, flat.
 pub type Row = serde_json::Map<String, serde_json::Value>;
 
@@ -92,6 +94,79 @@ pub struct RunOutput {
     /// Settings the run derived from its config (not inputs: `--config` ignores them). The result
     /// file records them under `config.derived`.
     pub extra_config: serde_json::Map<String, serde_json::Value>,
+}
+
+// ---- Reading and printing row values (the figures, the claims and the report share these). ----
+
+/// A field's text: strings as they are, other values in JSON form.
+pub fn text_of(row: &Row, key: &str) -> Option<String> {
+    row.get(key).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Distinct text values ([`text_of`]) of `key` among `rows`, in first-seen order.
+pub fn distinct_of<'a>(rows: impl IntoIterator<Item = &'a Row>, key: &str) -> Vec<String> {
+    distinct(rows.into_iter().filter_map(|r| text_of(r, key)))
+}
+
+/// `items` without repeats, in first-seen order.
+pub(crate) fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// A number for an axis, a table cell or a report: at most about four significant digits,
+/// thousands grouped, no trailing zeros, scientific notation only for very large or small values.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let a = v.abs();
+    let text = if a == 0.0 {
+        return "0".to_string();
+    } else if !(1e-3..1e12).contains(&a) {
+        return format!("{v:.2e}");
+    } else if a >= 1000.0 {
+        let grouped = crate::progress::thousands(a.round() as u64);
+        return if v < 0.0 { format!("-{grouped}") } else { grouped };
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    };
+    let trimmed = text.trim_end_matches('0').trim_end_matches('.');
+    if trimmed == "-0" {
+        "0".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// A cell's text: strings as they are, numbers through [`fmt_num`], booleans as words.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => fmt_num(i as f64),
+            (_, Some(u)) => fmt_num(u as f64),
+            _ => fmt_num(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::Bool(b) => b.to_string(),
+        Value::Null => String::new(),
+        Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(","),
+        Value::Object(_) => value.to_string(),
+    }
 }
 
 #[cfg(test)]

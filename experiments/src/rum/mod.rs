@@ -571,7 +571,7 @@ impl IndexConfig {
         }
         let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
         let plan = crate::data::plan(&names, ctx.data)?;
-        let (files, mut notes) = crate::data::load_files(&plan, self.records, ctx)?;
+        let (files, mut notes) = crate::data::load_files(&plan, self.records, ctx.scale, ctx.progress)?;
         let mut out: Vec<Arc<Trajectories>> = files.into_iter().map(Arc::new).collect();
         for &dataset in self.datasets.iter().filter(|d| plan.generates(d.as_str())) {
             let n = if self.records == 0 {

@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::experiment::DataSpec;
+use crate::data::DataSpec;
 
 /// A config as JSON: what `--print-config` prints and a result file's `config` holds.
 pub type ConfigMap = Map<String, Value>;

@@ -22,6 +22,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
+pub use crate::rows::fmt_num;
 pub use axis::TimeUnit;
 pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars, stacked_bars_with_intervals};
 pub use line::{line_chart, line_chart_keyed, line_chart_with_intervals};
@@ -92,37 +93,6 @@ pub fn with_suffix(stem: &Path, ext: &str) -> PathBuf {
     name.push(".");
     name.push(ext);
     PathBuf::from(name)
-}
-
-/// A number for an axis, a table cell or a report: at most about four significant digits,
-/// thousands grouped, no trailing zeros, scientific notation only for very large or small values.
-pub fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    let a = v.abs();
-    let text = if a == 0.0 {
-        return "0".to_string();
-    } else if !(1e-3..1e12).contains(&a) {
-        return format!("{v:.2e}");
-    } else if a >= 1000.0 {
-        let grouped = crate::progress::thousands(a.round() as u64);
-        return if v < 0.0 { format!("-{grouped}") } else { grouped };
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else if a >= 1.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.4}")
-    };
-    let trimmed = text.trim_end_matches('0').trim_end_matches('.');
-    if trimmed == "-0" {
-        "0".to_string()
-    } else {
-        trimmed.to_string()
-    }
 }
 
 /// Something drawable onto any plotters backend, so one description renders to SVG and PNG alike.

@@ -13,8 +13,9 @@ use serde_json::Value;
 
 use super::axis::{axis_label, wants_log};
 use super::{Labels, TimeUnit};
-use crate::experiment::Row;
 use crate::result::ResultFile;
+use crate::rows::{distinct, Row};
+pub use crate::rows::{distinct_of, text_of};
 
 /// What a figure draws.
 #[derive(Clone, Copy, Debug)]
@@ -105,19 +106,6 @@ impl FigureSpec {
     }
 }
 
-/// A field's text: strings as they are, other values in JSON form.
-pub fn text_of(row: &Row, key: &str) -> Option<String> {
-    row.get(key).map(|v| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
-}
-
-/// Distinct text values ([`text_of`]) of `key` among `rows`, in first-seen order.
-pub fn distinct_of<'a>(rows: impl IntoIterator<Item = &'a Row>, key: &str) -> Vec<String> {
-    distinct(rows.into_iter().filter_map(|r| text_of(r, key)))
-}
-
 /// `template` with every `{field}` replaced by the row's text (`extra` pairs first, e.g. `scale`);
 /// a field the row lacks is left as `{field}`.
 pub fn fill(template: &str, row: &Row, extra: &[(&str, &str)]) -> String {
@@ -146,17 +134,6 @@ fn keep(row: &Row, filters: &[Filter]) -> bool {
         Filter::In(key, values) => text_of(row, key).is_some_and(|t| values.contains(&t.as_str())),
         Filter::Prefix(key, prefix) => text_of(row, key).is_some_and(|t| t.starts_with(prefix)),
     })
-}
-
-/// `items` without repeats, in first-seen order.
-fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for item in items {
-        if !out.contains(&item) {
-            out.push(item);
-        }
-    }
-    out
 }
 
 fn num(row: &Row, key: &str) -> Option<f64> {
