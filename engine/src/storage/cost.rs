@@ -1,10 +1,11 @@
 //! Device cost profiles: counted I/O in, modelled time out.
 //!
 //! The engine counts page reads and writes; a [`DeviceProfile`] turns those counts into the time a
-//! given class of device would have spent on them (DESIGN.md §4: modelled time is measured CPU
-//! time plus counted I/O times the profile's per-page costs). The model is deliberately simple: a
-//! random page read costs a fixed access latency plus its transfer time, and a page write is a
-//! sequential transfer (the engine only writes pages in bulk loads, which stream whole extents).
+//! given class of device would have spent on them (`docs/design.md#measuring`: modelled time is
+//! measured CPU time plus counted I/O times the profile's per-page costs). The model is
+//! deliberately simple: a random page read costs a fixed access latency plus its transfer time, and
+//! a page write is a sequential transfer (the engine only writes pages in bulk loads, which stream
+//! whole extents).
 
 use super::IoStats;
 use crate::Error;

@@ -1,6 +1,6 @@
-//! The Leaper experiments (PAPERS.md §2; Yang et al., PVLDB 13(11) 2020): a key-value LSM store
-//! whose block cache loses the blocks every flush and compaction rewrites, under the cache warm-up
-//! policies the paper compares, on a virtual clock ([`clock`]).
+//! The Leaper experiments (`docs/papers/leaper.md#the-paper-in-brief`; Yang et al., PVLDB 13(11)
+//! 2020): a key-value LSM store whose block cache loses the blocks every flush and compaction
+//! rewrites, under the cache warm-up policies the paper compares, on a virtual clock ([`clock`]).
 //!
 //! This module holds what every Leaper experiment shares: the store's settings, sized so that the
 //! paper's ratios hold at every scale ([`KvSetup`]: cache / data = 3 GB / 10 GB, memtables / data =

@@ -1,5 +1,6 @@
-//! The LSM RUM-tree experiments (PAPERS.md §1): the secondary index ingests a moving-object stream
-//! under each maintenance strategy, and we measure what each strategy costs and what it buys.
+//! The LSM RUM-tree experiments (`docs/papers/rum.md#the-paper-in-brief`): the secondary index
+//! ingests a moving-object stream under each maintenance strategy, and we measure what each
+//! strategy costs and what it buys.
 //!
 //! This module holds only what is RUM-specific: the index settings every RUM experiment shares
 //! ([`IndexConfig`], flattening the harness's [`StorageConfig`]), the datasets, and the testbed
@@ -114,7 +115,8 @@ impl Dataset {
         }
     }
 
-    /// Record counts of the paper's datasets (Section 6 of the paper; PAPERS.md §1).
+    /// Record counts of the paper's datasets (Section 6 of the paper;
+    /// `docs/papers/rum.md#the-paper-in-brief`).
     pub fn paper_records(self) -> usize {
         match self {
             Dataset::Gowalla => 6_442_757,
