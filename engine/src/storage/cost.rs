@@ -17,10 +17,11 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DeviceProfile {
     /// A datacenter/consumer PCIe NVMe SSD. Random 4 KiB read about 80 us end to end: the access
-    /// latency is set to 78 us so that a 4 KiB read (latency + transfer) models to ~80 us, matching
-    /// O_DIRECT reads measured on this project's test machine (70-85 us per 4 KiB page, DESIGN.md
-    /// §8) and sitting in the range vendors quote for queue-depth-1 random reads. Bandwidths are
-    /// conservative mid-range figures: ~2 GB/s read, ~1 GB/s sustained sequential write.
+    /// latency is set to 78 us so that a 4 KiB read (latency + transfer) models to ~80 us, in the
+    /// range vendors quote for queue-depth-1 random reads and in line with an O_DIRECT sample taken
+    /// on the project's development machine (the sample and its commit are recorded in
+    /// `docs/design.md#measuring`). Bandwidths are conservative mid-range figures: ~2 GB/s read,
+    /// ~1 GB/s sustained sequential write.
     Nvme,
     /// A SATA SSD: ~100 us random-read latency, bounded by the SATA III link (600 MB/s raw) to
     /// ~500 MB/s reads and ~450 MB/s sustained sequential writes, typical datasheet figures for
