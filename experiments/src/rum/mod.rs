@@ -376,9 +376,10 @@ impl IndexConfig {
 
     /// [`IndexConfig::storage_defaults`] at `scale`. At the paper's scale the pages live in a file
     /// (`device = file`), as the authors' AsterixDB kept its disk components on disk: the in-memory
-    /// device would hold every page of every component in RAM (about 3.8 GB for Eager and
-    /// Validation over the 56M-record BerlinMOD stream), while the counted page reads and writes
-    /// are the same on both devices. `--set device=mem` brings the in-memory device back.
+    /// device would hold every page of every component in RAM (several GB for Eager and
+    /// Validation over the 56M-record BerlinMOD stream,
+    /// `docs/scale.md#the-rum-tree-at-paper-scale`), while the counted page reads and writes are
+    /// the same on both devices. `--set device=mem` brings the in-memory device back.
     pub fn storage_defaults_at(&self, scale: Scale) -> StorageConfig {
         let mut storage = self.storage_defaults();
         if scale == Scale::Paper {
