@@ -1,6 +1,6 @@
 //! The crate's typed errors. Every message about a data file names the file (and the line, for a
 //! bad line) and says what was expected, so a user can fix the input without reading the code
-//! (DESIGN.md section 5).
+//! (`docs/design.md#conventions`).
 
 use std::path::PathBuf;
 

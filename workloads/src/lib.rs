@@ -2,17 +2,19 @@
 //! (deterministic for a seed) or from real data files.
 //!
 //! - [`Trajectories`]: records of moving objects in time order, and [`Trajectories::to_ops`], the
-//!   insert-then-updates stream the LSM RUM-tree paper ingests (PAPERS.md section 1, "Datasets");
+//!   insert-then-updates stream the LSM RUM-tree paper ingests
+//!   (`docs/papers/rum.md#the-paper-in-brief`, "Datasets");
 //! - [`gen`]: Gowalla-, Chicago-taxi- and BerlinMOD-like generators ([`generate`], [`generate_spec`]
 //!   for a chosen number of objects, [`paper_objects`], [`DATASETS`]);
 //! - [`load`](mod@load): loaders for SNAP Gowalla, the Chicago taxi CSV and any (object, time, x, y) CSV/TSV,
 //!   plain or gzipped;
 //! - [`kv`]: key-value workloads: YCSB's zipfian, scrambled zipfian and skewed-latest generators
 //!   ([`kv::Zipfian`], [`kv::ScrambledZipfian`], [`kv::Latest`]) and the Leaper paper's three
-//!   workloads (PAPERS.md section 2, its Table 2) as deterministic op streams ([`KvWorkload`],
-//!   [`KvStream`] of [`TimedOp`]s carrying a [`KvOp`]);
-//! - [`ts`]: out-of-order time-series streams (DIOL, PAPERS.md section 3);
-//! - [`ycsb`] and [`graph`]: YCSB's core workloads and graphs for OEP 7 (PAPERS.md section 4);
+//!   workloads (`docs/papers/leaper.md#the-paper-in-brief`, the paper's Table 2) as deterministic
+//!   op streams ([`KvWorkload`], [`KvStream`] of [`TimedOp`]s carrying a [`KvOp`]);
+//! - [`ts`]: out-of-order time-series streams (DIOL, `docs/papers/diol.md#the-project-in-brief`);
+//! - [`ycsb`] and [`graph`]: YCSB's core workloads and graphs for OEP 7
+//!   (`docs/papers/oep7.md#the-proposal-in-brief`);
 //! - [`seeded_rng`]: the per-component random streams everything random here is drawn from.
 //!
 //! Nothing here needs the real data files in `shared/data`; only tests read them, and skip when

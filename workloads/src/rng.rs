@@ -1,8 +1,8 @@
 //! Deterministic random streams: one per component, derived from the run's seed.
 //!
-//! DESIGN.md section 8: `StdRng` is not reproducible across `rand` releases, and `RandomState`
-//! differs per process, so every random decision here comes from a named algorithm
-//! (xoshiro256++) seeded from the run seed and the component's name.
+//! `docs/design.md#conventions` ("Determinism"): `StdRng` is not reproducible across `rand`
+//! releases, and `RandomState` differs per process, so every random decision here comes from a
+//! named algorithm (xoshiro256++) seeded from the run seed and the component's name.
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;

@@ -45,7 +45,7 @@ fn snap_gowalla_nyc_loads_every_check_in() {
     // New York: x = longitude about -74, y = latitude about 40.7.
     assert!(t.extent.min.x > -75.0 && t.extent.max.x < -73.0, "{:?}", t.extent);
     assert!(t.extent.min.y > 40.0 && t.extent.max.y < 41.5, "{:?}", t.extent);
-    // PAPERS.md: median 5, mean 19.5, max 1,794 check-ins per user.
+    // docs/papers/rum.md#the-paper-in-brief: median 5, mean 19.5, max 1,794 check-ins per user.
     let mut per_user = BTreeMap::<u64, usize>::new();
     for r in &t.records {
         *per_user.entry(r.oid).or_default() += 1;
@@ -94,7 +94,7 @@ fn chicago_sample_loads_rows_with_coordinates() {
         .records
         .iter()
         .all(|r| (41.6..42.1).contains(&r.point.y) && (-88.0..-87.5).contains(&r.point.x)));
-    // The busiest centroid has ~10% of the pickups (PAPERS.md).
+    // The busiest centroid has ~10% of the pickups (docs/papers/rum.md#the-paper-in-brief).
     let mut per_point = BTreeMap::<(u64, u64), usize>::new();
     for r in &t.records {
         *per_point

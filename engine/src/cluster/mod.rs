@@ -1,6 +1,7 @@
-//! The record clusters of the OrientDB OEP 7 experiments (PAPERS.md section 4): OrientDB's
-//! paginated cluster (position map + data pages) and OEP 7's single-page cluster, on the engine's
-//! shared [`Device`](crate::storage::Device) and [`BufferCache`].
+//! The record clusters of the OrientDB OEP 7 experiments
+//! (`docs/papers/oep7.md#the-proposal-in-brief`): OrientDB's paginated cluster (position map + data
+//! pages) and OEP 7's single-page cluster, on the engine's shared
+//! [`Device`](crate::storage::Device) and [`BufferCache`].
 //!
 //! Both store records in slotted data pages ([`page`]) of a configurable size (OrientDB's 64 KiB by
 //! default), find pages with room through the same free-space map ([`fsm`]), chain records larger

@@ -1,12 +1,13 @@
 //! The slotted data page both cluster layouts store records in.
 //!
-//! Layout (OrientDB's `OClusterPage`, PAPERS.md section 4): a header, then a slot directory that
-//! grows up from the header, then free space, then entries that grow down from the end of the
-//! page. A slot holds an in-page pointer to its entry and a version field; a pointer of 0 marks an
-//! empty slot (deleted, reusable: the header occupies offset 0, so no entry starts there). Every
-//! entry is stored as a 4-byte length followed by its bytes; what the bytes mean is the layout's
-//! business. A delete leaves a hole; when the contiguous gap is too small for a new entry but the
-//! page's total free space suffices, the page is compacted (OrientDB's `doDefragmentation`).
+//! Layout (OrientDB's `OClusterPage`, `docs/papers/oep7.md#what-lsmlab-implements`): a header, then
+//! a slot directory that grows up from the header, then free space, then entries that grow down
+//! from the end of the page. A slot holds an in-page pointer to its entry and a version field; a
+//! pointer of 0 marks an empty slot (deleted, reusable: the header occupies offset 0, so no entry
+//! starts there). Every entry is stored as a 4-byte length followed by its bytes; what the bytes
+//! mean is the layout's business. A delete leaves a hole; when the contiguous gap is too small for
+//! a new entry but the page's total free space suffices, the page is compacted (OrientDB's
+//! `doDefragmentation`).
 //!
 //! The two layouts differ only in the slot's widths ([`SlotFormat`]):
 //! - `paginated` (OrientDB): 4-byte pointer + 4-byte record version = 8 bytes

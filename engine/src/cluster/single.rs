@@ -1,5 +1,5 @@
-//! OEP 7's single-page cluster (PAPERS.md section 4): each data page embeds its own
-//! rid -> position map, so a record id leads straight to its page.
+//! OEP 7's single-page cluster (`docs/papers/oep7.md#the-proposal-in-brief`): each data page embeds
+//! its own rid -> position map, so a record id leads straight to its page.
 //!
 //! - **Record id** = (cluster, page index, slot, delversion) ([`Rid::in_page`]).
 //! - **In-page map**: the page's slot directory, one 10-byte entry per slot (2-byte in-page

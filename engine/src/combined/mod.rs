@@ -1,9 +1,11 @@
 //! The four papers' mechanisms composed (the `combined` experiment): moving objects whose records
-//! live in a record cluster (OEP 7's paginated or single-page layout, PAPERS.md §4), found through
-//! the LSM R-tree secondary index on location (the LSM RUM-tree paper's strategies, PAPERS.md §1),
-//! with index and record pages sharing one buffer cache whose warm-up policy is a switch: plain
-//! LRU, prepopulating every page a flush or merge writes (RocksDB's `prepopulate_block_cache`), or
-//! Leaper's learned prefetcher (PAPERS.md §2) applied to the R-tree's components.
+//! live in a record cluster (OEP 7's paginated or single-page layout,
+//! `docs/papers/oep7.md#the-proposal-in-brief`), found through the LSM R-tree secondary index on
+//! location (the LSM RUM-tree paper's strategies, `docs/papers/rum.md#the-paper-in-brief`), with
+//! index and record pages sharing one buffer cache whose warm-up policy is a switch: plain LRU,
+//! prepopulating every page a flush or merge writes (RocksDB's `prepopulate_block_cache`), or
+//! Leaper's learned prefetcher (`docs/papers/leaper.md#the-paper-in-brief`) applied to the R-tree's
+//! components.
 //!
 //! - A record holds the object's id, a version, its location and a payload. Its record id is
 //!   issued once, when the object first appears, and never changes (both layouts update a record

@@ -1,5 +1,6 @@
-//! The time-series store of the DIOL experiments (PAPERS.md section 3): points, memtables, the
-//! IoTDB-like and delay-memtable memory levels, TsFile-like runs and their disk compaction.
+//! The time-series store of the DIOL experiments (`docs/papers/diol.md#the-project-in-brief`):
+//! points, memtables, the IoTDB-like and delay-memtable memory levels, TsFile-like runs and their
+//! disk compaction.
 //!
 //! A point is `(series, timestamp, value)`. Points enter a memory level made of memtables; full
 //! memtables are flushed to TsFile-like sorted runs of fixed-size pages on a shared

@@ -1,10 +1,11 @@
 //! Device cost profiles: counted I/O in, modelled time out.
 //!
 //! The engine counts page reads and writes; a [`DeviceProfile`] turns those counts into the time a
-//! given class of device would have spent on them (DESIGN.md §4: modelled time is measured CPU
-//! time plus counted I/O times the profile's per-page costs). The model is deliberately simple: a
-//! random page read costs a fixed access latency plus its transfer time, and a page write is a
-//! sequential transfer (the engine only writes pages in bulk loads, which stream whole extents).
+//! given class of device would have spent on them (`docs/design.md#measuring`: modelled time is
+//! measured CPU time plus counted I/O times the profile's per-page costs). The model is
+//! deliberately simple: a random page read costs a fixed access latency plus its transfer time, and
+//! a page write is a sequential transfer (the engine only writes pages in bulk loads, which stream
+//! whole extents).
 
 use super::IoStats;
 use crate::Error;
@@ -16,10 +17,11 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DeviceProfile {
     /// A datacenter/consumer PCIe NVMe SSD. Random 4 KiB read about 80 us end to end: the access
-    /// latency is set to 78 us so that a 4 KiB read (latency + transfer) models to ~80 us, matching
-    /// O_DIRECT reads measured on this project's test machine (70-85 us per 4 KiB page, DESIGN.md
-    /// §8) and sitting in the range vendors quote for queue-depth-1 random reads. Bandwidths are
-    /// conservative mid-range figures: ~2 GB/s read, ~1 GB/s sustained sequential write.
+    /// latency is set to 78 us so that a 4 KiB read (latency + transfer) models to ~80 us, in the
+    /// range vendors quote for queue-depth-1 random reads and in line with an O_DIRECT sample taken
+    /// on the project's development machine (the sample and its commit are recorded in
+    /// `docs/design.md#measuring`). Bandwidths are conservative mid-range figures: ~2 GB/s read,
+    /// ~1 GB/s sustained sequential write.
     Nvme,
     /// A SATA SSD: ~100 us random-read latency, bounded by the SATA III link (600 MB/s raw) to
     /// ~500 MB/s reads and ~450 MB/s sustained sequential writes, typical datasheet figures for

@@ -16,7 +16,7 @@
 //! this layer catches damage anywhere below it, and is what fault-injection tests put above a
 //! [`super::FaultyDevice`] to detect the silent kinds (flipped bits, silent short writes). The
 //! experiments' memory device runs without it: memory does not corrupt pages, and the layer costs
-//! one CRC-32 pass per page read and written (measured in the README's Faults paragraph).
+//! one CRC-32 pass per page read and written (its cost is recorded in `docs/testing.md#faults`).
 
 use super::{Device, IoStats, PageId};
 use crate::{Error, Result};

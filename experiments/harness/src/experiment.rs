@@ -4,8 +4,8 @@
 //! defaults per [`Scale`], it runs against a [`RunContext`] and returns tidy rows ([`RunOutput`]).
 //! It also knows how to draw its figures and write its report section from a [`ResultFile`], so
 //! that plotting and reporting only ever meet the run through the result file (the
-//! ann-benchmarks split, DESIGN.md section 7). The runner, the registry and the report see every
-//! experiment as a [`dyn Experiment`](Experiment), whose config is JSON.
+//! ann-benchmarks split, `docs/design.md#what-flows-where`). The runner, the registry and the
+//! report see every experiment as a [`dyn Experiment`](Experiment), whose config is JSON.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,13 +1,13 @@
 //! lsmlab's harness: everything an experiment runs on, and nothing about any paper.
 //!
-//! The pieces meet only through result files (DESIGN.md section 1): [`experiment`] is the plug-in
-//! contract, with [`config`] (typed parameters and the shared storage testbed), [`scale`],
-//! [`rows`], [`cells`] and [`measure`] (latency recorder, interval series) as its parts;
+//! The pieces meet only through result files (`docs/design.md#what-flows-where`): [`experiment`] is
+//! the plug-in contract, with [`config`] (typed parameters and the shared storage testbed),
+//! [`scale`], [`rows`], [`cells`] and [`measure`] (latency recorder, interval series) as its parts;
 //! [`runner`] resolves configs, runs and writes [`result`] files ([`merge`], [`compare`] and
 //! [`repeat`] work on them), [`data`] reads users' data files, [`plot`] draws figures, [`claims`]
-//! judges claims and [`report`] writes REPORT.md. The papers' experiments live in the crate
-//! above (`lsmlab`), which hands the harness its experiments and claim files; Cargo refuses an
-//! import from here to there.
+//! judges claims and [`report`] writes REPORT.md. The papers' experiments live in the crate above
+//! (`lsmlab`), which hands the harness its experiments and claim files; Cargo refuses an import
+//! from here to there.
 
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,5 @@
-//! Result files, `results/<scale>/<experiment>.json` (schema `lsmlab.result/1`, DESIGN.md section 6).
+//! Result files, `results/<scale>/<experiment>.json` (schema `lsmlab.result/1`,
+//! `docs/design.md#result-files`).
 //!
 //! The only thing the runner, the plotter and the report share. Written atomically (temp file in
 //! the same directory, fsync, rename) so an interrupted run never leaves a half-written file that

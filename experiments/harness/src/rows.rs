@@ -64,7 +64,7 @@ impl RowBuilder {
 }
 
 /// Whether a row field is timed (measured on the clock, different on every run and machine) rather
-/// than counted (deterministic for a seed and config, DESIGN.md section 4).
+/// than counted (deterministic for a seed and config, `docs/design.md#measuring`).
 ///
 /// lsmlab names its fields by their unit, so the name decides: a field is timed when one of its
 /// `_`-separated words is a time unit (`ms`, `us`, `ns`), a rate or latency word (`qps`, `latency`,

@@ -540,8 +540,9 @@ impl TypedExperiment for Combined {
     }
 
     /// The stream of every dataset is held at once, with one cell's store and the brute-force
-    /// table: peak RSS was 18 MB at tiny (8,000 records) and 42 MB at small (80,000), about 350 B
-    /// per record more, rounded up to 400 B.
+    /// table: 400 B per record is an upper bound rounded up from the slope of peak RSS between
+    /// `/usr/bin/time -v lsmlab run combined --scale tiny` and `--scale small` (measured in
+    /// `docs/scale.md#memory-estimates-where-the-constants-come-from`).
     fn memory_estimate(&self, cfg: &CombinedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         cfg.index.memory_estimate(400, data)
     }

@@ -38,8 +38,10 @@ pub fn workloads(names: &[String]) -> Vec<TsWorkload> {
     names.iter().filter_map(|w| TsWorkload::parse(w)).collect()
 }
 
-/// Peak RSS per point for the memory check, rounded up from the
-/// slope measured between the tiny defaults and ten times their size ((66,980 - 17,032) KiB over 180,000 points: 284 B).
+/// Peak RSS per point for the memory check: an upper bound, rounded up from the slope of peak RSS
+/// between the tiny defaults and ten times their points (re-measure with `/usr/bin/time -v lsmlab
+/// run diol --scale tiny`, then again with `--set points=200000`). The measured slope is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const BYTES_PER_POINT: u64 = 300;
 
 impl TypedExperiment for DiolLayouts {

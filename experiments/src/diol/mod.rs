@@ -1,5 +1,5 @@
-//! The DIOL experiments (PAPERS.md section 3): an IoTDB-like memory level against DIOL's delay
-//! memtables for out-of-order time series, on lsmlab's time-series store
+//! The DIOL experiments (`docs/papers/diol.md#the-project-in-brief`): an IoTDB-like memory level
+//! against DIOL's delay memtables for out-of-order time series, on lsmlab's time-series store
 //! ([`lsmlab_engine::series`]).
 //!
 //! - `diol` ([`layouts`]): per workload, O3 ratio, delay model and layout, one run: insert time and

@@ -54,8 +54,10 @@ impl Config for SizingConfig {
 const NORMAL_MEMTABLES: u64 = 11;
 const OBJECTIVES: [&str; 3] = ["disk_reads", "disk_read_points", "page_writes"];
 
-/// Peak RSS per point for the memory check, rounded up from the
-/// slope measured between the tiny defaults and ten times their size ((28,512 - 9,368) KiB over 180,000 points: 109 B).
+/// Peak RSS per point for the memory check: an upper bound, rounded up from the slope of peak RSS
+/// between the tiny defaults and ten times their points (re-measure with `/usr/bin/time -v lsmlab
+/// run diol-sizing --scale tiny`, then again with `--set points=200000`). The measured slope is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const BYTES_PER_POINT: u64 = 120;
 
 impl TypedExperiment for DiolSizing {

@@ -1,6 +1,6 @@
 //! The virtual clock of the Leaper experiments: every foreground operation advances it by a modelled
 //! cost, so per-interval QPS and latency percentiles are the same for the same seed on any machine
-//! (counted work in, modelled time out; DESIGN.md section 4).
+//! (counted work in, modelled time out; `docs/design.md#measuring`).
 //!
 //! The model, per foreground operation:
 //!

@@ -58,8 +58,9 @@ lsmlab_harness::config! {
 
 /// `max_training_rows`' default: rows cost about 160 bytes each plus a copy per step model and
 /// the GBDT's own matrix, so 4 million keep a model's training within a few GB; tiny and small
-/// runs stay below it (at most about 0.4 million rows), and a 5-million-record run's 70,500
-/// ranges x 77 slots (5.4 million rows) peaked at 5.2 GB with a measured run beside it.
+/// runs stay below it. It was chosen from the peak RSS of a 5-million-record run's training
+/// (`TRAINING_BYTES_PER_ROW` in `leaper/mod.rs`; the measurement is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`).
 pub const MAX_TRAINING_ROWS: usize = 4_000_000;
 
 pub fn max_training_rows_default() -> usize {

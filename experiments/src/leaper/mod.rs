@@ -1,6 +1,6 @@
-//! The Leaper experiments (PAPERS.md §2; Yang et al., PVLDB 13(11) 2020): a key-value LSM store
-//! whose block cache loses the blocks every flush and compaction rewrites, under the cache warm-up
-//! policies the paper compares, on a virtual clock ([`clock`]).
+//! The Leaper experiments (`docs/papers/leaper.md#the-paper-in-brief`; Yang et al., PVLDB 13(11)
+//! 2020): a key-value LSM store whose block cache loses the blocks every flush and compaction
+//! rewrites, under the cache warm-up policies the paper compares, on a virtual clock ([`clock`]).
 //!
 //! This module holds what every Leaper experiment shares: the store's settings, sized so that the
 //! paper's ratios hold at every scale ([`KvSetup`]: cache / data = 3 GB / 10 GB, memtables / data =
@@ -513,8 +513,9 @@ impl KvSetup {
 }
 
 /// The memory a Leaper run needs besides its records and operations (the binary, a cell's fixed
-/// structures), rounded up from the peak RSS of tiny runs (leaper-online's default at tiny, with
-/// its variants: 75 MB).
+/// structures): an upper bound rounded up from the peak RSS of tiny runs (`/usr/bin/time -v lsmlab
+/// run leaper-online --scale tiny`, with its variants). The measurement is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const RUN_BASE_BYTES: u64 = 72 << 20;
 
 /// Peak memory per loaded record and per warm-up operation of each Leaper experiment, from the
@@ -522,9 +523,10 @@ pub const RUN_BASE_BYTES: u64 = 72 << 20;
 /// runs at their defaults, the slope split evenly between the two (the default warm-up is two
 /// operations per record): the stores' device pages and cache (two cells at a time on the
 /// worker threads, each with its own store), the warm-up's access log and the models' training
-/// rows grow with them.
-/// leaper-online's were raised when its variants came in (peak 626-648 MB at small on the mem
-/// device, against 568 MB estimated by the earlier 1,300 and 650 B).
+/// rows grow with them. Each is an upper bound rounded up from the slope (re-measure with
+/// `/usr/bin/time -v lsmlab run EXPERIMENT --scale tiny`, then `--scale small`); leaper-online's
+/// were raised to cover its variants. The measurements are in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const ONLINE_BYTES_PER_RECORD: u64 = 1_700;
 pub const ONLINE_BYTES_PER_WARMUP_OP: u64 = 850;
 pub const SENSITIVITY_BYTES_PER_RECORD: u64 = 1_300;
@@ -533,16 +535,19 @@ pub const MODEL_BYTES_PER_RECORD: u64 = 500;
 pub const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
 
 /// Peak memory of one store on the file device per loaded record: its block cache (0.3 of the
-/// data), memtables (0.1), fence keys and Bloom filters, rounded up from a 5-million-record
-/// synthetic run (655 MB at its peak, about 131 B per record).
+/// data), memtables (0.1), fence keys and Bloom filters: an upper bound rounded up from the peak
+/// RSS of a 5-million-record synthetic run on the file device (paper scale with `records`
+/// lowered to 5,000,000), measured in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const FILE_STORE_BYTES_PER_RECORD: u64 = 170;
 /// The warm-up's access log per operation (32 B a record) and Algorithm 1's per-slot intervals
 /// built from it (16 B each), doubled for the vectors' growth: from the sizes of its records, not
 /// a measured slope (the 5,000,000-record run's training pass peaked below its measured run).
 pub const LOG_BYTES_PER_WARMUP_OP: u64 = 96;
 /// One training row of the models (18 features, its slot and range, the per-step copy and the
-/// GBDT's matrix): a 5-million-record run trained on 5.4 million rows at about 780 B per row
-/// (5.2 GB peak, a 0.6 GB store beside it).
+/// GBDT's matrix): an upper bound rounded up from the peak RSS per row of the same
+/// 5-million-record run's training, less the store beside it (measured in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`).
 pub const TRAINING_BYTES_PER_ROW: u64 = 850;
 
 /// The peak-memory estimate of a Leaper run over `setup`'s records and warm-up. On the mem

@@ -59,8 +59,10 @@ struct Pass<'a> {
     mode: &'a str,
 }
 
-/// Peak RSS per record for the memory check, rounded up from the
-/// slope measured between the tiny defaults and ten times their size ((75,300 - 14,856) KiB over 27,000 records: 2,292 B).
+/// Peak RSS per record for the memory check: an upper bound, rounded up from the slope of peak RSS
+/// between the tiny defaults and ten times their records (re-measure with `/usr/bin/time -v lsmlab
+/// run oep7-fetch --scale tiny`, then again with `--set records=30000`). The measured slope is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const BYTES_PER_RECORD: u64 = 2400;
 
 impl TypedExperiment for Oep7Fetch {

@@ -270,8 +270,10 @@ impl GraphBed {
     }
 }
 
-/// Peak RSS per record for the memory check, rounded up from the
-/// slope measured between the tiny defaults and ten times their size ((63,040 - 12,520) KiB over 18,000 vertices: 2,874 B).
+/// Peak RSS per record for the memory check: an upper bound, rounded up from the slope of peak RSS
+/// between the tiny defaults and ten times their records (re-measure with `/usr/bin/time -v lsmlab
+/// run oep7-graph --scale tiny`, then again with `--set records=20000`). The measured slope is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const BYTES_PER_RECORD: u64 = 3000;
 
 impl TypedExperiment for Oep7Graph {

@@ -1,6 +1,6 @@
-//! The OrientDB OEP 7 experiments (PAPERS.md section 4): OrientDB's paginated cluster against
-//! OEP 7's single-page cluster ([`lsmlab_engine::cluster`]) under record fetches, YCSB, delete/insert
-//! churn and graph traversals.
+//! The OrientDB OEP 7 experiments (`docs/papers/oep7.md#the-proposal-in-brief`): OrientDB's
+//! paginated cluster against OEP 7's single-page cluster ([`lsmlab_engine::cluster`]) under record
+//! fetches, YCSB, delete/insert churn and graph traversals.
 //!
 //! This module holds what they share: the cluster setup ([`Setup`]: layouts, page size, record
 //! count, the device profile modelled time is quoted for), a test bed on a counted memory device
@@ -52,7 +52,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
     }
 }
 
-/// The POC's numbers (PAPERS.md section 4): fetch every record one by one.
+/// The POC's numbers (`docs/papers/oep7.md#the-proposal-in-brief`): fetch every record one by one.
 pub const POC_WARM_MS: (f64, f64) = (2513.0, 1845.0);
 pub const POC_COLD_MS: (f64, f64) = (79950.0, 26327.0);
 
@@ -219,7 +219,8 @@ impl Cost {
         self.wall.as_secs_f64() * 1e3
     }
 
-    /// Measured CPU time plus the device time `profile` charges for the counted I/O (DESIGN.md §4).
+    /// Measured CPU time plus the device time `profile` charges for the counted I/O
+    /// (`docs/design.md#measuring`).
     pub fn modelled_ms(&self, profile: DeviceProfile, page_size: usize) -> f64 {
         self.cpu.as_secs_f64() * 1e3 + profile.modelled_io_ms(self.io, page_size)
     }

@@ -51,8 +51,10 @@ impl Config for SpaceConfig {
     }
 }
 
-/// Peak RSS per record for the memory check, rounded up from the
-/// slope measured between the tiny defaults and ten times their size ((48,380 - 10,936) KiB over 18,000 records: 2,130 B).
+/// Peak RSS per record for the memory check: an upper bound, rounded up from the slope of peak RSS
+/// between the tiny defaults and ten times their records (re-measure with `/usr/bin/time -v lsmlab
+/// run oep7-space --scale tiny`, then again with `--set records=20000`). The measured slope is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const BYTES_PER_RECORD: u64 = 2200;
 
 impl TypedExperiment for Oep7Space {

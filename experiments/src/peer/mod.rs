@@ -1,14 +1,14 @@
 //! A real peer for the Leaper experiments: the same key-value workloads replayed on `fjall`, a
 //! pure-Rust LSM store nobody here wrote, with its block-cache counters read per interval.
 //!
-//! Leaper (PAPERS.md section 2; Yang et al., PVLDB 13(11), 2020, Section 1 and Figure 1) starts
-//! from one observation: flushes and compactions rewrite data into new files, so the block cache's
-//! copies of the old files stop being useful and the hit ratio and throughput dip after each
-//! background operation. lsmlab's key-value store shows this with its `lru` policy; this module
-//! checks it on an engine built by others. fjall's block cache is keyed by (table id, block
-//! offset), it never fills the cache from flush or compaction output, and compaction reads its
-//! inputs with a sequential scanner that bypasses the cache: after a compaction every block of the
-//! new tables is cold, which is the `lru` baseline's setting in the paper.
+//! Leaper (`docs/papers/leaper.md#the-paper-in-brief`; Yang et al., PVLDB 13(11), 2020, Section 1
+//! and Figure 1) starts from one observation: flushes and compactions rewrite data into new files,
+//! so the block cache's copies of the old files stop being useful and the hit ratio and throughput
+//! dip after each background operation. lsmlab's key-value store shows this with its `lru` policy;
+//! this module checks it on an engine built by others. fjall's block cache is keyed by (table id,
+//! block offset), it never fills the cache from flush or compaction output, and compaction reads
+//! its inputs with a sequential scanner that bypasses the cache: after a compaction every block of
+//! the new tables is cold, which is the `lru` baseline's setting in the paper.
 //!
 //! This file holds the plain, serialisable run description and result types (usable without the
 //! `fjall` cargo feature); [`fjall`] (feature `fjall`, on by default) holds the driver

@@ -79,13 +79,12 @@ struct Outcome {
 }
 
 /// Peak memory per record ([`IndexConfig::streamed_memory_estimate`]): the held records, and the
-/// index's pages. Measured with `/usr/bin/time -v` at small on BerlinMOD, device=mem, all five
-/// variants at 1, 2, 4 and 8 threads: 215 MiB at 1,000,000 records, 375 MiB at 2,000,000 and
-/// 623 MiB at 4,000,000 (167 and 130 B per record), so 40 B per held record plus 130 B of index
-/// pages covers the steeper slope. At the paper's settings (device=file, streamed): 713 MiB over
-/// 8,000,000 records, all five variants and thread counts, and 1.35 GiB over the whole
-/// 56,129,943-record stream (UM and UM+FMBV, the replay and 2 threads), against estimates of
-/// 1.16 GB and 1.86 GB.
+/// index's pages. Upper bounds rounded up so that they cover the steeper of the slopes of peak RSS
+/// measured at small on BerlinMOD, device=mem, all five variants at 1, 2, 4 and 8 threads
+/// (re-measure with `/usr/bin/time -v lsmlab run rum-concurrency --scale small --set
+/// datasets=berlinmod` at `records=1000000`, `2000000` and `4000000`). The measurements, and the
+/// paper-scale peaks beside the estimates, are in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const PER_RECORD: super::RecordBytes = super::RecordBytes {
     held: 40,
     index: 130,

@@ -208,14 +208,11 @@ impl TypedExperiment for RumMixed {
     /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
     /// in-memory device, capped on `device = file` by the cache, the memory component and a merge's
     /// survivors. The query schedules (40 B per query: 0.4 B per record at the query fraction 0.01)
-    /// are within the slopes. Measured with `/usr/bin/time -v`: at small on BerlinMOD, the seven
-    /// paper strategies, query_fractions=0.01, device=mem, 78 MiB at 500,000 records and 131 MiB at
-    /// 1,000,000 (110 B per record); device=file with a 256-page memory component, 35 MiB and
-    /// 55 MiB (40 B per record: the held records, the index's part capped); at the paper's settings
-    /// (device=file) over 8,000,000 BerlinMOD records under Validation and UM+M
-    /// (query_fractions=0.01, query_skews=data), 698 MiB held and 457 MiB streamed (32 B per held
-    /// record). `held` rounds the held records up as `rum-update` does; `index` is the rest of the
-    /// in-memory slope, rounded up.
+    /// are within the slopes. `held` rounds the held records up as `rum-update` does; `index` is
+    /// the rest of the in-memory slope of peak RSS, rounded up: re-measure with `/usr/bin/time -v
+    /// lsmlab run rum-mixed --scale small --set datasets=berlinmod --set query_fractions=0.01` at
+    /// `records=500000` and `records=1000000` (the measurements are in
+    /// `docs/scale.md#memory-estimates-where-the-constants-come-from`).
     fn memory_estimate(&self, config: &MixedConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         config
             .index

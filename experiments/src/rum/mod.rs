@@ -1,5 +1,6 @@
-//! The LSM RUM-tree experiments (PAPERS.md §1): the secondary index ingests a moving-object stream
-//! under each maintenance strategy, and we measure what each strategy costs and what it buys.
+//! The LSM RUM-tree experiments (`docs/papers/rum.md#the-paper-in-brief`): the secondary index
+//! ingests a moving-object stream under each maintenance strategy, and we measure what each
+//! strategy costs and what it buys.
 //!
 //! This module holds only what is RUM-specific: the index settings every RUM experiment shares
 //! ([`IndexConfig`], flattening the harness's [`StorageConfig`]), the datasets, and the testbed
@@ -114,7 +115,8 @@ impl Dataset {
         }
     }
 
-    /// Record counts of the paper's datasets (Section 6 of the paper; PAPERS.md §1).
+    /// Record counts of the paper's datasets (Section 6 of the paper;
+    /// `docs/papers/rum.md#the-paper-in-brief`).
     pub fn paper_records(self) -> usize {
         match self {
             Dataset::Gowalla => 6_442_757,
@@ -374,9 +376,10 @@ impl IndexConfig {
 
     /// [`IndexConfig::storage_defaults`] at `scale`. At the paper's scale the pages live in a file
     /// (`device = file`), as the authors' AsterixDB kept its disk components on disk: the in-memory
-    /// device would hold every page of every component in RAM (about 3.8 GB for Eager and
-    /// Validation over the 56M-record BerlinMOD stream), while the counted page reads and writes
-    /// are the same on both devices. `--set device=mem` brings the in-memory device back.
+    /// device would hold every page of every component in RAM (several GB for Eager and
+    /// Validation over the 56M-record BerlinMOD stream,
+    /// `docs/scale.md#the-rum-tree-at-paper-scale`), while the counted page reads and writes are
+    /// the same on both devices. `--set device=mem` brings the in-memory device back.
     pub fn storage_defaults_at(&self, scale: Scale) -> StorageConfig {
         let mut storage = self.storage_defaults();
         if scale == Scale::Paper {

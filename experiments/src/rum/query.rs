@@ -133,21 +133,18 @@ impl TypedExperiment for RumQuery {
     /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset,
     /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
     /// in-memory device, capped on `device = file` by the cache, the memory component and a merge's
-    /// survivors. Measured with `/usr/bin/time -v`: at small on BerlinMOD, all nine strategies,
-    /// device=mem, 81 MiB at 500,000 records and 146 MiB at 1,000,000 (136 B per record); at the
-    /// paper's settings (device=file) over 8,000,000 BerlinMOD records under Validation and UM+M,
-    /// 744 MiB held and 511 MiB streamed (31 B per held record). `held` rounds the held records up
-    /// as `rum-update` does; `index` is the rest of the in-memory slope, rounded up. At settings
-    /// far below the paper's the cap undercounts: device=file with a 256-page memory component
-    /// (cache 1,024 pages, max mergeable 2,048) grew 77 B per held record between the same two
-    /// sizes, about 45 B beyond the records, most of it the queries' candidates (their vector,
-    /// doubling as it grows, may hold up to three times their 32 B while it reallocates). A query
-    /// gathers every candidate of every component (32 B each) before it validates any
-    /// (`LsmRTree::query`), and the largest, side 0.343, finds about 0.39 candidates per record on
-    /// BerlinMOD (21,929,237 per query over the whole 56M-record stream). `PER_RECORD.query` per
-    /// record, never capped, holds them: over the whole 56,129,943-record BerlinMOD stream at the
-    /// paper's settings (device=file, Validation and UM, 10 queries per selectivity) the run peaked
-    /// at 1,760,328 KiB, against rum-update's 1,219,904 KiB.
+    /// survivors. `held` rounds the held records up as `rum-update` does; `index` is the rest of
+    /// the in-memory slope of peak RSS, rounded up: re-measure with `/usr/bin/time -v lsmlab run
+    /// rum-query --scale small --set datasets=berlinmod` at `records=500000` and
+    /// `records=1000000`. At settings far below the paper's the cap undercounts (device=file with
+    /// a small memory component grows by more than the held records), most of it the queries'
+    /// candidates (their vector, doubling as it grows, may hold up to three times their 32 B while
+    /// it reallocates). A query gathers every candidate of every component (32 B each) before it
+    /// validates any (`LsmRTree::query`), and the largest, side 0.343, finds about 0.39 candidates
+    /// per record on BerlinMOD (21,929,237 per query over the whole 56M-record stream).
+    /// `PER_RECORD.query` per record, never capped, holds them. The measurements, including the
+    /// paper-scale peak against `rum-update`'s, are in
+    /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
     fn memory_estimate(&self, config: &QueryConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         config
             .index

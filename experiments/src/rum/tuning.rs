@@ -80,11 +80,10 @@ impl TypedExperiment for RumTuning {
     /// `PER_RECORD.held` each (none for a streamed BerlinMOD dataset,
     /// [`super::STREAM_MIN_RECORDS`]), plus the index's pages, `PER_RECORD.index` per record on the
     /// in-memory device, capped on `device = file` by the cache, the memory component and a merge's
-    /// survivors. Measured with `/usr/bin/time -v` at small on BerlinMOD (vacuum and buffered
-    /// thresholds 2 and 64): device=mem, 43 MiB at 500,000 records and 101 MiB at 1,000,000 (122 B
-    /// per record); device=file with a 256-page memory component, 30 MiB and 48 MiB (37 B per
-    /// record: the held records, the index's part capped). `index` is the in-memory slope less the
-    /// held records, rounded up.
+    /// survivors. `index` is the in-memory slope of peak RSS less the held records, rounded up:
+    /// re-measure with `/usr/bin/time -v lsmlab run rum-tuning --scale small --set
+    /// datasets=berlinmod` at `records=500000` and `records=1000000` (the measurements are in
+    /// `docs/scale.md#memory-estimates-where-the-constants-come-from`).
     fn memory_estimate(&self, config: &TuningConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         config
             .index

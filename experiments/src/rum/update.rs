@@ -61,15 +61,16 @@ impl TypedExperiment for RumUpdate {
 
     /// Peak RSS ([`IndexConfig::streamed_memory_estimate`], shared with `rum-query`, `rum-mixed`
     /// and `rum-tuning`), per dataset (the largest counts, as datasets run one after another): the
-    /// records it holds, about 40 B each with the operation stream computed as they are ingested
-    /// (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus the index's
-    /// pages, about 60 B per record on the in-memory device, which keeps every page (measured:
-    /// 259 MB at 2,000,000 held records at small; 540 MB at the paper's settings over 8,000,000
-    /// streamed records under Eager and Validation). On `device = file` the pages live in the file,
-    /// so the index's part is at most what stays in memory: the buffer cache, the memory component
-    /// and a merge's survivors (32 B each, at most about `max_mergeable_pages` of pages; 1.72 GiB
-    /// at the paper's settings, against a measured peak of 1.16 GiB over the whole 56M-record
-    /// BerlinMOD stream and all nine strategies).
+    /// records it holds, `PER_RECORD.held` each with the operation stream computed as they are
+    /// ingested (none for a streamed BerlinMOD dataset, [`super::STREAM_MIN_RECORDS`]), plus the
+    /// index's pages, `PER_RECORD.index` per record on the in-memory device, which keeps every
+    /// page. On `device = file` the pages live in the file, so the index's part is at most what
+    /// stays in memory: the buffer cache, the memory component and a merge's survivors (32 B each,
+    /// at most about `max_mergeable_pages` of pages). The per-record figures are upper bounds
+    /// rounded up from measured slopes of peak RSS (`/usr/bin/time -v lsmlab run rum-update --scale
+    /// small --set datasets=berlinmod` at two `records`); the measurements, and the paper-scale
+    /// peak beside the estimate, are in
+    /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
     fn memory_estimate(&self, config: &UpdateConfig, data: &[DataSpec]) -> Option<MemoryEstimate> {
         config
             .index

@@ -203,9 +203,10 @@ fn group_names() -> Vec<&'static str> {
     GROUPS.iter().map(|(g, _)| *g).collect()
 }
 
-/// Peak memory per record at the largest n, rounded up from the peak RSS of the small run (440 MB
-/// with 400,000 rum-update records and 200,000 of the rest at x8): the cluster group's pages and
-/// the rum-update stream dominate.
+/// Peak memory per record at the largest n: an upper bound rounded up from the peak RSS of the
+/// small run (`/usr/bin/time -v lsmlab run scaling --scale small`) over its records at x8, where
+/// the cluster group's pages and the rum-update stream dominate. The measurement is in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 const BYTES_PER_RECORD: u64 = 1000;
 /// Memory besides the records.
 const RUN_BASE_BYTES: u64 = 64 << 20;

@@ -1,11 +1,11 @@
 //! BerlinMOD-like vehicle positions: cars driving home -> work -> (leisure ->) home along a road
 //! network, reporting a position every few metres.
 //!
-//! Shape (PAPERS.md section 1): BerlinMOD at scale factor 1.0 has 2,000 vehicles and 56,129,943
-//! positions (~28k each) in lon 13.088..13.742, lat 52.343..52.660. Consecutive positions of a
-//! vehicle are metres apart, so the old and the new entry of an update usually fall in the same
-//! R-tree leaf (why the paper's Buffered and Vacuum Cleaning pay off most here). BerlinMOD itself
-//! drives on OpenStreetMap's Berlin roads; here the network is synthetic:
+//! Shape (`docs/papers/rum.md#the-paper-in-brief`): BerlinMOD at scale factor 1.0 has 2,000
+//! vehicles and 56,129,943 positions (~28k each) in lon 13.088..13.742, lat 52.343..52.660.
+//! Consecutive positions of a vehicle are metres apart, so the old and the new entry of an update
+//! usually fall in the same R-tree leaf (why the paper's Buffered and Vacuum Cleaning pay off most
+//! here). BerlinMOD itself drives on OpenStreetMap's Berlin roads; here the network is synthetic:
 //! - a grid of junctions every `block_m` metres (default 400 m), each moved by up to 30% of a block,
 //!   with every `arterial_every`-th row and column an arterial road (50 km/h, never missing) and
 //!   the other streets 30 km/h, 15% of them missing so that routes are not plain staircases;
@@ -44,11 +44,13 @@ use crate::sample::unit_normal;
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
-/// Positions in BerlinMOD at scale factor 1.0, as the paper ran it (PAPERS.md section 1).
+/// Positions in BerlinMOD at scale factor 1.0, as the paper ran it
+/// (`docs/papers/rum.md#the-paper-in-brief`).
 pub const PAPER_RECORDS: usize = 56_129_943;
 
-/// Vehicles in BerlinMOD at scale factor 1.0: 2,000 (PAPERS.md section 1; the BerlinMOD benchmark
-/// scales its fleet as 2,000 x sqrt(SF), so SF 1.0 has 2,000 vehicles over 28 days).
+/// Vehicles in BerlinMOD at scale factor 1.0: 2,000 (`docs/papers/rum.md#the-paper-in-brief`; the
+/// BerlinMOD benchmark scales its fleet as 2,000 x sqrt(SF), so SF 1.0 has 2,000 vehicles over 28
+/// days).
 pub const PAPER_VEHICLES: usize = 2_000;
 
 /// The paper's Berlin bounds.

@@ -1,12 +1,12 @@
 //! Chicago-taxi-like pickups: many taxis picking up passengers at census-tract centroids.
 //!
-//! Shape (PAPERS.md section 1): Chicago taxi trips 2019, 15,241,413 pickups in lat 41.660..42.021,
-//! lon -87.914..-87.531. The data portal publishes no exact pickup point: "Pickup Centroid
-//! Latitude/Longitude" is the centroid of the pickup's census tract, or of its community area when
-//! the tract is hidden for privacy. Popularity is very skewed (top point ~10%), and the next pickup
-//! of a taxi is anywhere in the city, so consecutive records of an object are unrelated (the reason
-//! the paper's Buffered and Vacuum Cleaning barely shrink the Update Memo on this dataset,
-//! Table 2).
+//! Shape (`docs/papers/rum.md#the-paper-in-brief`): Chicago taxi trips 2019, 15,241,413 pickups in
+//! lat 41.660..42.021, lon -87.914..-87.531. The data portal publishes no exact pickup point:
+//! "Pickup Centroid Latitude/Longitude" is the centroid of the pickup's census tract, or of its
+//! community area when the tract is hidden for privacy. Popularity is very skewed (top point ~10%),
+//! and the next pickup of a taxi is anywhere in the city, so consecutive records of an object are
+//! unrelated (the reason the paper's Buffered and Vacuum Cleaning barely shrink the Update Memo on
+//! this dataset, Table 2).
 //!
 //! What the 2013-2016 sample in `shared/data` shows (15,000 trips with coordinates): every pickup
 //! sits exactly on one of only 236 distinct points, none in between; each point belongs to one
@@ -14,10 +14,10 @@
 //! 88%, the top 100 97%; the busiest points are community-area centroids (the Loop's, Near North
 //! Side's, O'Hare's). The generator follows that structure:
 //! - 77 community-area centroids, uniform in the bounds (Lake Michigan is not carved out), and 800
-//!   tract centroids (PAPERS.md: ~800), tract `i` in area `i mod 77`, each a Gaussian of
-//!   `tract_sigma_m` = 840 m around its area's centroid. Measured: in the sample, a community
-//!   area's other points lie a median 985 m from its busiest point, and a 2-D Gaussian's median
-//!   radius is 1.177 sigma;
+//!   tract centroids (`docs/papers/rum.md`: about 800), tract `i` in area `i mod 77`, each a
+//!   Gaussian of `tract_sigma_m` = 840 m around its area's centroid. Measured: in the sample, a
+//!   community area's other points lie a median 985 m from its busiest point, and a 2-D Gaussian's
+//!   median radius is 1.177 sigma;
 //! - tract popularity is Zipf-Mandelbrot, weight(rank) = (rank + q)^-s, tracts ranked by distance to
 //!   the Loop with lognormal noise so the popular ones are downtown; q = 34 and s = 3.6 are fitted
 //!   so that the points' top-k shares match the sample's (the fit is on the constants below; the
@@ -49,7 +49,7 @@ use crate::sample::{unit_normal, CumulativeTable};
 use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
-/// Pickups in the paper's Chicago 2019 taxi dataset (PAPERS.md section 1).
+/// Pickups in the paper's Chicago 2019 taxi dataset (`docs/papers/rum.md#the-paper-in-brief`).
 pub const PAPER_RECORDS: usize = 15_241_413;
 
 /// Distinct taxis in the 2019 trips: an estimate, since no published count of 2019's distinct

@@ -1,9 +1,9 @@
 //! Gowalla-like check-ins: users checking in at venues clustered in cities around the world.
 //!
-//! Shape (PAPERS.md section 1): the SNAP Gowalla dataset has 6,442,757 check-ins of ~107k users,
-//! clustered in cities; a user mostly moves inside one city and rarely jumps to another. The numbers
-//! below were fitted to the NYC subset in `shared/data` (138,957 check-ins, 7,115 users, 21,509
-//! venues) where the paper gives none:
+//! Shape (`docs/papers/rum.md#the-paper-in-brief`): the SNAP Gowalla dataset has 6,442,757
+//! check-ins of ~107k users, clustered in cities; a user mostly moves inside one city and rarely
+//! jumps to another. The numbers below were fitted to the NYC subset in `shared/data` (138,957
+//! check-ins, 7,115 users, 21,509 venues) where the paper gives none:
 //! - activity per user is lognormal with sigma = sqrt(2 ln(mean/median)) = sqrt(2 ln 3.9) = 1.65
 //!   (NYC: median 5, mean 19.5). At NYC size (7,115 users, mean 19.5) it gives median 5 and a maximum
 //!   of 1,500-3,000 depending on the seed (NYC: 1,794). The number of users is a parameter
@@ -34,12 +34,12 @@ use crate::time::unix_seconds;
 use crate::{seeded_rng, Record, Trajectories, WorkloadError};
 
 /// Check-ins in the full SNAP Gowalla dataset (`loc-gowalla_totalCheckins`), as the paper ran it
-/// (PAPERS.md section 1).
+/// (`docs/papers/rum.md#the-paper-in-brief`).
 pub const PAPER_RECORDS: usize = 6_442_757;
 
 /// Users in the full SNAP Gowalla dataset: SNAP's page for `loc-Gowalla` lists 196,591 users in the
 /// friendship graph, of whom 107,092 have check-ins in `loc-gowalla_totalCheckins` (the count
-/// PAPERS.md section 1 gives, "~107k users").
+/// `docs/papers/rum.md#the-paper-in-brief` gives, "about 107,000 users").
 pub const PAPER_USERS: usize = 107_092;
 
 /// Parameters of [`gowalla`]; the defaults and their sources are in the module docs.

@@ -1,8 +1,8 @@
-//! Synthetic stand-ins for the LSM RUM-tree paper's three datasets (PAPERS.md section 1,
-//! "Datasets"), deterministic for (records, objects, seed), so that experiments run on any machine
-//! without the real files. Each generator reproduces the *shape* the paper's results depend on: how
-//! clustered the points are, how far an object moves between two records, and how many records
-//! each object has.
+//! Synthetic stand-ins for the LSM RUM-tree paper's three datasets
+//! (`docs/papers/rum.md#the-paper-in-brief`, "Datasets"), deterministic for (records, objects,
+//! seed), so that experiments run on any machine without the real files. Each generator reproduces
+//! the *shape* the paper's results depend on: how clustered the points are, how far an object moves
+//! between two records, and how many records each object has.
 //!
 //! The number of distinct objects (users, taxis, vehicles) is a parameter of its own
 //! ([`GenSpec::objects`]): the paper's mechanisms hinge on how many live objects there are relative
@@ -62,8 +62,9 @@ fn unknown(name: &str) -> WorkloadError {
     }
 }
 
-/// Records in the real dataset the paper ran (PAPERS.md section 1): 6,442,757 Gowalla check-ins,
-/// 15,241,413 Chicago taxi pickups (2019), 56,129,943 BerlinMOD positions (SF 1.0).
+/// Records in the real dataset the paper ran (`docs/papers/rum.md#the-paper-in-brief`): 6,442,757
+/// Gowalla check-ins, 15,241,413 Chicago taxi pickups (2019), 56,129,943 BerlinMOD positions (SF
+/// 1.0).
 pub fn paper_records(name: &str) -> Result<usize, WorkloadError> {
     match name {
         "gowalla" => Ok(gowalla::PAPER_RECORDS),

@@ -1,6 +1,7 @@
 //! Key-value workloads: YCSB's skewed key generators and the Leaper paper's three workloads
-//! (PAPERS.md section 2; Yang et al., "Leaper: a learned prefetcher for cache invalidation in
-//! LSM-tree based storage engines", PVLDB 13(11), 2020, Table 2) as deterministic op streams.
+//! (`docs/papers/leaper.md#the-paper-in-brief`; Yang et al., "Leaper: a learned prefetcher for
+//! cache invalidation in LSM-tree based storage engines", PVLDB 13(11), 2020, Table 2) as
+//! deterministic op streams.
 //!
 //! - [`Zipfian`], [`ScrambledZipfian`], [`Latest`]: YCSB's `ZipfianGenerator`,
 //!   `ScrambledZipfianGenerator` and `SkewedLatestGenerator` (module [`zipfian`]);

@@ -113,7 +113,7 @@ pub struct Zipfian {
 
 impl Zipfian {
     /// A zipfian over `0..items` with constant `theta` (`0 <= theta < 1`); computes
-    /// `zeta(items, theta)` (a sum of `items` powers, ~0.1 s per 10^7 items).
+    /// `zeta(items, theta)` (a sum of `items` powers: time linear in `items`).
     pub fn new(items: u64, theta: f64) -> Result<Self, WorkloadError> {
         check_theta("zipfian", theta)?;
         Self::with_zetan(items, theta, zeta(items, theta))

@@ -1,7 +1,8 @@
 //! SNAP's Gowalla check-ins (`loc-gowalla_totalCheckins.txt`, and the NYC subset in
 //! `shared/data`): `user<TAB>time<TAB>latitude<TAB>longitude<TAB>location id`, no header. The file
 //! is sorted by user and then by time descending; the loader's time sort turns it into the stream
-//! the LSM RUM-tree paper replays (PAPERS.md section 1). x = longitude, y = latitude.
+//! the LSM RUM-tree paper replays (`docs/papers/rum.md#the-paper-in-brief`). x = longitude, y =
+//! latitude.
 
 use std::path::Path;
 

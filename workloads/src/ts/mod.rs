@@ -1,4 +1,5 @@
-//! Out-of-order time-series streams for the DIOL experiments (PAPERS.md section 3).
+//! Out-of-order time-series streams for the DIOL experiments
+//! (`docs/papers/diol.md#the-project-in-brief`).
 //!
 //! One series with timestamps `1..=N`; a fraction `o3_ratio` of the points arrives late. A late
 //! point with time `t` and delay `d` arrives right after the in-order point with time `t + d` (so

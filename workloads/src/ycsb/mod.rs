@@ -1,6 +1,7 @@
-//! YCSB's core workloads A-F for the OEP 7 experiments (PAPERS.md section 4), as YCSB's
-//! `site.ycsb.workloads.CoreWorkload` and its `workloads/workload[a-f]` property files define them
-//! (brianfrankcooper/YCSB; the algorithm, not the code):
+//! YCSB's core workloads A-F for the OEP 7 experiments
+//! (`docs/papers/oep7.md#the-proposal-in-brief`), as YCSB's `site.ycsb.workloads.CoreWorkload` and
+//! its `workloads/workload[a-f]` property files define them (brianfrankcooper/YCSB; the algorithm,
+//! not the code):
 //!
 //! | workload | read | update | insert | scan | read-modify-write | request distribution |
 //! |---|---|---|---|---|---|---|

@@ -1,5 +1,6 @@
 //! The storage every experiment runs on: a device (counted in memory, or real files) behind a
-//! buffer cache, with the device profile that turns counted I/O into modelled time (DESIGN.md §4).
+//! buffer cache, with the device profile that turns counted I/O into modelled time
+//! (`docs/design.md#measuring`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

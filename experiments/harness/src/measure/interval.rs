@@ -1,6 +1,6 @@
 //! Timelines: operations grouped into intervals of a fixed number of operations or of time, one
-//! tidy row per interval (DESIGN.md §4: "time series are arrays of per-interval rows"), such as
-//! throughput, cache hit ratio and latency percentiles after each flush or compaction.
+//! tidy row per interval (`docs/design.md#measuring`: time series "are rows, one per interval"),
+//! such as throughput, cache hit ratio and latency percentiles after each flush or compaction.
 
 use std::time::Duration;
 

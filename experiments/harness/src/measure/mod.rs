@@ -1,6 +1,6 @@
 //! Measurement shared by every paper: latency distributions ([`LatencyRecorder`]) and per-interval
-//! timelines ([`IntervalSeries`]), both reported in microseconds (DESIGN.md §4), and this thread's
-//! CPU time ([`thread_cpu`]).
+//! timelines ([`IntervalSeries`]), both reported in microseconds (`docs/design.md#measuring`), and
+//! this thread's CPU time ([`thread_cpu`]).
 
 pub mod interval;
 pub mod latency;

@@ -2,8 +2,8 @@
 //!
 //! Text is drawn with DejaVu Sans embedded through the `dejavu` crate and registered with plotters'
 //! `ab_glyph` backend ([`ensure_fonts`]), so PNG text renders on a machine with no system fonts and
-//! no font libraries (DESIGN.md section 8). Every helper writes `<stem>.svg` and `<stem>.png` and
-//! returns both paths, SVG first.
+//! no font libraries (`docs/design.md#conventions`). Every helper writes `<stem>.svg` and
+//! `<stem>.png` and returns both paths, SVG first.
 
 pub mod axis;
 mod bars;
