@@ -45,11 +45,12 @@ use crate::rtree::{disk::HEADER_SIZE, SpatialEntry};
 use crate::spatial::{LsmRTree, SpatialConfig};
 use crate::storage::IoStats;
 use crate::{Error, Result};
+use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Bytes of a record's fixed part: object id, version, x, y.
 pub const RECORD_HEADER: usize = 32;
@@ -100,7 +101,7 @@ impl ObjectRecord {
                 ),
             });
         }
-        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u = |i: usize| crate::bytes::u64_le(b, i);
         Ok(ObjectRecord {
             oid: u(0),
             version: u(8),
@@ -307,7 +308,7 @@ impl Warmer {
 
 impl LifecycleObserver<SpatialKey> for Warmer {
     fn on_event(&self, event: &LifecycleEvent<SpatialKey>) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         if st.error.is_some() {
             return;
         }
@@ -425,8 +426,8 @@ impl CombinedStore {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, WarmState> {
-        self.warmer.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> MutexGuard<'_, WarmState> {
+        self.warmer.state.lock()
     }
 
     /// A warm-up failure (a device error while admitting) surfaces on the next operation.

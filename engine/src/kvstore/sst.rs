@@ -77,11 +77,11 @@ fn write_header(page: &mut [u8], kind: u8, count: usize, used: usize) {
 }
 
 fn u32_at(page: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(page[off..off + 4].try_into().expect("4 bytes"))
+    crate::bytes::u32_le(page, off)
 }
 
 fn u64_at(page: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(page[off..off + 8].try_into().expect("8 bytes"))
+    crate::bytes::u64_le(page, off)
 }
 
 /// Checks a page's header and returns `(count, used)`.
@@ -239,6 +239,9 @@ pub fn pack_blocks(entries: &[(u64, KvValue)], page_size: usize) -> Result<Vec<R
     Ok(blocks)
 }
 
+/// What [`for_each_run`] hands each run's entries to, in key order; an error stops the cutting.
+pub type RunSink<'a> = dyn FnMut(&[(u64, KvValue)]) -> Result<()> + 'a;
+
 /// Cuts a stream of entries (strictly increasing keys) into runs of `per_run` data blocks, as
 /// one [`pack_blocks`] of every entry would cut them, and hands each run's entries to `emit` in
 /// order; without `per_run`, every entry goes to one run. With `per_run` the entries are held a
@@ -250,7 +253,7 @@ pub fn for_each_run(
     entries: impl Iterator<Item = Result<(u64, KvValue)>>,
     page_size: usize,
     per_run: Option<usize>,
-    emit: &mut dyn FnMut(&[(u64, KvValue)]) -> Result<()>,
+    emit: &mut RunSink<'_>,
 ) -> Result<()> {
     let per_run = per_run.map(|p| p.max(1));
     let batch_bytes = per_run.map_or(usize::MAX, |p| p.saturating_mul(page_size).saturating_mul(2));

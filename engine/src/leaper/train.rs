@@ -212,6 +212,9 @@ pub struct AblationRow {
     pub train_secs: f64,
 }
 
+/// Row indices of a [`Dataset`], each with its label.
+type LabelledRows = Vec<(usize, bool)>;
+
 /// The rows of a history and where the split falls.
 struct Dataset {
     rows: Vec<Row>,
@@ -307,8 +310,7 @@ impl Dataset {
     }
 
     /// (train rows, test rows) of step `k`: row indices with their label.
-    #[allow(clippy::type_complexity)]
-    fn split_step(&self, h: &RangeHistory, k: usize) -> (Vec<(usize, bool)>, Vec<(usize, bool)>) {
+    fn split_step(&self, h: &RangeHistory, k: usize) -> (LabelledRows, LabelledRows) {
         let (mut train, mut test) = (Vec::new(), Vec::new());
         for i in 0..self.rows.len() {
             let label_slot = self.t[i] + k;

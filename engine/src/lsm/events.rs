@@ -3,7 +3,7 @@
 
 use super::version::{KeyRange, RunId};
 use crate::storage::PageId;
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 /// A contiguous range of pages on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,12 +73,12 @@ impl<K: Clone> EventLog<K> {
 
     /// The events so far, oldest first.
     pub fn events(&self) -> Vec<LifecycleEvent<K>> {
-        self.events.lock().unwrap().clone()
+        self.events.lock().clone()
     }
 }
 
 impl<K: Clone + Send> LifecycleObserver<K> for EventLog<K> {
     fn on_event(&self, event: &LifecycleEvent<K>) {
-        self.events.lock().unwrap().push(event.clone());
+        self.events.lock().push(event.clone());
     }
 }

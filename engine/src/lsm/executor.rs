@@ -367,6 +367,7 @@ impl<F: RunFormat> RunStore<F> {
                 });
                 self.version.replace(&[run], vec![meta.clone()], to_level)?;
                 self.stats.moves += 1;
+                #[allow(clippy::expect_used)] // `replace` just installed `run` at `to_level`
                 let moved = self.version.get(run).expect("moved run").clone();
                 self.emit(LifecycleEvent::CompactionFinished {
                     kind: CompactionKind::Move,
@@ -390,6 +391,7 @@ impl<F: RunFormat> RunStore<F> {
                     outputs: Vec::new(),
                 });
                 for id in runs {
+                    #[allow(clippy::expect_used)] // every run in the version was registered in `runs`
                     let run = self.runs.remove(&id).expect("a version run has its run");
                     self.format.destroy(run);
                 }
@@ -465,6 +467,7 @@ impl<F: RunFormat> RunStore<F> {
             outputs,
         });
         for id in ids {
+            #[allow(clippy::expect_used)] // every run in the version was registered in `runs`
             let run = self.runs.remove(&id).expect("a version run has its run");
             self.format.destroy(run);
         }
@@ -492,8 +495,8 @@ mod tests {
     use crate::lsm::events::EventLog;
     use crate::lsm::strategy::NoCompaction;
     use crate::storage::MemDevice;
+    use parking_lot::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Mutex;
 
     /// Runs held in memory; a shared set records which are alive, and the n-th build can be made
     /// to fail.
@@ -518,14 +521,14 @@ mod tests {
             if n == self.fail_build.load(Ordering::SeqCst) {
                 return Err(Error::Config(format!("build {n} fails")));
             }
-            self.alive.lock().unwrap().insert(n);
+            self.alive.lock().insert(n);
             Ok(Toy { tag: n, entries })
         }
         fn scan<'a>(&'a self, run: &'a Toy) -> Result<EntryStream<'a, u64, i64>> {
             Ok(Box::new(run.entries.iter().map(|&e| Ok(e))))
         }
         fn destroy(&self, run: Toy) {
-            assert!(self.alive.lock().unwrap().remove(&run.tag), "run destroyed twice");
+            assert!(self.alive.lock().remove(&run.tag), "run destroyed twice");
         }
         fn describe(&self, run: &Toy) -> RunInfo<u64> {
             let n = run.entries.len() as u64;
@@ -595,7 +598,7 @@ mod tests {
         assert_eq!(all, want);
         assert_eq!(s.version().level(1).len(), 2);
         assert!(s.version().level(0).is_empty());
-        assert_eq!(runs.alive.lock().unwrap().len(), 2, "inputs destroyed");
+        assert_eq!(runs.alive.lock().len(), 2, "inputs destroyed");
         let st = s.stats();
         assert_eq!(
             (st.flushes, st.merges, st.flushed_entries, st.merged_entries),
@@ -619,7 +622,7 @@ mod tests {
         assert!(err.to_string().contains("build 5 fails"));
         assert_eq!(s.version().runs().map(|r| r.id).collect::<Vec<_>>(), before);
         assert_eq!(
-            runs.alive.lock().unwrap().len(),
+            runs.alive.lock().len(),
             3,
             "the first output is destroyed, inputs kept"
         );
@@ -665,10 +668,10 @@ mod tests {
         }
         s.apply(Choice::Drop { runs: vec![oldest] }, &mut KeepAll)
             .unwrap();
-        assert_eq!((s.version().len(), runs.alive.lock().unwrap().len()), (2, 2));
+        assert_eq!((s.version().len(), runs.alive.lock().len()), (2, 2));
         drop(s);
         assert!(
-            runs.alive.lock().unwrap().is_empty(),
+            runs.alive.lock().is_empty(),
             "dropping the store destroys its runs"
         );
     }

@@ -139,7 +139,10 @@ impl<K: RunKey> CompactionStrategy<K> for LeveledStrategy<K> {
         let below = level + 1;
         if level == 0 {
             let l0 = version.level(0);
-            let oldest = l0.last().expect("an L0 compaction has runs");
+            // `pick_level` picks level 0 only when it holds runs.
+            let Some(oldest) = l0.last() else {
+                return Choice::DoNothing;
+            };
             let blocked = oldest
                 .keys
                 .is_some_and(|k| !version.overlapping(1, &k).is_empty());

@@ -320,6 +320,7 @@ impl<F: Fn(&SpatialEntry) -> SpatialKey> Iterator for MergedRuns<F> {
 
     fn next(&mut self) -> Option<SpatialEntry> {
         let Reverse((_, i)) = self.heap.pop()?;
+        #[allow(clippy::expect_used)] // `advance` stores a run's head whenever it pushes its key
         let e = self.heads[i].take().expect("a run in the heap has its head");
         self.advance(i);
         self.left -= 1;

@@ -89,8 +89,12 @@ struct Counts {
 }
 
 #[cfg(loom)]
+#[allow(clippy::expect_used)] // loom poisons a lock only after a modelled thread panicked, failing the model
 fn lock(shard: &Shard) -> MutexGuard<'_, Map> {
-    shard.0.lock().unwrap()
+    shard
+        .0
+        .lock()
+        .expect("a modelled thread panicked holding a shard")
 }
 
 #[cfg(not(loom))]
