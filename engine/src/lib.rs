@@ -38,13 +38,9 @@ pub mod kvstore;
 // Temporary: the docs of this module's public items are being written.
 #[allow(missing_docs)]
 pub mod leaper;
-// Temporary: the docs of this module's public items are being written.
-#[allow(missing_docs)]
 pub mod lsm;
 pub mod rtree;
 pub mod series;
-// Temporary: the docs of this module's public items are being written.
-#[allow(missing_docs)]
 pub mod spatial;
 pub mod storage;
 

@@ -22,9 +22,13 @@ use std::time::Instant;
 /// What an index's run looks like on the device, as a format describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunInfo<K> {
+    /// Size on the device (all its extents).
     pub pages: u64,
+    /// Entries it holds.
     pub entries: u64,
+    /// Key range of its entries; `None` for an empty run.
     pub keys: Option<KeyRange<K>>,
+    /// The pages it occupies.
     pub extents: Vec<Extent>,
 }
 
@@ -32,7 +36,9 @@ pub struct RunInfo<K> {
 pub trait RunFormat {
     /// The order of entries and runs.
     type Key: RunKey;
+    /// The values stored with the keys.
     type Value: Clone;
+    /// A built run (its handle on the device).
     type Run;
     /// Builds a run from entries in strictly increasing key order. On error nothing stays allocated.
     fn build(&self, entries: Vec<(Self::Key, Self::Value)>) -> Result<Self::Run>;
@@ -40,6 +46,7 @@ pub trait RunFormat {
     fn scan<'a>(&'a self, run: &'a Self::Run) -> Result<EntryStream<'a, Self::Key, Self::Value>>;
     /// Frees the run's pages.
     fn destroy(&self, run: Self::Run);
+    /// Where the run lies and what it holds.
     fn describe(&self, run: &Self::Run) -> RunInfo<Self::Key>;
     /// How many entries fill a run of `pages` pages (to split compaction outputs at a target size).
     fn entries_per_run(&self, pages: u64) -> u64;
@@ -48,6 +55,7 @@ pub trait RunFormat {
 /// Decides, entry by entry, what a merge keeps: told whether the merge sees the oldest data of its
 /// keys (`bottommost`), so deletion markers can go. The RUM strategies' cleaning is such a filter.
 pub trait MergeFilter<K, V> {
+    /// Whether the merge output keeps this entry (`Err` aborts the merge).
     fn keep(&mut self, key: &K, value: &V, bottommost: bool) -> Result<bool>;
 }
 
@@ -88,6 +96,7 @@ pub trait Merger<F: RunFormat> {
 /// What a merge is asked to produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergePlan {
+    /// The level the outputs are installed at.
     pub output_level: usize,
     /// Split the output into runs of about this many pages (one run when `None`).
     pub target_run_pages: Option<u64>,
@@ -162,26 +171,32 @@ impl<F: RunFormat> RunStore<F> {
         }
     }
 
+    /// Tells `observer` about every flush and compaction from now on.
     pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<F::Key>>) {
         self.observers.push(observer);
     }
 
+    /// The format the runs are stored in.
     pub fn format(&self) -> &F {
         &self.format
     }
 
+    /// The current run layout.
     pub fn version(&self) -> &Version<F::Key> {
         &self.version
     }
 
+    /// Flush and merge counters and times so far.
     pub fn stats(&self) -> LifecycleStats {
         self.stats
     }
 
+    /// The compaction strategy's short name.
     pub fn strategy_name(&self) -> &'static str {
         self.strategy.name()
     }
 
+    /// The run of `id`, if it is installed.
     pub fn run(&self, id: RunId) -> Option<&F::Run> {
         self.runs.get(&id)
     }
@@ -204,10 +219,12 @@ impl<F: RunFormat> RunStore<F> {
         self.version.lookup_order(key).map(|m| (m, &self.runs[&m.id]))
     }
 
+    /// Runs currently installed.
     pub fn len(&self) -> usize {
         self.runs.len()
     }
 
+    /// Whether no run is installed.
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }

@@ -77,6 +77,7 @@ pub struct LeveledStrategy<K> {
 }
 
 impl<K: RunKey> LeveledStrategy<K> {
+    /// A strategy with `params` (at least two levels of round-robin cursors).
     pub fn new(params: LeveledParams) -> Self {
         LeveledStrategy {
             params,
@@ -84,6 +85,7 @@ impl<K: RunKey> LeveledStrategy<K> {
         }
     }
 
+    /// The parameters it was built with.
     pub fn params(&self) -> &LeveledParams {
         &self.params
     }

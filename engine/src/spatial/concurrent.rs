@@ -55,6 +55,7 @@ impl ConcurrentRumTree {
             .finish_external_insert(leaf, MemoryWrite { update: true, split })
     }
 
+    /// The shared Update Memo (updated outside the index's lock).
     pub fn update_memo(&self) -> &UpdateMemo {
         &self.um
     }
