@@ -27,13 +27,9 @@ pub mod btree;
 mod bytes;
 pub mod cache;
 pub mod cluster;
-// Temporary: the docs of this module's public items are being written.
-#[allow(missing_docs)]
 pub mod combined;
 pub mod error;
 pub mod geom;
-// Temporary: the docs of this module's public items are being written.
-#[allow(missing_docs)]
 pub mod kvstore;
 // Temporary: the docs of this module's public items are being written.
 #[allow(missing_docs)]

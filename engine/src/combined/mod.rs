@@ -58,9 +58,11 @@ pub const RECORD_HEADER: usize = 32;
 /// One object's record as the cluster stores it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObjectRecord {
+    /// The object's id.
     pub oid: u64,
     /// 1 when the object first appears, + 1 per update.
     pub version: u64,
+    /// The object's location at this version.
     pub at: Point,
     /// Payload bytes (the rest of the object's attributes), a function of oid and version.
     pub payload: Vec<u8>,
@@ -80,6 +82,7 @@ impl ObjectRecord {
         }
     }
 
+    /// The record's bytes: oid, version, x and y (little-endian), then the payload.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(RECORD_HEADER + self.payload.len());
         out.extend_from_slice(&self.oid.to_le_bytes());
@@ -124,8 +127,10 @@ pub enum CachePolicy {
 }
 
 impl CachePolicy {
+    /// Every policy.
     pub const ALL: [CachePolicy; 3] = [CachePolicy::Lru, CachePolicy::Prepopulate, CachePolicy::Leaper];
 
+    /// The policy's name in configs and result files.
     pub fn name(self) -> &'static str {
         match self {
             CachePolicy::Lru => "lru",
@@ -157,12 +162,16 @@ impl FromStr for CachePolicy {
 
 /// The warm-up in force: a [`CachePolicy`] with, for Leaper, its trained prefetcher.
 pub enum WarmUp {
+    /// See [`CachePolicy::Lru`].
     Lru,
+    /// See [`CachePolicy::Prepopulate`].
     Prepopulate,
+    /// See [`CachePolicy::Leaper`]; the trained prefetcher that decides.
     Leaper(Box<LeaperPolicy>),
 }
 
 impl WarmUp {
+    /// The policy this warm-up carries out.
     pub fn policy(&self) -> CachePolicy {
         match self {
             WarmUp::Lru => CachePolicy::Lru,
@@ -179,6 +188,7 @@ pub struct WarmStats {
     pub operations: u64,
     /// R-tree leaves offered, and of those admitted.
     pub leaves_offered: u64,
+    /// R-tree leaves admitted, of those offered.
     pub leaves_admitted: u64,
     /// Internal and antimatter pages admitted.
     pub other_admitted: u64,
@@ -332,25 +342,34 @@ impl LifecycleObserver<SpatialKey> for Warmer {
 /// a strategy validates with) and record pages (the cluster's data and position-map pages).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct QueryPages {
+    /// Index pages found in the cache.
     pub index_hits: u64,
+    /// Index pages read from the device.
     pub index_misses: u64,
+    /// Record pages found in the cache.
     pub record_hits: u64,
+    /// Record pages read from the device.
     pub record_misses: u64,
 }
 
 impl QueryPages {
+    /// Index pages accessed, hits and misses.
     pub fn index(&self) -> u64 {
         self.index_hits + self.index_misses
     }
+    /// Record pages accessed, hits and misses.
     pub fn records(&self) -> u64 {
         self.record_hits + self.record_misses
     }
+    /// Every page accessed.
     pub fn total(&self) -> u64 {
         self.index() + self.records()
     }
+    /// Pages read from the device, index and records.
     pub fn misses(&self) -> u64 {
         self.index_misses + self.record_misses
     }
+    /// Adds `o`'s counts to these.
     pub fn add(&mut self, o: &QueryPages) {
         self.index_hits += o.index_hits;
         self.index_misses += o.index_misses;
@@ -364,8 +383,11 @@ impl QueryPages {
 pub struct Answer {
     /// Sorted by object id.
     pub records: Vec<ObjectRecord>,
+    /// Entries the R-trees produced before validation.
     pub candidates: u64,
+    /// Probes made to validate the candidates (see [`QueryOutcome`](crate::spatial::QueryOutcome)).
     pub validation_lookups: u64,
+    /// The query's page accesses, index and records.
     pub pages: QueryPages,
     /// The cluster's page accesses for the fetch (its own count; equals `pages.records()`).
     pub cluster_page_reads: u64,
@@ -373,7 +395,9 @@ pub struct Answer {
 
 /// Moving objects: records in a cluster, a secondary LSM R-tree on location, one shared cache.
 pub struct CombinedStore {
+    /// The secondary LSM R-tree on location.
     pub index: LsmRTree,
+    /// The records, by object.
     pub cluster: Box<dyn RecordCluster>,
     cache: Arc<BufferCache>,
     curve: HilbertCurve,
@@ -438,6 +462,7 @@ impl CombinedStore {
         }
     }
 
+    /// The cache the index and the cluster share.
     pub fn cache(&self) -> &Arc<BufferCache> {
         &self.cache
     }
@@ -452,6 +477,7 @@ impl CombinedStore {
         self.state().warm = warm;
     }
 
+    /// The warm-up policy in force.
     pub fn policy(&self) -> CachePolicy {
         self.state().warm.policy()
     }
@@ -461,6 +487,7 @@ impl CombinedStore {
         self.state().now = now;
     }
 
+    /// What the warm-up did so far.
     pub fn warm_stats(&self) -> WarmStats {
         self.state().stats
     }
@@ -502,6 +529,7 @@ impl CombinedStore {
         }
     }
 
+    /// Objects stored.
     pub fn objects(&self) -> usize {
         self.objects.len()
     }
@@ -602,10 +630,12 @@ impl CombinedStore {
         })
     }
 
+    /// The shared cache's counters.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
 
+    /// The device's counters (index and records).
     pub fn io(&self) -> IoStats {
         self.cache.device().stats()
     }

@@ -347,21 +347,26 @@ pub struct SstRun {
 pub struct MetaLookups {
     /// Filter blocks asked (a point lookup into a run whose key range holds the key).
     pub filter_hits: u64,
+    /// Filter blocks asked that missed (a run's first).
     pub filter_misses: u64,
     /// Index pages searched (a point lookup the filter let through; a scan, once per run it reads).
     pub index_hits: u64,
+    /// Index pages searched that missed (each page's first).
     pub index_misses: u64,
 }
 
 impl MetaLookups {
+    /// Filter and index lookups that hit.
     pub fn hits(&self) -> u64 {
         self.filter_hits + self.index_hits
     }
 
+    /// Filter and index lookups that missed.
     pub fn misses(&self) -> u64 {
         self.filter_misses + self.index_misses
     }
 
+    /// Adds `o`'s counts to these.
     pub fn add(&mut self, o: &MetaLookups) {
         self.filter_hits += o.filter_hits;
         self.filter_misses += o.filter_misses;
@@ -381,6 +386,7 @@ impl SstRun {
         self.pages
     }
 
+    /// Data blocks (one page each).
     pub fn data_blocks(&self) -> u64 {
         self.blocks.len() as u64
     }
@@ -390,14 +396,17 @@ impl SstRun {
         self.pages - self.data_blocks()
     }
 
+    /// The first page of the run's extent.
     pub fn first_page(&self) -> PageId {
         self.first
     }
 
+    /// Entries the run holds, tombstones included.
     pub fn entries(&self) -> u64 {
         self.entries
     }
 
+    /// The key range of the run's entries; `None` for an empty run.
     pub fn keys(&self) -> Option<KeyRange<u64>> {
         Some(KeyRange::new(
             self.blocks.first()?.first_key,
@@ -568,10 +577,12 @@ impl SstFormat {
         Ok(SstFormat { cache, bloom_fp })
     }
 
+    /// The cache runs are read and written through.
     pub fn cache(&self) -> &Arc<BufferCache> {
         &self.cache
     }
 
+    /// Bytes of a page (a data block).
     pub fn page_size(&self) -> usize {
         self.cache.page_size()
     }
