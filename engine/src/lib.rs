@@ -31,8 +31,6 @@ pub mod combined;
 pub mod error;
 pub mod geom;
 pub mod kvstore;
-// Temporary: the docs of this module's public items are being written.
-#[allow(missing_docs)]
 pub mod leaper;
 pub mod lsm;
 pub mod rtree;
