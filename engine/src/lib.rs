@@ -27,30 +27,14 @@ pub mod btree;
 mod bytes;
 pub mod cache;
 pub mod cluster;
-// Temporary: this module is being rewritten elsewhere; its docs and unwraps come with that change.
-#[allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 pub mod combined;
 pub mod error;
 pub mod geom;
-// Temporary: this module is being rewritten elsewhere; its docs and unwraps come with that change,
-// and so does the fix of `sst.rs`'s complex `emit` callback type.
-#[allow(
-    missing_docs,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::type_complexity
-)]
 pub mod kvstore;
-// Temporary: this module is being rewritten elsewhere; its docs and unwraps come with that change.
-#[allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 pub mod leaper;
-// Temporary: this module is being rewritten elsewhere; its docs and unwraps come with that change.
-#[allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 pub mod lsm;
 pub mod rtree;
 pub mod series;
-// Temporary: this module is being rewritten elsewhere; its docs and unwraps come with that change.
-#[allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 pub mod spatial;
 pub mod storage;
 

@@ -47,11 +47,12 @@ use crate::rtree::{disk::HEADER_SIZE, SpatialEntry};
 use crate::spatial::{LsmRTree, SpatialConfig};
 use crate::storage::IoStats;
 use crate::{Error, Result};
+use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Bytes of a record's fixed part: object id, version, x, y.
 pub const RECORD_HEADER: usize = 32;
@@ -59,9 +60,11 @@ pub const RECORD_HEADER: usize = 32;
 /// One object's record as the cluster stores it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObjectRecord {
+    /// The object's id.
     pub oid: u64,
     /// 1 when the object first appears, + 1 per update.
     pub version: u64,
+    /// The object's location at this version.
     pub at: Point,
     /// Payload bytes (the rest of the object's attributes), a function of oid and version.
     pub payload: Vec<u8>,
@@ -81,6 +84,7 @@ impl ObjectRecord {
         }
     }
 
+    /// The record's bytes: oid, version, x and y (little-endian), then the payload.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(RECORD_HEADER + self.payload.len());
         out.extend_from_slice(&self.oid.to_le_bytes());
@@ -102,7 +106,7 @@ impl ObjectRecord {
                 ),
             });
         }
-        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u = |i: usize| crate::bytes::u64_le(b, i);
         Ok(ObjectRecord {
             oid: u(0),
             version: u(8),
@@ -125,8 +129,10 @@ pub enum CachePolicy {
 }
 
 impl CachePolicy {
+    /// Every policy.
     pub const ALL: [CachePolicy; 3] = [CachePolicy::Lru, CachePolicy::Prepopulate, CachePolicy::Leaper];
 
+    /// The policy's name in configs and result files.
     pub fn name(self) -> &'static str {
         match self {
             CachePolicy::Lru => "lru",
@@ -158,12 +164,16 @@ impl FromStr for CachePolicy {
 
 /// The warm-up in force: a [`CachePolicy`] with, for Leaper, its trained prefetcher.
 pub enum WarmUp {
+    /// See [`CachePolicy::Lru`].
     Lru,
+    /// See [`CachePolicy::Prepopulate`].
     Prepopulate,
+    /// See [`CachePolicy::Leaper`]; the trained prefetcher that decides.
     Leaper(Box<LeaperPolicy>),
 }
 
 impl WarmUp {
+    /// The policy this warm-up carries out.
     pub fn policy(&self) -> CachePolicy {
         match self {
             WarmUp::Lru => CachePolicy::Lru,
@@ -180,6 +190,7 @@ pub struct WarmStats {
     pub operations: u64,
     /// R-tree leaves offered, and of those admitted.
     pub leaves_offered: u64,
+    /// R-tree leaves admitted, of those offered.
     pub leaves_admitted: u64,
     /// Internal and antimatter pages admitted.
     pub other_admitted: u64,
@@ -309,7 +320,7 @@ impl Warmer {
 
 impl LifecycleObserver<SpatialKey> for Warmer {
     fn on_event(&self, event: &LifecycleEvent<SpatialKey>) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         if st.error.is_some() {
             return;
         }
@@ -333,25 +344,34 @@ impl LifecycleObserver<SpatialKey> for Warmer {
 /// a strategy validates with) and record pages (the cluster's data and position-map pages).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct QueryPages {
+    /// Index pages found in the cache.
     pub index_hits: u64,
+    /// Index pages read from the device.
     pub index_misses: u64,
+    /// Record pages found in the cache.
     pub record_hits: u64,
+    /// Record pages read from the device.
     pub record_misses: u64,
 }
 
 impl QueryPages {
+    /// Index pages accessed, hits and misses.
     pub fn index(&self) -> u64 {
         self.index_hits + self.index_misses
     }
+    /// Record pages accessed, hits and misses.
     pub fn records(&self) -> u64 {
         self.record_hits + self.record_misses
     }
+    /// Every page accessed.
     pub fn total(&self) -> u64 {
         self.index() + self.records()
     }
+    /// Pages read from the device, index and records.
     pub fn misses(&self) -> u64 {
         self.index_misses + self.record_misses
     }
+    /// Adds `o`'s counts to these.
     pub fn add(&mut self, o: &QueryPages) {
         self.index_hits += o.index_hits;
         self.index_misses += o.index_misses;
@@ -365,8 +385,11 @@ impl QueryPages {
 pub struct Answer {
     /// Sorted by object id.
     pub records: Vec<ObjectRecord>,
+    /// Entries the R-trees produced before validation.
     pub candidates: u64,
+    /// Probes made to validate the candidates (see [`QueryOutcome`](crate::spatial::QueryOutcome)).
     pub validation_lookups: u64,
+    /// The query's page accesses, index and records.
     pub pages: QueryPages,
     /// The cluster's page accesses for the fetch (its own count; equals `pages.records()`).
     pub cluster_page_reads: u64,
@@ -374,7 +397,9 @@ pub struct Answer {
 
 /// Moving objects: records in a cluster, a secondary LSM R-tree on location, one shared cache.
 pub struct CombinedStore {
+    /// The secondary LSM R-tree on location.
     pub index: LsmRTree,
+    /// The records, by object.
     pub cluster: Box<dyn RecordCluster>,
     cache: Arc<BufferCache>,
     curve: HilbertCurve,
@@ -427,8 +452,8 @@ impl CombinedStore {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, WarmState> {
-        self.warmer.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> MutexGuard<'_, WarmState> {
+        self.warmer.state.lock()
     }
 
     /// A warm-up failure (a device error while admitting) surfaces on the next operation.
@@ -439,6 +464,7 @@ impl CombinedStore {
         }
     }
 
+    /// The cache the index and the cluster share.
     pub fn cache(&self) -> &Arc<BufferCache> {
         &self.cache
     }
@@ -453,6 +479,7 @@ impl CombinedStore {
         self.state().warm = warm;
     }
 
+    /// The warm-up policy in force.
     pub fn policy(&self) -> CachePolicy {
         self.state().warm.policy()
     }
@@ -462,6 +489,7 @@ impl CombinedStore {
         self.state().now = now;
     }
 
+    /// What the warm-up did so far.
     pub fn warm_stats(&self) -> WarmStats {
         self.state().stats
     }
@@ -503,6 +531,7 @@ impl CombinedStore {
         }
     }
 
+    /// Objects stored.
     pub fn objects(&self) -> usize {
         self.objects.len()
     }
@@ -603,10 +632,12 @@ impl CombinedStore {
         })
     }
 
+    /// The shared cache's counters.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
 
+    /// The device's counters (index and records).
     pub fn io(&self) -> IoStats {
         self.cache.device().stats()
     }

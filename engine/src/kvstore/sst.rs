@@ -77,11 +77,11 @@ fn write_header(page: &mut [u8], kind: u8, count: usize, used: usize) {
 }
 
 fn u32_at(page: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(page[off..off + 4].try_into().expect("4 bytes"))
+    crate::bytes::u32_le(page, off)
 }
 
 fn u64_at(page: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(page[off..off + 8].try_into().expect("8 bytes"))
+    crate::bytes::u64_le(page, off)
 }
 
 /// Checks a page's header and returns `(count, used)`.
@@ -239,6 +239,9 @@ pub fn pack_blocks(entries: &[(u64, KvValue)], page_size: usize) -> Result<Vec<R
     Ok(blocks)
 }
 
+/// What [`for_each_run`] hands each run's entries to, in key order; an error stops the cutting.
+pub type RunSink<'a> = dyn FnMut(&[(u64, KvValue)]) -> Result<()> + 'a;
+
 /// Cuts a stream of entries (strictly increasing keys) into runs of `per_run` data blocks, as
 /// one [`pack_blocks`] of every entry would cut them, and hands each run's entries to `emit` in
 /// order; without `per_run`, every entry goes to one run. With `per_run` the entries are held a
@@ -250,7 +253,7 @@ pub fn for_each_run(
     entries: impl Iterator<Item = Result<(u64, KvValue)>>,
     page_size: usize,
     per_run: Option<usize>,
-    emit: &mut dyn FnMut(&[(u64, KvValue)]) -> Result<()>,
+    emit: &mut RunSink<'_>,
 ) -> Result<()> {
     let per_run = per_run.map(|p| p.max(1));
     let batch_bytes = per_run.map_or(usize::MAX, |p| p.saturating_mul(page_size).saturating_mul(2));
@@ -344,21 +347,26 @@ pub struct SstRun {
 pub struct MetaLookups {
     /// Filter blocks asked (a point lookup into a run whose key range holds the key).
     pub filter_hits: u64,
+    /// Filter blocks asked that missed (a run's first).
     pub filter_misses: u64,
     /// Index pages searched (a point lookup the filter let through; a scan, once per run it reads).
     pub index_hits: u64,
+    /// Index pages searched that missed (each page's first).
     pub index_misses: u64,
 }
 
 impl MetaLookups {
+    /// Filter and index lookups that hit.
     pub fn hits(&self) -> u64 {
         self.filter_hits + self.index_hits
     }
 
+    /// Filter and index lookups that missed.
     pub fn misses(&self) -> u64 {
         self.filter_misses + self.index_misses
     }
 
+    /// Adds `o`'s counts to these.
     pub fn add(&mut self, o: &MetaLookups) {
         self.filter_hits += o.filter_hits;
         self.filter_misses += o.filter_misses;
@@ -378,6 +386,7 @@ impl SstRun {
         self.pages
     }
 
+    /// Data blocks (one page each).
     pub fn data_blocks(&self) -> u64 {
         self.blocks.len() as u64
     }
@@ -387,14 +396,17 @@ impl SstRun {
         self.pages - self.data_blocks()
     }
 
+    /// The first page of the run's extent.
     pub fn first_page(&self) -> PageId {
         self.first
     }
 
+    /// Entries the run holds, tombstones included.
     pub fn entries(&self) -> u64 {
         self.entries
     }
 
+    /// The key range of the run's entries; `None` for an empty run.
     pub fn keys(&self) -> Option<KeyRange<u64>> {
         Some(KeyRange::new(
             self.blocks.first()?.first_key,
@@ -565,10 +577,12 @@ impl SstFormat {
         Ok(SstFormat { cache, bloom_fp })
     }
 
+    /// The cache runs are read and written through.
     pub fn cache(&self) -> &Arc<BufferCache> {
         &self.cache
     }
 
+    /// Bytes of a page (a data block).
     pub fn page_size(&self) -> usize {
         self.cache.page_size()
     }

@@ -41,10 +41,12 @@ impl Default for KvConfig {
 /// One finished flush or compaction, with what it did to the device and the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BackgroundOp {
+    /// A flush or a compaction.
     pub kind: Background,
     /// A run moved down a level without being rewritten (no reads, writes or invalidations; the
     /// policy is not called).
     pub trivial_move: bool,
+    /// Runs read and retired (0 for a flush).
     pub input_runs: usize,
     /// Data blocks of the input runs (0 for a flush).
     pub input_blocks: u64,
@@ -57,6 +59,7 @@ pub struct BackgroundOp {
     /// Device page reads and writes during the operation (inputs' data blocks; outputs' data
     /// blocks and index pages).
     pub pages_read: u64,
+    /// Device page writes during the operation.
     pub pages_written: u64,
     /// Cached blocks of retired runs dropped when the inputs were freed (the cache's invalidation
     /// count over the operation).
@@ -66,16 +69,22 @@ pub struct BackgroundOp {
     /// Pages the policy itself evicted from the cache, in `begin` and `admit` (evictions that
     /// make room for admitted blocks are the cache's and not counted here).
     pub policy_evictions: u64,
+    /// The level the outputs were installed at.
     pub output_level: usize,
 }
 
 /// Cumulative counters of a [`KvStore`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KvStats {
+    /// Point lookups.
     pub gets: u64,
+    /// Range scans.
     pub scans: u64,
+    /// Writes of a value.
     pub puts: u64,
+    /// Deletes (tombstone writes).
     pub deletes: u64,
+    /// Flushes completed.
     pub flushes: u64,
     /// Compactions that rewrote runs (merges).
     pub compactions: u64,
@@ -83,22 +92,32 @@ pub struct KvStats {
     pub moves: u64,
     /// Flushes or compactions that failed (and changed nothing).
     pub failed: u64,
+    /// Data blocks written by flushes.
     pub flushed_blocks: u64,
+    /// Data blocks read by compactions that rewrote runs.
     pub compaction_input_blocks: u64,
+    /// Data blocks written by compactions that rewrote runs.
     pub compaction_output_blocks: u64,
     /// Device pages read and written by flushes and compactions.
     pub background_pages_read: u64,
+    /// Device pages written by flushes and compactions.
     pub background_pages_written: u64,
+    /// Cached blocks of retired runs dropped from the cache.
     pub invalidations: u64,
+    /// Output blocks the warm-up policy had the cache admit.
     pub admitted: u64,
+    /// Pages the warm-up policy itself evicted (see [`BackgroundOp::policy_evictions`]).
     pub policy_evictions: u64,
     /// Filter-block and index-page lookups of gets and scans, as RocksDB counts them with
     /// `cache_index_and_filter_blocks = true` ([`MetaLookups`]: a run's filter block or index
     /// page misses the first time a lookup needs it, then hits). Accounting only: the store keeps
     /// filters and indexes in memory and no read is made or priced for them.
     pub filter_hits: u64,
+    /// Filter-block lookups that missed.
     pub filter_misses: u64,
+    /// Index-page lookups that hit.
     pub index_hits: u64,
+    /// Index-page lookups that missed.
     pub index_misses: u64,
 }
 
@@ -301,6 +320,7 @@ impl KvStore {
         self.now = now_secs;
     }
 
+    /// The store's virtual time, in seconds (see [`Self::set_now`]).
     pub fn now(&self) -> f64 {
         self.now
     }
@@ -645,18 +665,22 @@ impl KvStore {
         std::mem::take(&mut self.background)
     }
 
+    /// Counters since the store was opened.
     pub fn stats(&self) -> KvStats {
         self.stats
     }
 
+    /// The cache the runs are read through.
     pub fn cache(&self) -> &Arc<BufferCache> {
         &self.cache
     }
 
+    /// The configuration the store was opened with.
     pub fn config(&self) -> &KvConfig {
         &self.config
     }
 
+    /// The current run layout.
     pub fn version(&self) -> &Version<u64> {
         self.runs.version()
     }
@@ -694,19 +718,22 @@ impl KvStore {
         self.memtable.len() as u64 + self.runs.runs().map(|(_, r)| r.entries()).sum::<u64>()
     }
 
-    /// Entries and encoded bytes in the memtable.
+    /// Entries in the memtable.
     pub fn memtable_len(&self) -> usize {
         self.memtable.len()
     }
 
+    /// Encoded bytes of the memtable's entries.
     pub fn memtable_bytes(&self) -> u64 {
         self.memtable_bytes
     }
 
+    /// The warm-up policy.
     pub fn policy(&self) -> &dyn WarmUpPolicy {
         &*self.policy
     }
 
+    /// The warm-up policy, to reconfigure or inspect.
     pub fn policy_mut(&mut self) -> &mut dyn WarmUpPolicy {
         &mut *self.policy
     }

@@ -522,37 +522,36 @@ struct Recorder {
     ends: Vec<bool>,
 }
 
-struct Recording(Arc<std::sync::Mutex<Recorder>>);
+struct Recording(Arc<parking_lot::Mutex<Recorder>>);
 
 impl WarmUpPolicy for Recording {
     fn name(&self) -> &'static str {
         "recording"
     }
     fn on_access(&mut self, now: f64, lo: u64, hi: u64, access: Access) {
-        self.0.lock().unwrap().accesses.push((now, lo, hi, access));
+        self.0.lock().accesses.push((now, lo, hi, access));
     }
     fn begin(&mut self, s: &BackgroundStart<'_>, _: &BufferCache) -> crate::Result<()> {
         let input_blocks: u64 = s.inputs.iter().map(|r| r.blocks.len() as u64).sum();
         assert_eq!(input_blocks, s.blocks_to_merge);
         self.0
             .lock()
-            .unwrap()
             .begins
             .push((s.kind, s.now, s.inputs.len(), s.blocks_to_merge));
         Ok(())
     }
     fn admit(&mut self, _: &BlockInfo, _: &BufferCache) -> bool {
-        self.0.lock().unwrap().admits += 1;
+        self.0.lock().admits += 1;
         false
     }
     fn end(&mut self, _: f64, ok: bool) {
-        self.0.lock().unwrap().ends.push(ok);
+        self.0.lock().ends.push(ok);
     }
 }
 
 #[test]
 fn the_policy_hears_every_access_and_every_rewriting_operation() {
-    let rec = Arc::new(std::sync::Mutex::new(Recorder::default()));
+    let rec = Arc::new(parking_lot::Mutex::new(Recorder::default()));
     let cache = Arc::new(BufferCache::new(Arc::new(MemDevice::new(PAGE)), 8));
     let mut kv = KvStore::new(cache, config(1 << 30), Box::new(Recording(rec.clone()))).unwrap();
     kv.set_now(1.5);
@@ -565,7 +564,7 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
     kv.scan(0, u64::MAX).unwrap();
     kv.scan(13, 20).unwrap();
     {
-        let r = rec.lock().unwrap();
+        let r = rec.lock();
         assert_eq!(
             r.accesses,
             vec![
@@ -583,7 +582,7 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
     flush_keys(&mut kv, 0..100, 1);
     flush_keys(&mut kv, 0..100, 2);
     let ops = kv.take_background();
-    let r = rec.lock().unwrap();
+    let r = rec.lock();
     let rewriting: Vec<_> = ops.iter().filter(|o| !o.trivial_move).collect();
     assert_eq!(r.begins.len(), rewriting.len(), "moves are not told");
     assert_eq!(r.ends, vec![true; rewriting.len()]);

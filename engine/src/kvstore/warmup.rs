@@ -19,16 +19,22 @@ use std::str::FromStr;
 /// A data block as warm-up policies see it: its page and the keys it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockInfo {
+    /// The block's page on the device.
     pub page: PageId,
+    /// The smallest key it holds.
     pub first_key: u64,
+    /// The largest key it holds.
     pub last_key: u64,
 }
 
 /// A run taking part in a background operation, with its data blocks in key order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunBlocks {
+    /// The run's id.
     pub run: RunId,
+    /// The level it lies at.
     pub level: usize,
+    /// Its data blocks in key order.
     pub blocks: Vec<BlockInfo>,
 }
 
@@ -36,13 +42,16 @@ pub struct RunBlocks {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Background {
+    /// A memtable written out as a level-0 run.
     Flush,
+    /// Runs merged (or moved) into a deeper level.
     Compaction,
 }
 
 /// What a policy is told when a flush or compaction begins.
 #[derive(Clone, Copy, Debug)]
 pub struct BackgroundStart<'a> {
+    /// A flush or a compaction.
     pub kind: Background,
     /// The store's virtual time, in seconds (set by the driver, see `KvStore::set_now`).
     pub now: f64,
@@ -58,7 +67,9 @@ pub struct BackgroundStart<'a> {
 /// The kind of a foreground access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
+    /// A get or a scan.
     Read,
+    /// A put or a delete.
     Write,
 }
 
@@ -110,6 +121,7 @@ pub enum WarmUpKind {
 }
 
 impl WarmUpKind {
+    /// Every policy.
     pub const ALL: [WarmUpKind; 5] = [
         WarmUpKind::Lru,
         WarmUpKind::IncrementalWarmup,
@@ -118,6 +130,7 @@ impl WarmUpKind {
         WarmUpKind::Leaper,
     ];
 
+    /// The policy's name in configs and result files.
     pub fn name(self) -> &'static str {
         match self {
             WarmUpKind::Lru => "lru",

@@ -77,6 +77,7 @@ impl CollectorConfig {
         }
     }
 
+    /// Checks the configuration; the error names the bad parameter.
     pub fn validate(&self) -> LeaperResult<()> {
         if self.range_size == 0 {
             return Err(LeaperError::Invalid("range_size must be at least 1".into()));
@@ -105,11 +106,14 @@ impl CollectorConfig {
 /// Estimated reads and writes of one key range in one slot (Eq. 1 applied to the sampled counts).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RangeCounts {
+    /// Estimated reads.
     pub reads: f64,
+    /// Estimated writes.
     pub writes: f64,
 }
 
 impl RangeCounts {
+    /// Whether the range was read or written at all (the label of a row).
     pub fn accessed(&self) -> bool {
         self.reads > 0.0 || self.writes > 0.0
     }
@@ -119,13 +123,16 @@ impl RangeCounts {
 /// (`(target, precursor) -> count`) of the slot's accesses.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlotCounts {
+    /// Estimated counts per key range.
     pub counts: FxHashMap<u64, RangeCounts>,
+    /// Range transfers: `(target, precursor) -> count`.
     pub transfers: FxHashMap<(u64, u64), u64>,
 }
 
 /// Where features read their counts from: a [`Collector`] online, a [`RangeHistory`] offline.
 /// Slots are absolute slot numbers (`floor(time / slot_secs)`); an unknown slot or range reads 0.
 pub trait CountSource {
+    /// The estimated counts of key range `range` in absolute slot `slot` (0 when unknown).
     fn counts(&self, slot: u64, range: u64) -> RangeCounts;
 }
 
@@ -133,10 +140,13 @@ pub trait CountSource {
 /// training input of [`super::train`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct RangeHistory {
+    /// Keys per key range.
     pub range_size: u64,
+    /// Length of a slot, in virtual seconds.
     pub slot_secs: f64,
     /// Absolute number of `slots[0]`.
     pub first_slot: u64,
+    /// The slots' statistics, `slots[i]` being absolute slot `first_slot + i`.
     pub slots: Vec<SlotCounts>,
 }
 
@@ -200,10 +210,12 @@ impl RangeHistory {
         *self.slots[i].transfers.entry((target, precursor)).or_default() += n;
     }
 
+    /// Slots in the history.
     pub fn len(&self) -> usize {
         self.slots.len()
     }
 
+    /// Whether the history has no slot.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -268,6 +280,7 @@ pub struct Collector {
 }
 
 impl Collector {
+    /// A collector of `config` (validated first) with no access counted yet.
     pub fn new(config: CollectorConfig) -> LeaperResult<Self> {
         config.validate()?;
         Ok(Collector {
@@ -280,10 +293,12 @@ impl Collector {
         })
     }
 
+    /// The configuration it counts with.
     pub fn config(&self) -> &CollectorConfig {
         &self.config
     }
 
+    /// The counters so far.
     pub fn stats(&self) -> CollectorStats {
         self.stats
     }

@@ -40,13 +40,18 @@ pub type Row = [f64; FEATURES];
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FeatureGroup {
+    /// Estimated reads of the range in the last slots.
     Read,
+    /// Estimated writes of the range in the last slots.
     Write,
+    /// Hour, minute and second of the day at the prediction time.
     Time,
+    /// Reads of the range's precursor ranges in the last slot.
     Precursor,
 }
 
 impl FeatureGroup {
+    /// Every group, in column order.
     pub const ALL: [FeatureGroup; 4] = [
         FeatureGroup::Read,
         FeatureGroup::Write,
@@ -64,6 +69,7 @@ impl FeatureGroup {
         }
     }
 
+    /// The group column `col` belongs to (a column past the last counts as a precursor column).
     pub fn of_column(col: usize) -> FeatureGroup {
         *FeatureGroup::ALL
             .iter()
@@ -71,6 +77,7 @@ impl FeatureGroup {
             .unwrap_or(&FeatureGroup::Precursor)
     }
 
+    /// The group's one-letter name in the ablation's labels ("R", "W", "T", "P").
     pub fn letter(self) -> &'static str {
         match self {
             FeatureGroup::Read => "R",
@@ -146,10 +153,12 @@ impl From<Precursors> for Vec<(u64, Vec<u64>)> {
 }
 
 impl Precursors {
+    /// The precursors of `target` (empty when it has none).
     pub fn get(&self, target: u64) -> &[u64] {
         self.map.get(&target).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// Sets the precursors of `target`, replacing any it had.
     pub fn insert(&mut self, target: u64, precursors: Vec<u64>) {
         self.map.insert(target, precursors);
     }
@@ -159,6 +168,7 @@ impl Precursors {
         self.map.len()
     }
 
+    /// Whether no range has a precursor.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -177,6 +187,7 @@ impl Precursors {
         rev
     }
 
+    /// Every target with its precursors, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[u64])> {
         self.map.iter().map(|(&k, v)| (k, v.as_slice()))
     }

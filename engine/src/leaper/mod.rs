@@ -52,13 +52,18 @@ use std::path::PathBuf;
 /// A point operation has `lo == hi`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AccessRecord {
+    /// Virtual time of the access, in seconds.
     pub time: f64,
+    /// The first key accessed.
     pub lo: u64,
+    /// The last key accessed.
     pub hi: u64,
+    /// Read or write.
     pub access: Access,
 }
 
 impl AccessRecord {
+    /// A point read of `key` at `time`.
     pub fn read(time: f64, key: u64) -> Self {
         AccessRecord {
             time,
@@ -68,6 +73,7 @@ impl AccessRecord {
         }
     }
 
+    /// A point write of `key` at `time`.
     pub fn write(time: f64, key: u64) -> Self {
         AccessRecord {
             time,
@@ -77,6 +83,7 @@ impl AccessRecord {
         }
     }
 
+    /// A scan (a read) of keys `lo..=hi` at `time`.
     pub fn scan(time: f64, lo: u64, hi: u64) -> Self {
         AccessRecord {
             time,
@@ -102,13 +109,20 @@ pub enum LeaperError {
     /// A model file or directory could not be read or written.
     #[error("model file {path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
     /// A model file exists but does not hold a valid model.
     #[error("corrupt model file {path}: {reason}")]
-    CorruptModel { path: PathBuf, reason: String },
+    CorruptModel {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl From<LeaperError> for crate::Error {

@@ -68,12 +68,19 @@ pub trait HotRangeModel: Send + Sync {
 /// documentation, with 100 rounds and seed 42).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GbdtParams {
+    /// Boosting rounds (trees).
     pub rounds: usize,
+    /// Shrinkage applied to each tree.
     pub learning_rate: f32,
+    /// Leaves per tree (LightGBM's `num_leaves`).
     pub max_leaves: usize,
+    /// Share of the rows each tree is trained on (LightGBM's `bagging_fraction`).
     pub subsample: f32,
+    /// Share of the columns each tree may split on (LightGBM's `feature_fraction`).
     pub colsample: f64,
+    /// Seed of the row and column sampling.
     pub seed: u64,
+    /// Histogram bins per feature.
     pub nbins: u16,
 }
 
@@ -92,6 +99,7 @@ impl Default for GbdtParams {
 }
 
 impl GbdtParams {
+    /// Checks the parameters; the error names the bad one.
     pub fn validate(&self) -> LeaperResult<()> {
         let bad = |what: String| Err(LeaperError::Invalid(what));
         if self.rounds == 0 {
@@ -288,6 +296,7 @@ impl GbdtModel {
         &self.columns
     }
 
+    /// Trees in the booster.
     pub fn trees(&self) -> usize {
         self.booster.trees.len()
     }

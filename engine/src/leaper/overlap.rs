@@ -49,10 +49,12 @@ impl HotSet {
         )
     }
 
+    /// The hot key intervals `(lo, hi)`, inclusive, sorted and disjoint.
     pub fn intervals(&self) -> &[(u64, u64)] {
         &self.intervals
     }
 
+    /// Whether no key is hot.
     pub fn is_empty(&self) -> bool {
         self.intervals.is_empty()
     }
@@ -117,7 +119,9 @@ pub fn overlapping_blocks_merge(blocks: &[(u64, u64)], hot: &HotSet) -> Vec<usiz
 /// Which way [`overlapping_blocks`] goes for `m` blocks and `n` hot intervals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OverlapMethod {
+    /// Each hot interval binary-searched among the blocks (fewer hot intervals than blocks).
     BinarySearch,
+    /// Blocks and hot intervals walked together in key order.
     SortMerge,
     /// The blocks were not sorted and disjoint: each checked against the hot set.
     PerBlock,

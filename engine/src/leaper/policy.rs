@@ -67,7 +67,9 @@ impl Default for LeaperParams {
 /// Counted work of the prefetcher.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct LeaperStats {
+    /// Flushes seen.
     pub flushes: u64,
+    /// Compactions seen (the store does not tell trivial moves).
     pub compactions: u64,
     /// Model evaluations (rows times step models).
     pub predictions: u64,
@@ -81,12 +83,15 @@ pub struct LeaperStats {
     pub nodes_visited: u64,
     /// Phase 1: cached input blocks seen, and those evicted.
     pub cached_inputs: u64,
+    /// Cached input blocks evicted in phase 1.
     pub blocks_evicted: u64,
     /// Phase 2 (and flushes): output blocks offered, and those admitted.
     pub blocks_offered: u64,
+    /// Output blocks admitted.
     pub blocks_admitted: u64,
     /// Compactions whose T2 steps all lay beyond the trained models.
     pub steps_clamped: u64,
+    /// The online collector's counters.
     pub collector: CollectorStats,
 }
 
@@ -119,6 +124,8 @@ struct StepPrediction {
 }
 
 impl LeaperPolicy {
+    /// A prefetcher running `model` with `params`; the error names a parameter out of range (a
+    /// negative `alpha_secs_per_block` or `t2_secs`, a threshold outside (0, 1)).
     pub fn new(model: LeaperModel, params: LeaperParams) -> LeaperResult<Self> {
         let bad = |m: String| Err(LeaperError::Invalid(m));
         if !(params.alpha_secs_per_block.is_finite() && params.alpha_secs_per_block >= 0.0) {
@@ -160,14 +167,17 @@ impl LeaperPolicy {
         LeaperPolicy::new(LeaperModel::load(dir)?, params)
     }
 
+    /// The trained model.
     pub fn model(&self) -> &LeaperModel {
         &self.model
     }
 
+    /// The parameters it was built with.
     pub fn params(&self) -> &LeaperParams {
         &self.params
     }
 
+    /// The online collector the features are read from.
     pub fn collector(&self) -> &Collector {
         &self.collector
     }

@@ -45,7 +45,9 @@ impl Default for RangeSizeParams {
 /// Algorithm 1's answer and the sizes it evaluated, in order, with their zero proportions.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RangeSizeChoice {
+    /// The chosen range size, in keys.
     pub size: u64,
+    /// Each size evaluated, in order, with its zero proportion.
     pub evaluated: Vec<(u64, f64)>,
 }
 
@@ -152,6 +154,7 @@ impl AccessMatrix {
         AccessMatrix::new(key_space, slots)
     }
 
+    /// Time slots of the matrix.
     pub fn slots(&self) -> usize {
         self.slots.len()
     }

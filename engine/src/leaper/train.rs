@@ -36,6 +36,7 @@ use std::time::Instant;
 pub struct TrainParams {
     /// Number of step models `K` (model `k` predicts slot `t + k`).
     pub steps: usize,
+    /// The classifier's parameters (one set for every step model).
     pub gbdt: GbdtParams,
     /// Share of the label slots held out at the end of the history.
     pub test_fraction: f64,
@@ -71,6 +72,7 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
+    /// Checks the parameters; the error names the bad one.
     pub fn validate(&self) -> LeaperResult<()> {
         self.gbdt.validate()?;
         if self.steps == 0 {
@@ -110,9 +112,13 @@ pub struct Metrics {
     pub recall: f64,
     /// Area under the ROC curve (ties count half); `None` when the test set has one class.
     pub auc: Option<f64>,
+    /// True positives.
     pub tp: u64,
+    /// False positives.
     pub fp: u64,
+    /// False negatives.
     pub fn_: u64,
+    /// True negatives.
     pub tn: u64,
 }
 
@@ -163,11 +169,17 @@ pub fn auc(scores: &[f64], labels: &[bool]) -> Option<f64> {
 /// One step model's offline evaluation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
+    /// The step `k`: the model predicts slot `t + k`.
     pub step: usize,
+    /// Training rows.
     pub train_rows: usize,
+    /// Training rows labelled accessed.
     pub train_positives: usize,
+    /// Test rows.
     pub test_rows: usize,
+    /// Test rows labelled accessed.
     pub test_positives: usize,
+    /// The model's metrics on the test rows.
     pub model: Metrics,
     /// "Accessed in the last slot will be accessed in slot `t + step`".
     pub baseline: Metrics,
@@ -178,14 +190,18 @@ pub struct StepReport {
 /// A feature group's share of the step-1 model's total split gain.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupImportance {
+    /// The feature group.
     pub group: FeatureGroup,
+    /// Its share of the total split gain, in [0, 1].
     pub share: f64,
 }
 
 /// What [`train`] reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainReport {
+    /// Slots in the history.
     pub slots: usize,
+    /// Key ranges in the history.
     pub ranges: u64,
     /// The ranges whose rows the models trained and were tested on: `ranges`, or fewer when
     /// [`TrainParams::max_rows`] bounded the rows.
@@ -195,6 +211,7 @@ pub struct TrainReport {
     pub split_slot: usize,
     /// Ranges with at least one precursor.
     pub precursor_targets: usize,
+    /// One report per step model, step 1 first.
     pub steps: Vec<StepReport>,
     /// Total split-gain share per feature group of the step-1 model.
     pub importance: Vec<GroupImportance>,
@@ -207,10 +224,16 @@ pub struct TrainReport {
 pub struct AblationRow {
     /// "R", "R/W", "R/W/T" or "R/W/T/P".
     pub groups: String,
+    /// Feature columns the model read.
     pub columns: usize,
+    /// The model's metrics on the test rows.
     pub model: Metrics,
+    /// Wall time of fitting the model.
     pub train_secs: f64,
 }
+
+/// Row indices of a [`Dataset`], each with its label.
+type LabelledRows = Vec<(usize, bool)>;
 
 /// The rows of a history and where the split falls.
 struct Dataset {
@@ -307,8 +330,7 @@ impl Dataset {
     }
 
     /// (train rows, test rows) of step `k`: row indices with their label.
-    #[allow(clippy::type_complexity)]
-    fn split_step(&self, h: &RangeHistory, k: usize) -> (Vec<(usize, bool)>, Vec<(usize, bool)>) {
+    fn split_step(&self, h: &RangeHistory, k: usize) -> (LabelledRows, LabelledRows) {
         let (mut train, mut test) = (Vec::new(), Vec::new());
         for i in 0..self.rows.len() {
             let label_slot = self.t[i] + k;
@@ -435,11 +457,15 @@ pub fn ablation(history: &RangeHistory, params: &TrainParams) -> LeaperResult<Ve
 /// What a [`LeaperModel`] needs besides its step models: how its features were made.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelMeta {
+    /// Keys per key range.
     pub range_size: u64,
+    /// Length of a slot, in virtual seconds.
     pub slot_secs: f64,
+    /// Length of a "day" in virtual seconds (the time-of-day features).
     pub day_secs: f64,
     /// Probability at or above which a range is hot.
     pub threshold: f64,
+    /// Algorithm 2's cosine-similarity threshold `ε` the precursors were chosen with.
     pub epsilon: f64,
 }
 
@@ -499,6 +525,8 @@ struct ManifestModel {
 }
 
 impl LeaperModel {
+    /// A model of `meta` (validated), `precursors` and the step models, step 1 first; fails without
+    /// a step model.
     pub fn new(
         meta: ModelMeta,
         precursors: Precursors,
@@ -517,10 +545,12 @@ impl LeaperModel {
         })
     }
 
+    /// How the model's features are made.
     pub fn meta(&self) -> &ModelMeta {
         &self.meta
     }
 
+    /// The precursors the features read.
     pub fn precursors(&self) -> &Precursors {
         &self.precursors
     }

@@ -20,7 +20,9 @@ use std::sync::Arc;
 /// A value or a deletion marker (antimatter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot<V> {
+    /// The newest value of the key.
     Live(V),
+    /// The key was deleted: shadows older values until a bottommost merge drops it.
     Deleted,
 }
 
@@ -55,6 +57,8 @@ pub struct BTreeRuns<T: FixedValue> {
 }
 
 impl<T: FixedValue> BTreeRuns<T> {
+    /// Runs whose pages go through `cache`, each with a Bloom filter of false-positive rate `bloom_fp`
+    /// if given.
     pub fn new(cache: Arc<BufferCache>, bloom_fp: Option<f64>) -> Self {
         BTreeRuns {
             cache,
@@ -63,6 +67,7 @@ impl<T: FixedValue> BTreeRuns<T> {
         }
     }
 
+    /// The cache the runs are read and written through.
     pub fn cache(&self) -> &Arc<BufferCache> {
         &self.cache
     }
@@ -145,10 +150,13 @@ impl<V: FixedValue> LsmBTree<V> {
         self.kv.memory_pages()
     }
 
+    /// Inserts or replaces the value of `key`, then flushes and merges if the memory component
+    /// outgrew its budget (an `Err` reports that maintenance failed; the write is kept).
     pub fn upsert(&mut self, key: u64, value: V) -> Result<()> {
         self.kv.put(key, value)
     }
 
+    /// Deletes `key` (writes a deletion marker), then flushes and merges like [`Self::upsert`].
     pub fn delete(&mut self, key: u64) -> Result<()> {
         self.kv.delete(key)
     }
@@ -170,10 +178,12 @@ impl<V: FixedValue> LsmBTree<V> {
         self.lookups
     }
 
+    /// Flush and merge counters and times.
     pub fn stats(&self) -> LifecycleStats {
         self.kv.stats()
     }
 
+    /// Disk runs (components) currently held.
     pub fn disk_components(&self) -> usize {
         self.kv.version().runs().count()
     }

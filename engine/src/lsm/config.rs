@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 pub enum CompactionConfig {
     /// AsterixDB's prefix policy (see [`PrefixStrategy`]).
     Prefix {
+        /// A run larger than this many pages is never merged again.
         max_mergeable_pages: u64,
+        /// Merge a sequence of small runs once it holds this many (taken as at least 2).
         max_tolerance_components: usize,
     },
     /// Never merge.

@@ -3,30 +3,40 @@
 
 use super::version::{KeyRange, RunId};
 use crate::storage::PageId;
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 /// A contiguous range of pages on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
+    /// The first page.
     pub first: PageId,
+    /// Number of pages, `first` included.
     pub pages: u64,
 }
 
 /// A run as events describe it: where it lies and which keys it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunExtents<K> {
+    /// The run's id in its store.
     pub id: RunId,
+    /// The level it is (or was) installed at.
     pub level: usize,
+    /// Entries it holds.
     pub entries: u64,
+    /// Its key range; `None` for an empty run.
     pub keys: Option<KeyRange<K>>,
+    /// The pages it occupies.
     pub extents: Vec<Extent>,
 }
 
 /// What a compaction does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompactionKind {
+    /// Inputs are read, merged and written out as new runs.
     Merge,
+    /// A run changes level unchanged (a trivial move): no page is read or written.
     Move,
+    /// Whole runs are deleted.
     Drop,
 }
 
@@ -34,27 +44,47 @@ pub enum CompactionKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LifecycleEvent<K> {
     /// A flush of `entries` memtable entries under flush sequence number `seq` begins.
-    FlushStarted { seq: u64, entries: u64 },
+    FlushStarted {
+        /// The flush's sequence number (each flush takes the next one).
+        seq: u64,
+        /// Memtable entries being flushed.
+        entries: u64,
+    },
     /// The flushed run is installed on top of level 0.
-    FlushFinished { seq: u64, output: RunExtents<K> },
+    FlushFinished {
+        /// The sequence number of its `FlushStarted`.
+        seq: u64,
+        /// The run written.
+        output: RunExtents<K>,
+    },
     /// A compaction of `inputs` into `output_level` begins.
     CompactionStarted {
+        /// Merge, move or drop.
         kind: CompactionKind,
+        /// The runs compacted.
         inputs: Vec<RunExtents<K>>,
+        /// The level the outputs go to (0 for a drop).
         output_level: usize,
     },
     /// The outputs are installed and the inputs retired (their pages are freed after this event).
     CompactionFinished {
+        /// Merge, move or drop.
         kind: CompactionKind,
+        /// The runs retired.
         inputs: Vec<RunExtents<K>>,
+        /// The runs installed (none for a drop; the run itself, at its new level, for a move).
         outputs: Vec<RunExtents<K>>,
     },
     /// The flush or compaction in progress failed and changed nothing.
-    Aborted { error: String },
+    Aborted {
+        /// The error, as text.
+        error: String,
+    },
 }
 
 /// Receives lifecycle events, synchronously, on the thread that flushes or compacts.
 pub trait LifecycleObserver<K>: Send + Sync {
+    /// Called once per event, in lifecycle order.
     fn on_event(&self, event: &LifecycleEvent<K>);
 }
 
@@ -65,6 +95,7 @@ pub struct EventLog<K> {
 }
 
 impl<K: Clone> EventLog<K> {
+    /// An empty log.
     pub fn new() -> Self {
         EventLog {
             events: Mutex::new(Vec::new()),
@@ -73,12 +104,12 @@ impl<K: Clone> EventLog<K> {
 
     /// The events so far, oldest first.
     pub fn events(&self) -> Vec<LifecycleEvent<K>> {
-        self.events.lock().unwrap().clone()
+        self.events.lock().clone()
     }
 }
 
 impl<K: Clone + Send> LifecycleObserver<K> for EventLog<K> {
     fn on_event(&self, event: &LifecycleEvent<K>) {
-        self.events.lock().unwrap().push(event.clone());
+        self.events.lock().push(event.clone());
     }
 }

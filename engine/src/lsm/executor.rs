@@ -22,9 +22,13 @@ use std::time::Instant;
 /// What an index's run looks like on the device, as a format describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunInfo<K> {
+    /// Size on the device (all its extents).
     pub pages: u64,
+    /// Entries it holds.
     pub entries: u64,
+    /// Key range of its entries; `None` for an empty run.
     pub keys: Option<KeyRange<K>>,
+    /// The pages it occupies.
     pub extents: Vec<Extent>,
 }
 
@@ -32,7 +36,9 @@ pub struct RunInfo<K> {
 pub trait RunFormat {
     /// The order of entries and runs.
     type Key: RunKey;
+    /// The values stored with the keys.
     type Value: Clone;
+    /// A built run (its handle on the device).
     type Run;
     /// Builds a run from entries in strictly increasing key order. On error nothing stays allocated.
     fn build(&self, entries: Vec<(Self::Key, Self::Value)>) -> Result<Self::Run>;
@@ -40,6 +46,7 @@ pub trait RunFormat {
     fn scan<'a>(&'a self, run: &'a Self::Run) -> Result<EntryStream<'a, Self::Key, Self::Value>>;
     /// Frees the run's pages.
     fn destroy(&self, run: Self::Run);
+    /// Where the run lies and what it holds.
     fn describe(&self, run: &Self::Run) -> RunInfo<Self::Key>;
     /// How many entries fill a run of `pages` pages (to split compaction outputs at a target size).
     fn entries_per_run(&self, pages: u64) -> u64;
@@ -48,6 +55,7 @@ pub trait RunFormat {
 /// Decides, entry by entry, what a merge keeps: told whether the merge sees the oldest data of its
 /// keys (`bottommost`), so deletion markers can go. The RUM strategies' cleaning is such a filter.
 pub trait MergeFilter<K, V> {
+    /// Whether the merge output keeps this entry (`Err` aborts the merge).
     fn keep(&mut self, key: &K, value: &V, bottommost: bool) -> Result<bool>;
 }
 
@@ -88,6 +96,7 @@ pub trait Merger<F: RunFormat> {
 /// What a merge is asked to produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergePlan {
+    /// The level the outputs are installed at.
     pub output_level: usize,
     /// Split the output into runs of about this many pages (one run when `None`).
     pub target_run_pages: Option<u64>,
@@ -162,26 +171,32 @@ impl<F: RunFormat> RunStore<F> {
         }
     }
 
+    /// Tells `observer` about every flush and compaction from now on.
     pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<F::Key>>) {
         self.observers.push(observer);
     }
 
+    /// The format the runs are stored in.
     pub fn format(&self) -> &F {
         &self.format
     }
 
+    /// The current run layout.
     pub fn version(&self) -> &Version<F::Key> {
         &self.version
     }
 
+    /// Flush and merge counters and times so far.
     pub fn stats(&self) -> LifecycleStats {
         self.stats
     }
 
+    /// The compaction strategy's short name.
     pub fn strategy_name(&self) -> &'static str {
         self.strategy.name()
     }
 
+    /// The run of `id`, if it is installed.
     pub fn run(&self, id: RunId) -> Option<&F::Run> {
         self.runs.get(&id)
     }
@@ -204,10 +219,12 @@ impl<F: RunFormat> RunStore<F> {
         self.version.lookup_order(key).map(|m| (m, &self.runs[&m.id]))
     }
 
+    /// Runs currently installed.
     pub fn len(&self) -> usize {
         self.runs.len()
     }
 
+    /// Whether no run is installed.
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
@@ -367,6 +384,7 @@ impl<F: RunFormat> RunStore<F> {
                 });
                 self.version.replace(&[run], vec![meta.clone()], to_level)?;
                 self.stats.moves += 1;
+                #[allow(clippy::expect_used)] // `replace` just installed `run` at `to_level`
                 let moved = self.version.get(run).expect("moved run").clone();
                 self.emit(LifecycleEvent::CompactionFinished {
                     kind: CompactionKind::Move,
@@ -390,6 +408,7 @@ impl<F: RunFormat> RunStore<F> {
                     outputs: Vec::new(),
                 });
                 for id in runs {
+                    #[allow(clippy::expect_used)] // every run in the version was registered in `runs`
                     let run = self.runs.remove(&id).expect("a version run has its run");
                     self.format.destroy(run);
                 }
@@ -465,6 +484,7 @@ impl<F: RunFormat> RunStore<F> {
             outputs,
         });
         for id in ids {
+            #[allow(clippy::expect_used)] // every run in the version was registered in `runs`
             let run = self.runs.remove(&id).expect("a version run has its run");
             self.format.destroy(run);
         }
@@ -492,8 +512,8 @@ mod tests {
     use crate::lsm::events::EventLog;
     use crate::lsm::strategy::NoCompaction;
     use crate::storage::MemDevice;
+    use parking_lot::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Mutex;
 
     /// Runs held in memory; a shared set records which are alive, and the n-th build can be made
     /// to fail.
@@ -518,14 +538,14 @@ mod tests {
             if n == self.fail_build.load(Ordering::SeqCst) {
                 return Err(Error::Config(format!("build {n} fails")));
             }
-            self.alive.lock().unwrap().insert(n);
+            self.alive.lock().insert(n);
             Ok(Toy { tag: n, entries })
         }
         fn scan<'a>(&'a self, run: &'a Toy) -> Result<EntryStream<'a, u64, i64>> {
             Ok(Box::new(run.entries.iter().map(|&e| Ok(e))))
         }
         fn destroy(&self, run: Toy) {
-            assert!(self.alive.lock().unwrap().remove(&run.tag), "run destroyed twice");
+            assert!(self.alive.lock().remove(&run.tag), "run destroyed twice");
         }
         fn describe(&self, run: &Toy) -> RunInfo<u64> {
             let n = run.entries.len() as u64;
@@ -595,7 +615,7 @@ mod tests {
         assert_eq!(all, want);
         assert_eq!(s.version().level(1).len(), 2);
         assert!(s.version().level(0).is_empty());
-        assert_eq!(runs.alive.lock().unwrap().len(), 2, "inputs destroyed");
+        assert_eq!(runs.alive.lock().len(), 2, "inputs destroyed");
         let st = s.stats();
         assert_eq!(
             (st.flushes, st.merges, st.flushed_entries, st.merged_entries),
@@ -619,7 +639,7 @@ mod tests {
         assert!(err.to_string().contains("build 5 fails"));
         assert_eq!(s.version().runs().map(|r| r.id).collect::<Vec<_>>(), before);
         assert_eq!(
-            runs.alive.lock().unwrap().len(),
+            runs.alive.lock().len(),
             3,
             "the first output is destroyed, inputs kept"
         );
@@ -665,10 +685,10 @@ mod tests {
         }
         s.apply(Choice::Drop { runs: vec![oldest] }, &mut KeepAll)
             .unwrap();
-        assert_eq!((s.version().len(), runs.alive.lock().unwrap().len()), (2, 2));
+        assert_eq!((s.version().len(), runs.alive.lock().len()), (2, 2));
         drop(s);
         assert!(
-            runs.alive.lock().unwrap().is_empty(),
+            runs.alive.lock().is_empty(),
             "dropping the store destroys its runs"
         );
     }

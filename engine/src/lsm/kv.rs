@@ -81,15 +81,18 @@ impl<V: FixedValue> LsmKv<V> {
         self
     }
 
+    /// Tells `observer` about every flush and compaction from now on.
     pub fn subscribe(&mut self, observer: Arc<dyn LifecycleObserver<u64>>) {
         self.store.subscribe(observer);
     }
 
+    /// Writes `value` for `key`, then flushes and compacts if the memtable outgrew its budget.
     pub fn put(&mut self, key: u64, value: V) -> Result<()> {
         self.memory.active_mut().insert(key, Slot::Live(value));
         self.maybe_flush()
     }
 
+    /// Writes a deletion marker for `key`, then flushes and compacts like [`Self::put`].
     pub fn delete(&mut self, key: u64) -> Result<()> {
         self.memory.active_mut().insert(key, Slot::Deleted);
         self.maybe_flush()
@@ -184,10 +187,12 @@ impl<V: FixedValue> LsmKv<V> {
         self.store.compact(&mut drop_tombstones::<V>)
     }
 
+    /// Flush and merge counters and times so far.
     pub fn stats(&self) -> LifecycleStats {
         self.store.stats()
     }
 
+    /// The current run layout.
     pub fn version(&self) -> &Version<u64> {
         self.store.version()
     }

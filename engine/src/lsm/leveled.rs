@@ -77,6 +77,7 @@ pub struct LeveledStrategy<K> {
 }
 
 impl<K: RunKey> LeveledStrategy<K> {
+    /// A strategy with `params` (at least two levels of round-robin cursors).
     pub fn new(params: LeveledParams) -> Self {
         LeveledStrategy {
             params,
@@ -84,6 +85,7 @@ impl<K: RunKey> LeveledStrategy<K> {
         }
     }
 
+    /// The parameters it was built with.
     pub fn params(&self) -> &LeveledParams {
         &self.params
     }
@@ -139,7 +141,10 @@ impl<K: RunKey> CompactionStrategy<K> for LeveledStrategy<K> {
         let below = level + 1;
         if level == 0 {
             let l0 = version.level(0);
-            let oldest = l0.last().expect("an L0 compaction has runs");
+            // `pick_level` picks level 0 only when it holds runs.
+            let Some(oldest) = l0.last() else {
+                return Choice::DoNothing;
+            };
             let blocked = oldest
                 .keys
                 .is_some_and(|k| !version.overlapping(1, &k).is_empty());

@@ -8,11 +8,15 @@ use rustc_hash::FxHashMap;
 /// A memtable as the lifecycle sees it: how many pages it would fill on disk (the flush budget is
 /// counted in these), and its entries in key order for the flush.
 pub trait Memtable {
+    /// The key order of the table and of the run it flushes to.
     type Key: Ord + Copy;
+    /// The values stored with the keys.
     type Value: Clone;
     /// Pages the table would fill as a run (the measure the flush trigger compares to its budget).
     fn pages(&self) -> u64;
+    /// Entries held (one per key).
     fn len(&self) -> usize;
+    /// Whether the table holds no entry.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -32,6 +36,7 @@ pub struct HashMemtable<K, V> {
 }
 
 impl<K: Ord + Copy + Hash, V: Clone> HashMemtable<K, V> {
+    /// An empty table that counts `entries_per_page` entries (at least 1) to a page.
     pub fn new(entries_per_page: usize) -> Self {
         HashMemtable {
             map: FxHashMap::default(),
@@ -39,10 +44,12 @@ impl<K: Ord + Copy + Hash, V: Clone> HashMemtable<K, V> {
         }
     }
 
+    /// Inserts or replaces the value of `key`.
     pub fn insert(&mut self, key: K, value: V) {
         self.map.insert(key, value);
     }
 
+    /// The value of `key`, if held.
     pub fn get(&self, key: &K) -> Option<&V> {
         self.map.get(key)
     }
@@ -114,14 +121,17 @@ impl<M: Memtable> MemoryLevel<M> {
         self.picker = Some(picker);
     }
 
+    /// Pages the active table may fill before a flush is due (at least 1).
     pub fn budget_pages(&self) -> u64 {
         self.budget_pages
     }
 
+    /// The table that takes writes.
     pub fn active(&self) -> &M {
         &self.active
     }
 
+    /// The table that takes writes, to write to.
     pub fn active_mut(&mut self) -> &mut M {
         &mut self.active
     }
@@ -136,6 +146,7 @@ impl<M: Memtable> MemoryLevel<M> {
         self.active.pages() + self.immutable.iter().map(Memtable::pages).sum::<u64>()
     }
 
+    /// Whether every table, active and immutable, is empty.
     pub fn is_empty(&self) -> bool {
         self.active.is_empty() && self.immutable.iter().all(Memtable::is_empty)
     }
@@ -172,6 +183,7 @@ impl<M: Memtable> MemoryLevel<M> {
         })
     }
 
+    /// The immutable table at position `at` (oldest first), if any.
     pub fn immutable(&self, at: usize) -> Option<&M> {
         self.immutable.get(at)
     }

@@ -50,6 +50,7 @@ impl<'a, K: Ord + Copy, V> KWayMerge<'a, K, V> {
         let Some(Reverse((key, i))) = self.heap.pop() else {
             return Ok(None);
         };
+        #[allow(clippy::expect_used)] // `advance` stores a stream's value whenever it pushes its key
         let value = self.values[i].take().expect("a heap head has its value");
         self.advance(i)?;
         // Older streams' versions of the same key are shadowed: consume them.
@@ -104,12 +105,17 @@ pub fn merge_sorted_runs<K: Ord + Copy, V>(mut runs: Vec<Vec<(K, V)>>) -> Vec<(K
     let mut heads: Vec<Option<V>> = Vec::with_capacity(cursors.len());
     let mut heap = BinaryHeap::with_capacity(cursors.len());
     for (i, c) in cursors.iter_mut().enumerate() {
-        let (k, v) = c.next().expect("empty runs were dropped");
-        heads.push(Some(v));
-        heap.push(Reverse((k, i)));
+        // Empty runs were dropped above, so every cursor has a head.
+        let head = c.next().map(|(k, v)| {
+            heap.push(Reverse((k, i)));
+            v
+        });
+        heads.push(head);
     }
     while let Some(Reverse((k, i))) = heap.pop() {
-        out.push((k, heads[i].take().expect("a heap head has its value")));
+        #[allow(clippy::expect_used)] // a run's value is stored whenever its key is pushed
+        let v = heads[i].take().expect("a heap head has its value");
+        out.push((k, v));
         if let Some((k2, v2)) = cursors[i].next() {
             heads[i] = Some(v2);
             heap.push(Reverse((k2, i)));

@@ -47,14 +47,17 @@ use std::time::Duration;
 /// Flush and merge counters and times of one LSM index.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LifecycleStats {
+    /// Flushes completed.
     pub flushes: u64,
+    /// Merges completed (moves and drops are counted apart).
     pub merges: u64,
     /// Wall time spent in flushes.
     pub flush_time: Duration,
     /// Wall time spent in merges.
     pub merge_time: Duration,
-    /// Entries written by flushes and by merges.
+    /// Entries written by flushes.
     pub flushed_entries: u64,
+    /// Entries written by merges.
     pub merged_entries: u64,
     /// Runs moved to another level without rewriting (trivial moves).
     #[serde(default)]

@@ -16,15 +16,27 @@ pub enum Choice {
     /// about `target_run_pages` pages when given (one run otherwise). `bottommost` says that no
     /// older data than the inputs may hold their keys, so deletion markers can be dropped.
     Merge {
+        /// The runs to merge.
         inputs: Vec<RunId>,
+        /// The level the outputs go to.
         output_level: usize,
+        /// Split the output into runs of about this many pages (one run when `None`).
         target_run_pages: Option<u64>,
+        /// No older data than the inputs may hold their keys: deletion markers can go.
         bottommost: bool,
     },
     /// Move a run to another level unchanged (RocksDB's trivial move): no page is read or written.
-    Move { run: RunId, to_level: usize },
+    Move {
+        /// The run to move.
+        run: RunId,
+        /// The level it goes to.
+        to_level: usize,
+    },
     /// Delete whole runs (a time-to-live or a dropped partition).
-    Drop { runs: Vec<RunId> },
+    Drop {
+        /// The runs to delete.
+        runs: Vec<RunId>,
+    },
 }
 
 /// A compaction decision procedure. `choose` may keep state between calls (a round-robin cursor);
@@ -32,6 +44,7 @@ pub enum Choice {
 pub trait CompactionStrategy<K: RunKey>: Debug + Send + Sync {
     /// Short name for logs and result files.
     fn name(&self) -> &'static str;
+    /// The next thing to do with the runs of `version`.
     fn choose(&mut self, version: &Version<K>) -> Choice;
 }
 

@@ -19,16 +19,20 @@ impl<T: Ord + Copy + Debug + Send + Sync + 'static> RunKey for T {}
 /// Inclusive key range `[min, max]` of a non-empty run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyRange<K> {
+    /// The smallest key.
     pub min: K,
+    /// The largest key (`min <= max`).
     pub max: K,
 }
 
 impl<K: RunKey> KeyRange<K> {
+    /// The range `[min, max]`; `min` must not exceed `max`.
     pub fn new(min: K, max: K) -> Self {
         debug_assert!(min <= max, "key range {min:?}..={max:?} is inverted");
         KeyRange { min, max }
     }
 
+    /// True if the two ranges share a key.
     pub fn overlaps(&self, other: &KeyRange<K>) -> bool {
         self.min <= other.max && other.min <= self.max
     }
@@ -52,10 +56,13 @@ impl<K: RunKey> KeyRange<K> {
 /// What the lifecycle knows of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunMeta<K> {
+    /// The run's id in its store.
     pub id: RunId,
+    /// The level it is installed at.
     pub level: usize,
     /// Size on the device (all its extents).
     pub pages: u64,
+    /// Entries it holds.
     pub entries: u64,
     /// Key range of its entries; `None` for an empty run.
     pub keys: Option<KeyRange<K>>,
@@ -87,6 +94,7 @@ impl<K: RunKey> Default for Version<K> {
 }
 
 impl<K: RunKey> Version<K> {
+    /// An empty layout (one empty level 0).
     pub fn new() -> Self {
         Self::default()
     }
@@ -101,6 +109,7 @@ impl<K: RunKey> Version<K> {
         self.levels.len()
     }
 
+    /// Pages of the runs of `level`.
     pub fn level_pages(&self, level: usize) -> u64 {
         self.level(level).iter().map(|r| r.pages).sum()
     }
@@ -111,22 +120,27 @@ impl<K: RunKey> Version<K> {
         self.levels.iter().flatten()
     }
 
+    /// Runs in every level.
     pub fn len(&self) -> usize {
         self.levels.iter().map(Vec::len).sum()
     }
 
+    /// Whether no run is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Pages of every run.
     pub fn total_pages(&self) -> u64 {
         self.runs().map(|r| r.pages).sum()
     }
 
+    /// Entries of every run (shadowed versions and deletion markers included).
     pub fn total_entries(&self) -> u64 {
         self.runs().map(|r| r.entries).sum()
     }
 
+    /// The run of `id`, if held.
     pub fn get(&self, id: RunId) -> Option<&RunMeta<K>> {
         self.runs().find(|r| r.id == id)
     }

@@ -18,7 +18,10 @@ use std::sync::Arc;
 
 /// A packed R-tree and its optional antimatter B+-tree.
 pub struct SpatialComponent {
+    /// The packed R-tree of the component's entries.
     pub rtree: DiskRTree,
+    /// The antimatter B+-tree: object ids whose entries in older components are obsolete (Eager's
+    /// deleted keys), if the strategy wrote any.
     pub antimatter: Option<BTreeComponent<()>>,
 }
 
@@ -47,6 +50,7 @@ impl SpatialComponent {
         }
     }
 
+    /// Frees the pages of the R-tree and of the antimatter B+-tree.
     pub fn destroy(self, cache: &BufferCache) {
         self.rtree.destroy(cache);
         if let Some(d) = self.antimatter {
@@ -320,6 +324,7 @@ impl<F: Fn(&SpatialEntry) -> SpatialKey> Iterator for MergedRuns<F> {
 
     fn next(&mut self) -> Option<SpatialEntry> {
         let Reverse((_, i)) = self.heap.pop()?;
+        #[allow(clippy::expect_used)] // `advance` stores a run's head whenever it pushes its key
         let e = self.heads[i].take().expect("a run in the heap has its head");
         self.advance(i);
         self.left -= 1;

@@ -9,7 +9,8 @@ use super::um::UpdateMemo;
 use crate::geom::Point;
 use crate::rtree::SpatialEntry;
 use crate::{Error, Result};
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// An Update Memo LSM R-tree shared by ingesting threads. Timestamps are given by the caller (the
 /// position of the operation in the original stream), so a concurrent run and a single-threaded
@@ -35,9 +36,7 @@ impl ConcurrentRumTree {
     }
 
     fn lock(&self) -> MutexGuard<'_, LsmRTree> {
-        self.tree
-            .lock()
-            .expect("an ingesting thread panicked while holding the index")
+        self.tree.lock()
     }
 
     /// The first record of an object, stamped `ts`.
@@ -56,14 +55,13 @@ impl ConcurrentRumTree {
             .finish_external_insert(leaf, MemoryWrite { update: true, split })
     }
 
+    /// The shared Update Memo (updated outside the index's lock).
     pub fn update_memo(&self) -> &UpdateMemo {
         &self.um
     }
 
     /// The index back, once every thread is done.
     pub fn into_inner(self) -> LsmRTree {
-        self.tree
-            .into_inner()
-            .expect("an ingesting thread panicked while holding the index")
+        self.tree.into_inner()
     }
 }

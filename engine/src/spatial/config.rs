@@ -45,6 +45,7 @@ pub enum CleaningCounters {
 /// Everything that shapes an [`LsmRTree`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpatialConfig {
+    /// The maintenance strategy (Eager, Validation or an Update Memo variant).
     pub strategy: Strategy,
     /// The data extent; the Hilbert curve used to order flushes and merges spans it.
     pub extent: Rect,
@@ -53,6 +54,7 @@ pub struct SpatialConfig {
     pub memory_budget_pages: u64,
     /// How the memory component's pages are counted against `memory_budget_pages`.
     pub flush_trigger: FlushTrigger,
+    /// When disk components are merged.
     pub merge_policy: MergePolicyConfig,
     /// Buffered Cleaning threshold (paper Section 4.1; the authors' default is 4).
     pub buffered_threshold: u32,
@@ -93,6 +95,9 @@ impl SpatialConfig {
         }
     }
 
+    /// Checks that the budgets and cleaning thresholds are at least 1, the extent is finite and not
+    /// empty, the Bloom filter rate lies in (0, 1) and a prefix policy tolerates at least 2
+    /// components; an [`Error::Config`] says which is not.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         if self.memory_budget_pages == 0 {

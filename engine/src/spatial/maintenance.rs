@@ -25,8 +25,11 @@ use std::sync::Arc;
 pub enum Source<'a> {
     /// The memory R-tree.
     Memory,
-    /// A disk component; `newer` are the disk components newer than it (newest first).
-    Disk { newer: &'a [&'a SpatialComponent] },
+    /// A disk component.
+    Disk {
+        /// The disk components newer than it, newest first.
+        newer: &'a [&'a SpatialComponent],
+    },
 }
 
 /// How an entry entered the memory R-tree, for the cleaning counters.
@@ -43,8 +46,11 @@ pub struct MemoryWrite {
 pub struct MaintenanceStats {
     /// The key index's flushes and merges and its lookups, if the strategy keeps one.
     pub key_index: Option<(LifecycleStats, u64)>,
+    /// Entries the Update Memo holds now (0 without one).
     pub um_entries: u64,
+    /// The most entries the Update Memo held at once (0 without one).
     pub um_max_entries: u64,
+    /// Obsolete entries removed, by mechanism.
     pub cleaned: CleaningCounts,
     /// Entries flushed marked superseded (Eager as the authors ran it).
     pub superseded_flushed: u64,
@@ -211,6 +217,7 @@ pub trait Maintenance: Send {
         lookups: &mut u64,
     ) -> Result<bool>;
 
+    /// What the strategy has done so far, beside the R-tree's own lifecycle.
     fn stats(&self) -> MaintenanceStats;
 
     /// Checks the strategy's own bookkeeping against the index's contents, read by `stamps` only

@@ -7,9 +7,13 @@ use std::time::Duration;
 /// Obsolete entries removed, by the mechanism that removed them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleaningCounts {
+    /// Buffered Cleaning of memory leaves (paper Section 4.1).
     pub buffered: u64,
+    /// Vacuum Cleaning of memory leaves (paper Section 4.2).
     pub vacuum: u64,
+    /// Clean Upon Flush: dropped while leaving memory (paper Section 4.3).
     pub flush: u64,
+    /// Clean Upon Merge: dropped while merging disk components (paper Section 4.4).
     pub merge: u64,
     /// Validation's merge repair.
     pub merge_repair: u64,
@@ -26,10 +30,15 @@ pub struct SpatialStats {
     pub rtree: LifecycleStats,
     /// The key index's (Validation's primary key index or Eager's primary index), if any.
     pub key_index: Option<LifecycleStats>,
+    /// Entries the Update Memo holds now (0 without one).
     pub um_entries: u64,
+    /// The most entries the Update Memo held at once (the paper's Table 2; 0 without one).
     pub um_max_entries: u64,
+    /// Obsolete entries removed, by mechanism.
     pub cleaned: CleaningCounts,
+    /// Node splits in the memory R-tree over the index's life.
     pub memory_splits: u64,
+    /// Lookups in the key index (0 without one).
     pub key_index_lookups: u64,
     /// Entries flushed although superseded (Eager as the authors ran it: its flush writes every
     /// memory entry); they take disk pages and are read as query candidates, never returned.

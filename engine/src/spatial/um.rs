@@ -48,7 +48,9 @@ fn not_counted(oid: u64, why: &str) -> Error {
 /// older than that are still in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoState {
+    /// The timestamp of the object's newest operation.
     pub ts: u64,
+    /// How many of the object's entries older than `ts` are still in the index.
     pub cnt: u64,
 }
 
@@ -89,8 +91,12 @@ struct Counts {
 }
 
 #[cfg(loom)]
+#[allow(clippy::expect_used)] // loom poisons a lock only after a modelled thread panicked, failing the model
 fn lock(shard: &Shard) -> MutexGuard<'_, Map> {
-    shard.0.lock().unwrap()
+    shard
+        .0
+        .lock()
+        .expect("a modelled thread panicked holding a shard")
 }
 
 #[cfg(not(loom))]
@@ -134,6 +140,7 @@ impl std::fmt::Debug for UpdateMemo {
 }
 
 impl UpdateMemo {
+    /// An empty memo.
     pub fn new() -> Self {
         UpdateMemo {
             shards: Box::new(std::array::from_fn(|_| Shard(Mutex::new(Map::default())))),
@@ -157,6 +164,7 @@ impl UpdateMemo {
         self.counts.len.load(Ordering::Relaxed)
     }
 
+    /// Whether the memo holds no entry.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -175,6 +183,7 @@ impl UpdateMemo {
         }
     }
 
+    /// The entry of `oid`, if the memo holds one.
     pub fn get(&self, oid: u64) -> Option<MemoState> {
         lock(self.shard(oid)).get(&oid).copied()
     }

@@ -42,6 +42,7 @@ pub struct LsmRTree {
 }
 
 impl LsmRTree {
+    /// An empty index of `cfg` (validated first) whose pages go through `cache`.
     pub fn new(cfg: SpatialConfig, cache: Arc<BufferCache>) -> Result<Self> {
         cfg.validate()?;
         let runs = SpatialRuns::new(cache.clone(), HilbertCurve::new(cfg.extent), cfg.bloom_fp);
@@ -63,10 +64,12 @@ impl LsmRTree {
         self.store.subscribe(observer);
     }
 
+    /// The configuration the index was built with.
     pub fn config(&self) -> &SpatialConfig {
         &self.cfg
     }
 
+    /// The maintenance strategy.
     pub fn strategy(&self) -> Strategy {
         self.cfg.strategy
     }
@@ -98,14 +101,17 @@ impl LsmRTree {
         rtree + self.maintenance.memory_antimatter_pages()
     }
 
+    /// Entries in the memory R-tree, obsolete ones included.
     pub fn memory_entries(&self) -> usize {
         self.memory.len()
     }
 
+    /// Disk components (packed R-trees).
     pub fn disk_components(&self) -> usize {
         self.store.len()
     }
 
+    /// Entries in the disk components' R-trees, obsolete ones included.
     pub fn disk_entries(&self) -> u64 {
         self.store.version().total_entries()
     }
@@ -115,6 +121,7 @@ impl LsmRTree {
         self.store.version().total_pages()
     }
 
+    /// What the index and its strategy have done so far.
     pub fn stats(&self) -> SpatialStats {
         let m = self.maintenance.stats();
         SpatialStats {
