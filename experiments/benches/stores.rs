@@ -27,6 +27,9 @@
 //!
 //! Run: `make bench`, or `cargo bench -p lsmlab --bench stores`.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;

@@ -100,7 +100,7 @@ lsmlab_harness::config! {
 }
 
 /// One memory level to run: its row label, layout and store configuration.
-pub struct Variant {
+pub(crate) struct Variant {
     pub label: String,
     pub layout: Layout,
     pub config: SeriesConfig,
@@ -236,7 +236,7 @@ impl Setup {
 
     /// The memory levels to run: every layout, DIOL once per M1 pick rule (the authors' rule is
     /// labelled `diol` wherever it is listed, the other `diol-expired-ttl`).
-    pub fn variants(&self) -> Vec<Variant> {
+    pub(crate) fn variants(&self) -> Vec<Variant> {
         let mut out = Vec::new();
         for layout in self.layouts() {
             let config = self.series_config(layout);
@@ -365,7 +365,7 @@ impl Setup {
     /// replaces the generated ones, so the setup is narrowed to its out-of-order ratio and delay
     /// model (the rows' `o3_ratio` and `delay_model` say which stream it was), with the streams
     /// holding it and a note. `None` without a trace.
-    pub fn replay(&self, ctx: &RunContext) -> anyhow::Result<Option<Replay>> {
+    pub(crate) fn replay(&self, ctx: &RunContext) -> anyhow::Result<Option<Replay>> {
         let Some(t) = crate::trace::diol_trace(ctx.data, self.points)? else {
             return Ok(None);
         };
@@ -501,7 +501,7 @@ pub fn capacities(c: &SeriesConfig) -> (u64, u64) {
 }
 
 /// What one run measured.
-pub struct Measured {
+pub(crate) struct Measured {
     pub stats: SeriesStats,
     pub io: IoStats,
     /// Wall time of the timed phase (the second half, reads included), as the authors timed it.
@@ -513,7 +513,7 @@ pub struct Measured {
 
 /// Loads the untimed first half, then runs the timed phase; the value of a point is twice its
 /// time, as the authors insert it.
-pub fn run_cell(
+pub(crate) fn run_cell(
     cfg: SeriesConfig,
     page_size: u64,
     stream: &[u64],
@@ -551,7 +551,7 @@ pub fn run_cell(
 }
 
 /// The row fields every DIOL experiment reports for one run.
-pub fn base_row(
+pub(crate) fn base_row(
     workload: &str,
     o3: f64,
     delay_model: &str,
@@ -585,7 +585,7 @@ pub fn base_row(
 }
 
 /// What a run replays from a trace ([`Setup::replay`]).
-pub struct Replay {
+pub(crate) struct Replay {
     pub setup: Setup,
     pub models: Vec<(String, DelayModel)>,
     pub streams: Streams,
@@ -593,7 +593,7 @@ pub struct Replay {
 }
 
 /// Streams keyed by (o3 ratio in per-mille, model name), generated once per run.
-pub struct Streams {
+pub(crate) struct Streams {
     map: BTreeMap<(u64, String), (Vec<u64>, u64)>,
 }
 
