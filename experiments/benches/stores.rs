@@ -27,8 +27,8 @@
 //!
 //! Run: `make bench`, or `cargo bench -p lsmlab --bench stores`.
 
-// Tests may unwrap: a panic here is the failure report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// A bench may panic: that is its failure report; `criterion_group!` defines an undocumented `pub fn`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
 use std::sync::Arc;

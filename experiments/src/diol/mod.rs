@@ -133,6 +133,7 @@ impl Setup {
         }
     }
 
+    /// The setup at `scale`: the authors' ratios with the point count scaled.
     pub fn defaults(scale: Scale) -> Setup {
         Setup {
             points: match scale {
@@ -157,6 +158,7 @@ impl Setup {
         }
     }
 
+    /// Refuses a setup no run can use, naming the parameter and the accepted values.
     pub fn validate(&self) -> anyhow::Result<()> {
         check("points", self.points, self.points >= 4, "at least 4")?;
         check_items(
@@ -230,6 +232,7 @@ impl Setup {
         }
     }
 
+    /// The memory-level layouts listed, parsed (the names were checked by `validate`).
     pub fn layouts(&self) -> Vec<Layout> {
         self.layouts.iter().filter_map(|l| Layout::parse(l)).collect()
     }
@@ -300,6 +303,7 @@ impl Setup {
         }
     }
 
+    /// The delay models to run, by name: generated, or read from the delay file.
     pub fn delay_models(
         &self,
         ctx: &RunContext,
@@ -394,6 +398,7 @@ impl Setup {
         }))
     }
 
+    /// The arrival order of the points for out-of-order ratio `o3` under `model`.
     pub fn stream(&self, o3: f64, model: &DelayModel, seed: u64) -> anyhow::Result<Vec<u64>> {
         Ok(generate_stream(
             &StreamSpec {
@@ -406,6 +411,7 @@ impl Setup {
         )?)
     }
 
+    /// The operations of `workload` over `stream`: the number of writes and the whole sequence.
     pub fn ops(&self, stream: &[u64], workload: TsWorkload, seed: u64) -> anyhow::Result<(usize, Vec<TsOp>)> {
         Ok(build_ops(
             stream,

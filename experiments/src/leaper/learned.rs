@@ -100,6 +100,7 @@ pub(crate) const PAPER_TABLE_ROWS: u64 = 10_000_000;
 pub(crate) const PAPER_RANGE_FRACTION: f64 = PAPER_RANGE_KEYS as f64 / PAPER_TABLE_ROWS as f64;
 
 impl LeaperSettings {
+    /// The model settings at `scale` (the authors' defaults, sizes scaled).
     pub fn defaults(scale: Scale) -> LeaperSettings {
         LeaperSettings {
             range_size: 0,
@@ -119,6 +120,7 @@ impl LeaperSettings {
         }
     }
 
+    /// Refuses settings no training can use, naming the parameter and the accepted values.
     pub fn validate(&self) -> anyhow::Result<()> {
         check(
             "slot_intervals",
@@ -216,8 +218,8 @@ pub(crate) struct TrainedLeaper {
     pub range_size: u64,
     /// Algorithm 1's evaluated sizes and zero proportions (empty when the size was set).
     pub range_sizes_tried: Vec<(u64, f64)>,
+    /// Length of one collection slot, in virtual seconds.
     pub slot_s: f64,
-    pub day_s: f64,
     pub steps: usize,
     /// Total bytes of the model files.
     pub model_bytes: u64,
@@ -460,7 +462,6 @@ pub(crate) fn train(
         range_size: set.range_size,
         range_sizes_tried: set.tried,
         slot_s: set.slot_s,
-        day_s: set.day_s,
         steps: set.params.steps,
         alpha_s_per_block: if alphas.is_empty() {
             cost_alpha
@@ -587,7 +588,7 @@ impl WarmUpPolicy for Observed {
 
 /// A Leaper policy from the trained model (loaded from its files), and the handle its counters
 /// appear on.
-pub fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<dyn WarmUpPolicy>, StatsHandle)> {
+pub(crate) fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<dyn WarmUpPolicy>, StatsHandle)> {
     let params = LeaperParams {
         alpha_secs_per_block: trained.alpha_s_per_block,
         t2_secs: trained.t2_s,

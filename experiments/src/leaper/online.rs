@@ -184,7 +184,7 @@ pub(crate) struct WorkloadRuns {
 }
 
 /// The policy object of `kind` (Leaper's from the trained model, with the handle of its counters).
-pub fn policy_for(
+pub(crate) fn policy_for(
     kind: WarmUpKind,
     trained: Option<&TrainedLeaper>,
     seed: u64,

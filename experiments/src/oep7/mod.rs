@@ -93,6 +93,7 @@ impl Setup {
         }
     }
 
+    /// The setup at `scale`, with `records` the tiny, small and paper record counts.
     pub fn defaults(scale: Scale, records: [u64; 3]) -> Setup {
         Setup {
             clusters: Layout::ALL.to_vec(),
@@ -106,6 +107,7 @@ impl Setup {
         }
     }
 
+    /// Refuses a setup no run can use, naming the parameter and the accepted values.
     pub fn validate(&self) -> anyhow::Result<()> {
         check(
             "clusters",
@@ -123,6 +125,7 @@ impl Setup {
         self.profile().map(|_| ())
     }
 
+    /// The device profile named by `profile`.
     pub fn profile(&self) -> anyhow::Result<DeviceProfile> {
         self.profile
             .parse::<DeviceProfile>()
