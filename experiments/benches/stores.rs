@@ -27,6 +27,9 @@
 //!
 //! Run: `make bench`, or `cargo bench -p lsmlab --bench stores`.
 
+// A bench may panic: that is its failure report; `criterion_group!` defines an undocumented `pub fn`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;

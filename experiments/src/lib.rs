@@ -6,6 +6,8 @@
 //! experiments and the claim files of the papers `papers!` lists to the binary (`src/main.rs`, a thin clap front end) hands it.
 
 #![forbid(unsafe_code)]
+// Tests may unwrap: a panic there is the failure report.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 // The harness's modules under their own names, so that every experiment reads `crate::config`,
 // `crate::experiment`, ... (private: their one public path is `lsmlab_harness::...`).

@@ -510,7 +510,7 @@ pub const LEAPER_COLUMNS: [&str; 6] = ["seq", "day", "time_of_day", "op", "key",
 
 /// A `leaper-<workload>` trace: its description, checked; [`KvTrace::reader`] replays it.
 #[derive(Clone, Debug)]
-pub struct KvTrace {
+pub(crate) struct KvTrace {
     pub path: PathBuf,
     /// The workload (`synthetic`, `e-commerce`, `messaging`).
     pub workload: crate::leaper::Workload,
@@ -596,7 +596,7 @@ pub struct KvTraceReader {
 
 impl KvTraceReader {
     /// The trace read.
-    pub fn trace(&self) -> &KvTrace {
+    pub(crate) fn trace(&self) -> &KvTrace {
         &self.trace
     }
 
@@ -684,7 +684,7 @@ impl KvTraceReader {
 
 /// The Leaper traces of a run (`--trace`), checked against `spec_of(workload)`, the spec the run
 /// would generate: one per workload.
-pub fn kv_traces(
+pub(crate) fn kv_traces(
     data: &[DataSpec],
     spec_of: &dyn Fn(crate::leaper::Workload) -> anyhow::Result<lsmlab_workloads::kv::KvWorkload>,
 ) -> anyhow::Result<Vec<std::sync::Arc<KvTrace>>> {
@@ -710,7 +710,7 @@ pub const YCSB_COLUMNS: [&str; 5] = ["op", "key", "field", "len", "value"];
 
 /// A `ycsb-<x>` trace: its description, checked; [`YcsbTrace::reader`] replays it.
 #[derive(Clone, Debug)]
-pub struct YcsbTrace {
+pub(crate) struct YcsbTrace {
     pub path: PathBuf,
     pub workload: lsmlab_workloads::ycsb::Workload,
     pub records: u64,
@@ -902,7 +902,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// The YCSB traces of a run (`--trace`), checked against the run's records and operation counts
 /// (`operations(workload)` gives the run's (warm-up, measured) for a workload): one per workload.
-pub fn ycsb_traces(
+pub(crate) fn ycsb_traces(
     data: &[DataSpec],
     records: u64,
     operations: &dyn Fn(lsmlab_workloads::ycsb::Workload) -> (u64, u64),
@@ -943,7 +943,7 @@ pub const DIOL_COLUMNS: [&str; 2] = ["arrival", "time"];
 
 /// A `diol-<delay model>` trace: the out-of-order arrival stream of one series.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DiolTrace {
+pub(crate) struct DiolTrace {
     /// The delay model it was drawn with (`diol`, `lognormal`, `file`), its rows' `delay_model`.
     pub delay_model: String,
     pub o3_ratio: f64,
@@ -955,7 +955,7 @@ pub struct DiolTrace {
 /// Reads a `diol-<delay model>` trace whole (the DIOL experiments hold the arrival stream), every
 /// line checked: `arrival` counts from 0, `time` is a timestamp of 1..=points not seen before, and
 /// every timestamp arrives.
-pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
+pub(crate) fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
     let (meta, columns) = read_header(path)?;
     let p = path.display();
     let w = workload_of(path, &meta)?;
@@ -1031,7 +1031,7 @@ pub fn read_diol(path: &Path) -> anyhow::Result<DiolTrace> {
 }
 
 /// The DIOL trace of a run (`--trace`; at most one), checked against the run's points.
-pub fn diol_trace(data: &[DataSpec], points: u64) -> anyhow::Result<Option<DiolTrace>> {
+pub(crate) fn diol_trace(data: &[DataSpec], points: u64) -> anyhow::Result<Option<DiolTrace>> {
     let paths = trace_paths(data);
     let Some(&path) = paths.first() else {
         return Ok(None);

@@ -3,6 +3,9 @@
 //! results; judged on those results, every claim entry is measured (or undefined, 0 / 0, on real
 //! rows). The figure specs are checked the same way.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use lsmlab_harness::claims::{self, Verdict};

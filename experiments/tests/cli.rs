@@ -1,5 +1,8 @@
 //! The binary's command-line contract: help everywhere, errors as `error: ...` with a non-zero exit.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::{Command, Output};
 
 fn lsmlab(args: &[&str]) -> Output {

@@ -8,6 +8,9 @@
 //! figures that depend on how threads interleave (flushes, page I/O and UM sizes of multi-threaded
 //! `rum-concurrency` runs; their fresh sets are checked against a replay inside the experiment).
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;

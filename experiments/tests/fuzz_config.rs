@@ -4,6 +4,9 @@
 //! panic; `Ok`, or an error whose message is not empty. Budget: `FUZZ_CASES` cases per target
 //! (default 32); `make fuzz` runs many more and prints the executions per target.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::cell::Cell;
 use std::path::Path;
 

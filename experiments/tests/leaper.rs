@@ -2,6 +2,9 @@
 //! rows carry the ratios and windows they promise, counted figures (and the virtual clock's) are
 //! the same for the same seed, and bad parameters fail without writing anything.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::{Map, Value};
 use std::path::Path;
 use std::process::Command;

@@ -2,6 +2,9 @@
 //! files carry exactly the contracted fields, counted quantities are deterministic, and bad
 //! parameters fail without writing anything.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;

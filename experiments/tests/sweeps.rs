@@ -2,6 +2,9 @@
 //! `--shard` with `merge`, and `--repeat`. Runs are small (a few thousand records); every
 //! assertion is about counted fields, never about time.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{gen, lsmlab, ok};

@@ -4,6 +4,9 @@
 //! that disagree with the run's stop it with the file, the line and the field, a non-zero exit and
 //! no result. Runs are tiny, narrowed with `--set`; every assertion is about counted fields.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{gen, lsmlab, ok};

@@ -22,7 +22,9 @@ pub const SCHEMA: &str = "lsmlab.peers/1";
 /// One benchmark function's latest estimate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measured {
+    /// The criterion group, e.g. `kvstore`.
     pub group: String,
+    /// The function within its group, e.g. `lsmlab/get` or `fjall/get`.
     pub function: String,
     /// Mean time of one iteration, nanoseconds (criterion's mean point estimate).
     pub mean_ns: f64,
@@ -44,10 +46,15 @@ impl Measured {
 /// One lsmlab function against one peer on one operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PeerRow {
+    /// The operation both sides ran (the criterion group).
     pub operation: String,
+    /// The lsmlab function measured.
     pub lsmlab: String,
+    /// The peer function measured.
     pub peer: String,
+    /// lsmlab's throughput, elements per second.
     pub lsmlab_per_s: f64,
+    /// The peer's throughput, elements per second.
     pub peer_per_s: f64,
     /// lsmlab's throughput over the peer's: above 1 means lsmlab is faster.
     pub ratio: f64,
@@ -56,11 +63,15 @@ pub struct PeerRow {
 /// The file `lsmlab bench-summary` writes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PeersSummary {
+    /// The file's schema, [`SCHEMA`].
     pub schema: String,
+    /// When the summary was written (RFC 3339).
     pub generated_at: String,
+    /// The machine the benchmarks ran on (assumed to be this one).
     pub machine: Machine,
     /// Where the estimates were read.
     pub criterion_dir: PathBuf,
+    /// One row per lsmlab function and peer on an operation.
     pub rows: Vec<PeerRow>,
     /// The rows below 1.0, as `operation: lsmlab vs peer (ratio)`.
     pub below_peer: Vec<String>,

@@ -23,6 +23,7 @@ use crate::rows::value_text;
 /// One cell: for each named list-valued key, the index of the element this cell runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cell {
+    /// For each list-valued key the cell narrows, in grid order: the key and the element's index.
     pub picks: Vec<(String, usize)>,
 }
 
@@ -102,10 +103,12 @@ impl Cell {
 pub struct Shard {
     /// 1-based: `1..=count`.
     pub index: usize,
+    /// How many shards the grid is split into (at least 1).
     pub count: usize,
 }
 
 impl Shard {
+    /// Whether this shard runs the cell with 0-based grid index `cell`.
     pub fn runs(&self, cell: usize) -> bool {
         cell % self.count == self.index - 1
     }

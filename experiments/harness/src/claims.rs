@@ -60,6 +60,7 @@ pub struct ClaimSet {
     /// The seed text the claims are quoted from.
     #[serde(default)]
     pub seed: Option<String>,
+    /// What the paper is and what its claims cover, for the report.
     pub doc: String,
     /// Default relative tolerance of the claims (see the module doc).
     pub tolerance: f64,
@@ -67,6 +68,7 @@ pub struct ClaimSet {
     /// like-for-like pairing the paper did not run), each with a sentence saying why it exists.
     #[serde(default)]
     pub groups: BTreeMap<String, String>,
+    /// The claims, in the order the report lists them.
     pub claims: Vec<Claim>,
 }
 
@@ -74,19 +76,25 @@ pub struct ClaimSet {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Claim {
+    /// Identifier of the claim, unique within its file.
     pub id: String,
     /// Where the paper shows it, e.g. `Fig. 5` or `Table 2`.
     pub source: String,
+    /// The claim in the paper's words (or a close paraphrase).
     pub text: String,
     /// The paper's number as the paper states it, e.g. `3x-9.6x`.
     pub paper: String,
+    /// The experiment (registry name) whose rows measure the claim.
     pub experiment: String,
+    /// How the claim is measured from the experiment's rows.
     pub measure: Measure,
     /// A second field measured the same way, usually counted I/O beside a wall-time claim.
     #[serde(default)]
     pub secondary: Option<String>,
+    /// Relative tolerance of this claim, overriding the file's [`ClaimSet::tolerance`].
     #[serde(default)]
     pub tolerance: Option<f64>,
+    /// What the paper's number means for the measurement (bounds and direction).
     pub expect: Expect,
     /// The group (a key of [`ClaimSet::groups`]) this claim belongs to; none for the paper's claims.
     #[serde(default)]
@@ -97,23 +105,31 @@ pub struct Claim {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Measure {
+    /// What is computed from the variant's and baseline's values.
     pub kind: Kind,
+    /// Which way a [`Kind::Ratio`] divides (baseline / variant unless said otherwise).
     #[serde(default)]
     pub ratio: RatioOrder,
     /// A field name, or several joined with `+` (summed).
     pub field: String,
+    /// The dimension whose values name the variants and baselines (`strategy` unless said otherwise).
     #[serde(default = "default_variant_key")]
     pub variant_key: String,
     /// Every variant the claim covers; each is judged on its own.
     pub variants: Vec<String>,
+    /// The values of the variant key each variant is compared against (none for [`Kind::Value`]).
     #[serde(default)]
     pub baselines: Vec<String>,
+    /// Dimensions whose every combination of values is judged as its own group.
     #[serde(default)]
     pub group_by: Vec<String>,
+    /// Rows kept: a dimension's allowed values (`$max` / `$min` stand for its largest / smallest value).
     #[serde(default)]
     pub filter: BTreeMap<String, Vec<String>>,
+    /// Dimensions reduced away with [`Measure::reduce`] before variant and baseline are matched.
     #[serde(default)]
     pub over: Vec<String>,
+    /// How the cells of the [`Measure::over`] dimensions are reduced to one value.
     #[serde(default)]
     pub reduce: Option<Reduce>,
 }
@@ -122,28 +138,39 @@ fn default_variant_key() -> String {
     "strategy".to_string()
 }
 
+/// The kind of measurement of a claim (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// A quotient of the variant's and the baseline's value (see [`RatioOrder`]).
     Ratio,
+    /// `1 - variant / baseline`: the fraction the variant cuts.
     Reduction,
+    /// The variant's value itself.
     Value,
 }
 
+/// Which way a [`Kind::Ratio`] divides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 pub enum RatioOrder {
+    /// baseline / variant: how many times faster or smaller the variant is.
     #[default]
     #[serde(rename = "baseline/variant")]
     BaselineOverVariant,
+    /// variant / baseline.
     #[serde(rename = "variant/baseline")]
     VariantOverBaseline,
 }
 
+/// How several cells' values reduce to one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Reduce {
+    /// The largest value.
     Max,
+    /// The smallest value.
     Min,
+    /// The arithmetic mean.
     Mean,
 }
 
@@ -151,19 +178,27 @@ pub enum Reduce {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// Lower bound of a reproduced measurement (before tolerance), if any.
     #[serde(default)]
     pub min: Option<f64>,
+    /// Upper bound of a reproduced measurement (before tolerance), if any.
     #[serde(default)]
     pub max: Option<f64>,
+    /// The paper's side, for a direction-only verdict.
     pub direction: Direction,
 }
 
+/// The side of a measurement the paper's claim points to.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// The measurement is above this value.
     Above(f64),
+    /// The measurement is below this value.
     Below(f64),
+    /// The variant's value is below the baseline's.
     BelowBaseline,
+    /// The claim has no direction: it is reproduced or not.
     None,
 }
 
@@ -171,13 +206,18 @@ pub enum Direction {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
+    /// Nothing to judge: the data is missing or the measurement undefined.
     NotMeasured,
+    /// Measured, and neither within the bounds nor on the paper's side.
     NotReproduced,
+    /// Outside the bounds, but on the paper's side.
     DirectionOnly,
+    /// Within the bounds (with tolerance).
     Reproduced,
 }
 
 impl Verdict {
+    /// The verdict as written in claims files and reports (`reproduced`, `direction-only`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Reproduced => "reproduced",
@@ -263,17 +303,23 @@ fn ser_measured<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error>
 /// One entry: a claim judged for one group, variant and baseline.
 #[derive(Clone, Debug, Serialize)]
 pub struct Entry {
+    /// The claim's id.
     pub claim: String,
     /// The group as text: its dimension values, then `variant vs baseline`.
     pub group: String,
     /// The group's dimension values, the variant (under the variant key) and the baseline.
     pub dims: BTreeMap<String, String>,
+    /// The measurement: finite, infinite (x / 0) or none when undefined or missing.
     #[serde(serialize_with = "ser_measured")]
     pub measured: Option<f64>,
+    /// The paper's number as the paper states it.
     pub paper: String,
+    /// This entry's verdict.
     pub verdict: Verdict,
+    /// The same measurement of the claim's secondary field, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secondary: Option<Secondary>,
+    /// Why the entry was not measured, or other remarks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -281,27 +327,41 @@ pub struct Entry {
 /// The second measurement of an entry (counted I/O beside wall time).
 #[derive(Clone, Debug, Serialize)]
 pub struct Secondary {
+    /// The secondary field measured.
     pub field: String,
+    /// Its measurement, as [`Entry::measured`].
     #[serde(serialize_with = "ser_measured")]
     pub measured: Option<f64>,
+    /// Its verdict under the claim's rule (informative: it does not change the entry's).
     pub verdict: Verdict,
 }
 
 /// A claim's summary over its entries.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// The claim's id.
     pub claim: String,
+    /// The paper's name ([`ClaimSet::paper`]).
     pub paper_name: String,
+    /// Where the paper shows it ([`Claim::source`]).
     pub source: String,
+    /// The claim's text.
     pub text: String,
+    /// The experiment that measures it.
     pub experiment: String,
+    /// The kind of measurement.
     pub kind: Kind,
+    /// The measured field (or `+`-joined fields).
     pub field: String,
+    /// The paper's number as the paper states it.
     pub paper: String,
+    /// The smallest measurement over the claim's measured entries, if any.
     #[serde(serialize_with = "ser_measured")]
     pub measured_min: Option<f64>,
+    /// The largest measurement over the claim's measured entries, if any.
     #[serde(serialize_with = "ser_measured")]
     pub measured_max: Option<f64>,
+    /// The claim's verdict (see the module doc).
     pub verdict: Verdict,
     /// How many entries got each verdict.
     pub counts: BTreeMap<Verdict, usize>,
@@ -313,12 +373,17 @@ pub struct Summary {
 /// The evaluation of every claim against the results of one scale (`results/<scale>/claims.json`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Evaluation {
+    /// The file's schema, [`SCHEMA`].
     pub schema: String,
+    /// The scale whose results were judged.
     pub scale: Scale,
+    /// When the evaluation was made (RFC 3339).
     pub generated_at: String,
     /// The verdict rules, as the module doc states them.
     pub rules: String,
+    /// One summary per claim.
     pub claims: Vec<Summary>,
+    /// Every entry of every claim.
     pub entries: Vec<Entry>,
 }
 
@@ -706,15 +771,19 @@ impl Evaluation {
                     .iter()
                     .filter(|s| s.paper_name == set.paper && s.group.as_ref() == group)
                     .collect();
+                // Writing into a String cannot fail.
                 match group {
-                    None => writeln!(md, "### {} claims ({})\n", set.paper, self.scale).unwrap(),
+                    None => {
+                        let _ = writeln!(md, "### {} claims ({})\n", set.paper, self.scale);
+                    }
                     Some(_) if mine.is_empty() => continue,
-                    Some(g) => writeln!(
-                        md,
-                        "### {}: {g} ({})\n\n{}\n",
-                        set.paper, self.scale, set.groups[g]
-                    )
-                    .unwrap(),
+                    Some(g) => {
+                        let _ = writeln!(
+                            md,
+                            "### {}: {g} ({})\n\n{}\n",
+                            set.paper, self.scale, set.groups[g]
+                        );
+                    }
                 }
                 self.claims_table(&mut md, &mine);
             }

@@ -27,9 +27,13 @@ use crate::rows::is_timed;
 /// One numeric field of one matched row, in A and in B.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldChange {
+    /// The matched row's key ([`row_key`]).
     pub row: String,
+    /// The field's name.
     pub field: String,
+    /// Its value in A (`None` when A's row lacks it).
     pub a: Option<Value>,
+    /// Its value in B (`None` when B's row lacks it).
     pub b: Option<Value>,
 }
 
@@ -38,10 +42,15 @@ pub struct FieldChange {
 pub struct Comparison {
     /// Scale, seed, config, code and machine differences: context for the numbers.
     pub context: Vec<String>,
+    /// How many rows were matched between A and B.
     pub matched_rows: usize,
+    /// Changed counted (deterministic) fields: a change here is a change of behaviour.
     pub counted: Vec<FieldChange>,
+    /// Changed timed fields (wall time and what derives from it): expected to vary between runs.
     pub timed: Vec<FieldChange>,
+    /// Rows of A with no match in B.
     pub only_in_a: Vec<String>,
+    /// Rows of B with no match in A.
     pub only_in_b: Vec<String>,
     /// Rows of a peer engine in A and in B ([`is_peer_row`]), not compared.
     pub peer_rows: (usize, usize),

@@ -18,6 +18,7 @@ use crate::scale::Scale;
 /// A user-supplied data file (`--data PATH`, with `--format`, `--columns`, `--skip-malformed`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DataSpec {
+    /// The data file.
     pub path: PathBuf,
     /// The file's format, when the user named it; otherwise the experiment guesses from the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,7 +34,9 @@ pub struct DataSpec {
 /// A `--data` path and the dataset name it runs under.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NamedData {
+    /// The dataset name rows carry for this file.
     pub name: String,
+    /// The file and how to read it.
     pub spec: DataSpec,
 }
 

@@ -21,11 +21,13 @@ pub use crate::scale::Scale;
 
 /// Everything a run may look at besides its config.
 pub struct RunContext<'a> {
+    /// The scale the run was asked for.
     pub scale: Scale,
     /// The run's seed; derive one seed per component from it.
     pub seed: u64,
     /// User data files; empty when the experiment should generate or use its default data.
     pub data: &'a [DataSpec],
+    /// Where the run reports what it is doing.
     pub progress: &'a Progress,
 }
 
@@ -33,7 +35,9 @@ pub struct RunContext<'a> {
 /// the refusal when the machine has less available; see [`crate::runner::check_memory`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemoryEstimate {
+    /// Expected peak memory, bytes.
     pub bytes: u64,
+    /// How the figure was worked out (for the refusal message).
     pub basis: String,
 }
 
@@ -98,8 +102,11 @@ pub trait TypedExperiment: Sync {
 /// An experiment as the runner, registry and report see it: its config travels as JSON.
 /// Every [`TypedExperiment`] is one.
 pub trait Experiment: Sync {
+    /// The experiment's name in the registry and on the command line (e.g. `rum-update`).
     fn name(&self) -> &'static str;
+    /// The paper's name, as result files and claims give it.
     fn paper(&self) -> &'static str;
+    /// One line on what the experiment measures, as `lsmlab list` shows it.
     fn about(&self) -> &'static str;
     /// The keys, their defaults at `scale` and their help, as `lsmlab params` lists them.
     fn keys(&self, scale: Scale) -> anyhow::Result<Vec<KeyInfo>>;
@@ -107,7 +114,9 @@ pub trait Experiment: Sync {
     fn resolve(&self, scale: Scale, overlay: &Overlay) -> anyhow::Result<ConfigMap>;
     /// Runs with a config [`Experiment::resolve`] returned.
     fn run(&self, config: &ConfigMap, ctx: &RunContext) -> anyhow::Result<RunOutput>;
+    /// Renders the result's figures into `out_dir`; returns the files written.
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>;
+    /// The result's section of the Markdown report.
     fn report(&self, result: &ResultFile) -> String;
     /// The run's peak memory for a config [`Experiment::resolve`] returned, when the experiment can tell.
     fn memory_estimate(

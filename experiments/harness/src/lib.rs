@@ -10,6 +10,8 @@
 //! from here to there.
 
 #![forbid(unsafe_code)]
+// Tests may unwrap: a panic there is the failure report.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod atomic;
 pub mod bench;

@@ -118,7 +118,7 @@ pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
             .as_ref()
             .and_then(|l| l.done.iter().find(|d| d.index == *index))
             .cloned()
-            .expect("a cell found above");
+            .with_context(|| format!("cell {index} is not in its shard's log"))?;
         log.done.push(record);
     }
     for (_, shard) in shards {

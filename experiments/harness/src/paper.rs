@@ -27,6 +27,7 @@ pub struct Paper {
     pub id: &'static str,
     /// The name its experiments write into result files (`LSM RUM-tree`), which claims match.
     pub title: &'static str,
+    /// Whether it is a paper of several experiments or a standalone entry.
     pub kind: PaperKind,
     /// Its experiments, in the order of its evaluation.
     pub experiments: Vec<&'static dyn Experiment>,

@@ -9,9 +9,9 @@
 //! grid, cells per second, an ETA, and the current cell with the experiment's latest line. When
 //! stderr is not a terminal (CI logs, tests, `2> file`) it keeps the plain lines.
 
+use parking_lot::Mutex;
 use std::fmt::Display;
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The shortest gap between two [`Progress::tick`] lines.
@@ -83,6 +83,7 @@ impl Progress {
         }
     }
 
+    /// Whether progress lines are suppressed (`--quiet`).
     pub fn is_quiet(&self) -> bool {
         self.quiet
     }
@@ -167,9 +168,10 @@ impl Progress {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A panic while printing leaves nothing half-updated that matters: keep going.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        // parking_lot locks do not poison: a panic while printing leaves nothing half-updated
+        // that matters, and the next line is printed as usual.
+        self.state.lock()
     }
 
     fn print(&self, state: &mut State, text: &str) {
@@ -229,7 +231,7 @@ mod tests {
 
     impl Write for Shared {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            self.0.lock().extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -239,7 +241,7 @@ mod tests {
 
     impl Shared {
         fn lines(&self) -> Vec<String> {
-            String::from_utf8(self.0.lock().unwrap().clone())
+            String::from_utf8(self.0.lock().clone())
                 .unwrap()
                 .lines()
                 .map(String::from)

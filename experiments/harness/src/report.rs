@@ -151,7 +151,7 @@ pub fn write_report(
     fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
 
     let mut md = String::new();
-    writeln!(md, "# lsmlab report\n").unwrap();
+    writeln!(md, "# lsmlab report\n")?;
     writeln!(
         md,
         "Generated {} by `lsmlab report` from the result files under `{}`, with figures from `{}`. \
@@ -160,8 +160,7 @@ pub fn write_report(
         now_rfc3339(),
         results_dir.display(),
         plots_dir.display()
-    )
-    .unwrap();
+    )?;
     let summary: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
@@ -206,8 +205,7 @@ pub fn write_report(
                 "\n## Claims ({scale})\n\nEach paper claim judged from the rows of this scale's results \
                  ([{link}]({link})); the rules are in `experiments/harness/src/claims.rs`: {}\n",
                 crate::claims::RULES
-            )
-            .unwrap();
+            )?;
             md += &tables;
         }
     }
@@ -283,8 +281,7 @@ fn section(
         result.machine.cores,
         result.machine.memory_bytes as f64 / (1u64 << 30) as f64,
         result.machine.os
-    )
-    .unwrap();
+    )?;
     out += body.trim();
     out += "\n";
     // Notes the experiment's own section already shows (its observations) are not repeated.
@@ -296,7 +293,7 @@ fn section(
     if !notes.is_empty() {
         out += "\nNotes:\n\n";
         for note in notes {
-            writeln!(out, "- {note}").unwrap();
+            writeln!(out, "- {note}")?;
         }
     }
     out += &figures_markdown(result.scale, &result.experiment, plots_dir, report_dir)?;
@@ -320,9 +317,9 @@ fn figures_markdown(
         let path = dir.join(png);
         let stem = png.trim_end_matches(".png");
         let svg = dir.join(format!("{stem}.svg"));
-        write!(out, "![{stem}]({})", relative_link(&path, report_dir)).unwrap();
+        write!(out, "![{stem}]({})", relative_link(&path, report_dir))?;
         if svg.is_file() {
-            write!(out, " ([SVG]({}))", relative_link(&svg, report_dir)).unwrap();
+            write!(out, " ([SVG]({}))", relative_link(&svg, report_dir))?;
         }
         out += "\n\n";
     }

@@ -27,19 +27,29 @@ pub const SCHEMA: &str = "lsmlab.result/1";
 /// One run's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResultFile {
+    /// The file's schema, [`SCHEMA`].
     pub schema: String,
+    /// The experiment's registry name.
     pub experiment: String,
+    /// The paper's name ([`crate::experiment::Experiment::paper`]).
     pub paper: String,
+    /// The scale the run ran at.
     pub scale: Scale,
+    /// The run's seed.
     pub seed: u64,
     /// Every parameter that shaped the run: the resolved params plus the run's extra config.
     pub config: serde_json::Map<String, Value>,
+    /// The machine the run ran on.
     pub machine: Machine,
+    /// The code the run ran.
     pub git: GitInfo,
     /// RFC 3339, UTC, e.g. `2025-11-30T13:15:02Z`.
     pub started_at: String,
+    /// Wall time of the whole run, seconds.
     pub duration_s: f64,
+    /// The measured rows, in run order.
     pub rows: Vec<Row>,
+    /// What a reader must know to interpret the rows.
     pub notes: Vec<String>,
     /// What built and started the run. Absent in files written before lsmlab recorded it; readers
     /// must not require it.
@@ -55,6 +65,7 @@ pub struct ResultFile {
 /// the binary (recorded at build time by `experiments/build.rs`), and the full command line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
+    /// The crate version of the binary.
     pub lsmlab_version: String,
     /// `release` or `debug`.
     pub profile: String,
@@ -91,6 +102,7 @@ pub struct CellLog {
     /// mean and a 95% interval ([`crate::repeat`]).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: u32,
+    /// The cells this file holds, in run order; their rows follow each other in the same order.
     pub done: Vec<CellRecord>,
 }
 
@@ -111,6 +123,7 @@ pub struct CellRecord {
     pub label: String,
     /// How many rows it wrote.
     pub rows: usize,
+    /// Wall time of the cell, seconds.
     pub duration_s: f64,
 }
 
@@ -134,16 +147,20 @@ impl CellLog {
 /// The machine a run ran on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Machine {
+    /// Operating system name and version.
     pub os: String,
+    /// CPU brand string.
     pub cpu: String,
     /// Logical CPUs.
     pub cores: usize,
+    /// Total memory, bytes.
     pub memory_bytes: u64,
 }
 
 /// The code a run ran. `commit` is `unknown` (and `dirty` false) outside a git work tree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitInfo {
+    /// The commit hash, or `unknown`.
     pub commit: String,
     /// Tracked files differ from the commit. Untracked files and what the harness itself writes
     /// (`results/`, `plots/`, `REPORT.md`, so that `make` regenerating the committed reference does
@@ -218,6 +235,7 @@ impl GitInfo {
         }
     }
 
+    /// The code of a run outside a git work tree (commit `unknown`, not dirty).
     pub fn unknown() -> GitInfo {
         GitInfo {
             commit: "unknown".to_string(),

@@ -18,10 +18,12 @@ pub struct RowBuilder {
 }
 
 impl RowBuilder {
+    /// An empty row.
     pub fn new() -> Self {
         RowBuilder::default()
     }
 
+    /// A text field.
     pub fn str(mut self, key: &str, value: impl Into<String>) -> Self {
         self.row
             .insert(key.to_string(), serde_json::Value::String(value.into()));
@@ -53,11 +55,13 @@ impl RowBuilder {
         }
     }
 
+    /// A boolean field.
     pub fn bool(mut self, key: &str, value: bool) -> Self {
         self.row.insert(key.to_string(), serde_json::Value::Bool(value));
         self
     }
 
+    /// The row.
     pub fn build(self) -> Row {
         self.row
     }
@@ -88,6 +92,7 @@ pub fn is_timed(key: &str) -> bool {
 /// What a run produced.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOutput {
+    /// The measured rows, in run order.
     pub rows: Vec<Row>,
     /// Anything a reader must know to interpret the rows (engine limits, substitutions, ...).
     pub notes: Vec<String>,

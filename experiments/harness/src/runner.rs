@@ -40,7 +40,9 @@ pub fn resolve_config(
 /// One `lsmlab run`.
 #[derive(Clone, Debug)]
 pub struct RunRequest {
+    /// The scale to run at.
     pub scale: Scale,
+    /// The run's seed.
     pub seed: u64,
     /// Raw `key=value` arguments of `--set`.
     pub sets: Vec<String>,
@@ -544,13 +546,16 @@ fn source_git_info() -> GitInfo {
 /// `<experiment>.figures.json` so `lsmlab report` can link them without rendering anything.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FigureManifest {
+    /// The experiment the figures belong to.
     pub experiment: String,
+    /// The result file they were rendered from.
     pub result: PathBuf,
     /// File names inside the manifest's directory, SVG and PNG.
     pub figures: Vec<String>,
 }
 
 impl FigureManifest {
+    /// Where the manifest of `experiment` lives in `plot_dir`.
     pub fn path(plot_dir: &Path, experiment: &str) -> PathBuf {
         plot_dir.join(format!("{experiment}.figures.json"))
     }

@@ -21,6 +21,9 @@ use anyhow::anyhow;
     clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
+// The variants stay undocumented: a `ValueEnum` variant's doc comment becomes CLI help text, and
+// `--scale`'s help lists the bare names (the enum's doc says what each means).
+#[allow(missing_docs)]
 pub enum Scale {
     Tiny,
     Small,

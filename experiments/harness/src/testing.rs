@@ -1,5 +1,8 @@
 //! A small fake experiment for the runner's own tests.
 
+// Test support: a panic here is a test's failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
@@ -13,22 +16,29 @@ use crate::result::ResultFile;
 
 /// Pretends to ingest `records` records per strategy; `fail` makes the run fail.
 pub struct Fake {
+    /// The experiment's registry name.
     pub name: &'static str,
 }
 
+/// The fake experiment `fake`.
 pub const FAKE: Fake = Fake { name: "fake" };
+/// A second fake experiment, `other`, for runs of several experiments.
 pub const OTHER: Fake = Fake { name: "other" };
 
 /// The fake's strategies: a choice, as typed configs spell them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FakeStrategy {
+    /// `Eager`.
     Eager,
+    /// `Validation`.
     Validation,
+    /// `UM+F`.
     #[serde(rename = "UM+F")]
     UmF,
 }
 
 crate::config! {
+    /// The fake's config.
     pub struct FakeConfig {
         /// records per strategy
         records: u64,

@@ -29,8 +29,11 @@ pub const MAGIC: &str = "# lsmlab-trace/1 ";
 
 /// What `lsmlab gen` was asked for.
 pub struct GenRequest<'a> {
+    /// The experiment (workload) whose operation stream is written.
     pub workload: &'a str,
+    /// The scale whose config is used.
     pub scale: Scale,
+    /// The seed of the stream.
     pub seed: u64,
     /// `--set` arguments for the experiment whose stream is written.
     pub sets: &'a [String],
@@ -142,6 +145,7 @@ pub struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// Splits line `n` of `path` at commas; fails unless it has one field per column.
     pub fn split(path: &Path, n: usize, line: &'a str, columns: &'a [&'a str]) -> anyhow::Result<Fields<'a>> {
         let at = format!("{}:{n}", path.display());
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -156,6 +160,7 @@ impl<'a> Fields<'a> {
         Ok(Fields { at, columns, fields })
     }
 
+    /// An error saying field `col` is not `what`.
     pub fn bad(&self, col: usize, what: &str) -> anyhow::Error {
         anyhow::anyhow!(
             "{}: field `{}`: `{}` is not {what}",
@@ -170,10 +175,12 @@ impl<'a> Fields<'a> {
         &self.at
     }
 
+    /// Field `col` as text.
     pub fn str(&self, col: usize) -> &'a str {
         self.fields[col]
     }
 
+    /// Field `col` as a `u64`; `what` names the expectation in the error.
     pub fn u64(&self, col: usize, what: &str) -> anyhow::Result<u64> {
         self.fields[col].parse().map_err(|_| self.bad(col, what))
     }
@@ -325,7 +332,9 @@ impl<'a> TraceFamilies<'a> {
     pub fn check(&self, path: &Path) -> anyhow::Result<()> {
         let (meta, _) = read_header(path)?;
         let w = self.workload_of(path, &meta)?;
-        self.family(&w).expect("workload_of found its family").check(path)
+        self.family(&w)
+            .with_context(|| format!("no trace family for workload `{w}`"))?
+            .check(path)
     }
 
     /// Writes the trace of `req.workload` to `out` atomically; returns the operations written.

@@ -3,6 +3,9 @@
 //! checks the order inside the harness.) Library code only: test modules and the `testing`
 //! module may name anything.
 
+// Tests may unwrap: a panic here is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -32,7 +32,7 @@ use rand::Rng;
 use std::collections::HashMap as FxHashMap;
 use std::time::{Duration, Instant};
 
-pub const PAPER: &str = "cross-paper";
+pub(crate) const PAPER: &str = "cross-paper";
 
 /// This paper as the registry lists it (see `lsmlab_harness::paper`).
 pub fn paper() -> lsmlab_harness::paper::Paper {
@@ -47,7 +47,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
     }
 }
 
-pub struct Combined;
+pub(crate) struct Combined;
 
 lsmlab_harness::config! {
     /// `combined`'s parameters.
@@ -57,8 +57,11 @@ lsmlab_harness::config! {
         #[serde(with = "config::text_list")]
         pub strategies: Vec<Strategy>,
         #[serde(flatten)]
+        /// The data and index settings every RUM experiment shares (flattened: its keys are top-level
+        /// `--set` keys).
         pub index: IndexConfig,
         #[serde(flatten)]
+        /// The storage testbed settings (flattened: its keys are top-level `--set` keys).
         pub storage: StorageConfig,
         /// record cluster layouts: paginated (position map + data page), single-page
         #[serde(with = "config::text_list")]
@@ -491,6 +494,7 @@ impl TypedExperiment for Combined {
         }
     }
 
+    #[allow(clippy::expect_used)] // the default strategy names are constants that parse
     fn defaults(&self, scale: Scale) -> CombinedConfig {
         let mut index = IndexConfig::defaults_with(scale, 200_000);
         // BerlinMOD's vehicles move continuously (Gowalla's and Chicago's points sit on venues and

@@ -66,7 +66,7 @@ pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
     }
 }
 
-pub fn figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(FIGURES, result, out_dir)
 }
 

@@ -11,7 +11,7 @@ use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
 use crate::config::{check_items, Config};
 use crate::experiment::{RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct DiolCompaction;
+pub(crate) struct DiolCompaction;
 
 lsmlab_harness::config! {
     /// `diol-compaction`'s parameters.
@@ -24,6 +24,7 @@ lsmlab_harness::config! {
         /// each
         pub delay_files_triggers: Vec<usize>,
         #[serde(flatten)]
+        /// The settings the experiments of this paper share (flattened: its keys are top-level `--set` keys).
         pub setup: Setup,
     }
 }

@@ -8,7 +8,7 @@ use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
 use crate::config::{check_items, Config};
 use crate::experiment::{RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct DiolLayouts;
+pub(crate) struct DiolLayouts;
 
 lsmlab_harness::config! {
     /// `diol`'s parameters.
@@ -17,6 +17,7 @@ lsmlab_harness::config! {
         /// reads of recent data)
         pub workloads: Vec<String>,
         #[serde(flatten)]
+        /// The settings the experiments of this paper share (flattened: its keys are top-level `--set` keys).
         pub setup: Setup,
     }
 }

@@ -100,7 +100,7 @@ lsmlab_harness::config! {
 }
 
 /// One memory level to run: its row label, layout and store configuration.
-pub struct Variant {
+pub(crate) struct Variant {
     pub label: String,
     pub layout: Layout,
     pub config: SeriesConfig,
@@ -133,6 +133,7 @@ impl Setup {
         }
     }
 
+    /// The setup at `scale`: the authors' ratios with the point count scaled.
     pub fn defaults(scale: Scale) -> Setup {
         Setup {
             points: match scale {
@@ -157,6 +158,7 @@ impl Setup {
         }
     }
 
+    /// Refuses a setup no run can use, naming the parameter and the accepted values.
     pub fn validate(&self) -> anyhow::Result<()> {
         check("points", self.points, self.points >= 4, "at least 4")?;
         check_items(
@@ -230,13 +232,14 @@ impl Setup {
         }
     }
 
+    /// The memory-level layouts listed, parsed (the names were checked by `validate`).
     pub fn layouts(&self) -> Vec<Layout> {
         self.layouts.iter().filter_map(|l| Layout::parse(l)).collect()
     }
 
     /// The memory levels to run: every layout, DIOL once per M1 pick rule (the authors' rule is
     /// labelled `diol` wherever it is listed, the other `diol-expired-ttl`).
-    pub fn variants(&self) -> Vec<Variant> {
+    pub(crate) fn variants(&self) -> Vec<Variant> {
         let mut out = Vec::new();
         for layout in self.layouts() {
             let config = self.series_config(layout);
@@ -300,6 +303,7 @@ impl Setup {
         }
     }
 
+    /// The delay models to run, by name: generated, or read from the delay file.
     pub fn delay_models(
         &self,
         ctx: &RunContext,
@@ -365,7 +369,7 @@ impl Setup {
     /// replaces the generated ones, so the setup is narrowed to its out-of-order ratio and delay
     /// model (the rows' `o3_ratio` and `delay_model` say which stream it was), with the streams
     /// holding it and a note. `None` without a trace.
-    pub fn replay(&self, ctx: &RunContext) -> anyhow::Result<Option<Replay>> {
+    pub(crate) fn replay(&self, ctx: &RunContext) -> anyhow::Result<Option<Replay>> {
         let Some(t) = crate::trace::diol_trace(ctx.data, self.points)? else {
             return Ok(None);
         };
@@ -394,6 +398,7 @@ impl Setup {
         }))
     }
 
+    /// The arrival order of the points for out-of-order ratio `o3` under `model`.
     pub fn stream(&self, o3: f64, model: &DelayModel, seed: u64) -> anyhow::Result<Vec<u64>> {
         Ok(generate_stream(
             &StreamSpec {
@@ -406,6 +411,7 @@ impl Setup {
         )?)
     }
 
+    /// The operations of `workload` over `stream`: the number of writes and the whole sequence.
     pub fn ops(&self, stream: &[u64], workload: TsWorkload, seed: u64) -> anyhow::Result<(usize, Vec<TsOp>)> {
         Ok(build_ops(
             stream,
@@ -501,7 +507,7 @@ pub fn capacities(c: &SeriesConfig) -> (u64, u64) {
 }
 
 /// What one run measured.
-pub struct Measured {
+pub(crate) struct Measured {
     pub stats: SeriesStats,
     pub io: IoStats,
     /// Wall time of the timed phase (the second half, reads included), as the authors timed it.
@@ -513,7 +519,7 @@ pub struct Measured {
 
 /// Loads the untimed first half, then runs the timed phase; the value of a point is twice its
 /// time, as the authors insert it.
-pub fn run_cell(
+pub(crate) fn run_cell(
     cfg: SeriesConfig,
     page_size: u64,
     stream: &[u64],
@@ -551,7 +557,7 @@ pub fn run_cell(
 }
 
 /// The row fields every DIOL experiment reports for one run.
-pub fn base_row(
+pub(crate) fn base_row(
     workload: &str,
     o3: f64,
     delay_model: &str,
@@ -585,7 +591,7 @@ pub fn base_row(
 }
 
 /// What a run replays from a trace ([`Setup::replay`]).
-pub struct Replay {
+pub(crate) struct Replay {
     pub setup: Setup,
     pub models: Vec<(String, DelayModel)>,
     pub streams: Streams,
@@ -593,7 +599,7 @@ pub struct Replay {
 }
 
 /// Streams keyed by (o3 ratio in per-mille, model name), generated once per run.
-pub struct Streams {
+pub(crate) struct Streams {
     map: BTreeMap<(u64, String), (Vec<u64>, u64)>,
 }
 

@@ -21,7 +21,7 @@ pub const PAPER_READS: [(&str, f64, f64, f64, f64); 2] = [
     ("C", 2_512_203.0, 2_443_721.0, 1_826.1e6, 1_732.0e6),
 ];
 
-pub const LAYOUT_FIGURES: &[FigureSpec] = &[
+pub(crate) const LAYOUT_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         filters: &[Filter::In("workload", &["A"])],
         facets: &["delay_model"],
@@ -85,7 +85,7 @@ pub const LAYOUT_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-pub const COMPACTION_FIGURES: &[FigureSpec] = &[
+pub(crate) const COMPACTION_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         filters: &[Filter::In("compaction", &["on"])],
         facets: &["delay_model", "delay_files_trigger"],
@@ -114,7 +114,7 @@ pub const COMPACTION_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-pub const SIZING_FIGURES: &[FigureSpec] = &[
+pub(crate) const SIZING_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         filters: &[Filter::In("kind", &["cell"])],
         facets: &["o3_ratio"],

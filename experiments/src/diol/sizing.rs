@@ -11,7 +11,7 @@ use super::{base_row, method_notes, run_cell, Setup, Streams, PAPER};
 use crate::config::{check, check_items, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct DiolSizing;
+pub(crate) struct DiolSizing;
 
 lsmlab_harness::config! {
     /// `diol-sizing`'s parameters.
@@ -23,6 +23,7 @@ lsmlab_harness::config! {
         /// delay memtable counts swept (the paper: 16 = 1 active + 8 M1 + 7 M2), at least 3
         pub delay_memtables: Vec<usize>,
         #[serde(flatten)]
+        /// The settings the experiments of this paper share (flattened: its keys are top-level `--set` keys).
         pub setup: Setup,
     }
 }
@@ -104,6 +105,7 @@ impl TypedExperiment for DiolSizing {
         crate::cells::Cell::grid(&cfg.setup.cell_keys(data, true))
     }
 
+    #[allow(clippy::expect_used)] // the workload was validated with the config
     fn run(&self, cfg: &SizingConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let setup = &cfg.setup;
         let mut out = RunOutput {

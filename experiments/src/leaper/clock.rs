@@ -89,7 +89,7 @@ impl CostModel {
 
 /// Virtual time in seconds, advanced by modelled latencies.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct VirtualClock {
+pub(crate) struct VirtualClock {
     now_s: f64,
 }
 
@@ -118,6 +118,7 @@ impl VirtualClock {
 /// with a tie-breaking tag.
 type TimeHeap = BinaryHeap<Reverse<(u64, usize)>>;
 
+#[allow(clippy::expect_used)] // a queue's heaps are never empty
 fn pop_min(h: &mut TimeHeap) -> (f64, usize) {
     let Reverse((bits, tag)) = h.pop().expect("a queue's heaps are never empty");
     (f64::from_bits(bits), tag)

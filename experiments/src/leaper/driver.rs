@@ -20,7 +20,7 @@ use lsmlab_engine::kvstore::KvStats;
 
 /// The store's sizes for one cache / data ratio, in pages and bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Data blocks of the bulk-loaded records (what the ratios are fractions of).
     pub data_blocks: u64,
     pub cache_pages: usize,
@@ -28,9 +28,10 @@ pub struct Layout {
     pub leveled: LeveledParams,
 }
 
+#[cfg(test)]
 impl Layout {
     /// The initial data's bytes on the device (data blocks x page size).
-    pub fn data_bytes(&self, page_size: usize) -> u64 {
+    pub(crate) fn data_bytes(&self, page_size: usize) -> u64 {
         self.data_blocks * page_size as u64
     }
 }
@@ -44,7 +45,7 @@ impl KvSetup {
 
     /// The sizes for a cache of `cache_ratio` x the initial data: the data blocks the bulk load
     /// writes, the cache and memtable budgets as fractions of them, and the levels in memtables.
-    pub fn layout(&self, cache_ratio: f64) -> Layout {
+    pub(crate) fn layout(&self, cache_ratio: f64) -> Layout {
         let data_blocks = self.records.div_ceil(self.entries_per_block());
         let data_bytes = data_blocks * self.page_size as u64;
         let memtable_bytes = ((data_bytes as f64 * self.memtable_ratio).round() as u64).max(1);
@@ -86,7 +87,7 @@ impl KvSetup {
 
     /// The workload's op stream spec at this setup's record count and value size; `day_ops` sets
     /// the period of its time of day (and of e-commerce's hot-set shift).
-    pub fn workload_spec(&self, workload: Workload, day_ops: u64) -> anyhow::Result<KvWorkload> {
+    pub(crate) fn workload_spec(&self, workload: Workload, day_ops: u64) -> anyhow::Result<KvWorkload> {
         let spec = KvWorkload::parse(workload.as_str())?
             .with_records(self.records)?
             .with_value_bytes(self.value_bytes)
@@ -98,7 +99,7 @@ impl KvSetup {
 
 /// A store on a fresh device (`setup.device`: counted memory, or an unlinked page file) with a
 /// cache of `layout.cache_pages`, bulk-loaded with `spec`'s initial records.
-pub fn open_store(
+pub(crate) fn open_store(
     setup: &KvSetup,
     layout: &Layout,
     spec: &KvWorkload,
@@ -149,7 +150,7 @@ pub fn apply(store: &mut KvStore, op: &TimedOp, spec: &KvWorkload) -> anyhow::Re
 
 /// One operation as the clock sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Step {
+pub(crate) struct Step {
     pub start_s: f64,
     pub latency_us: f64,
     pub hits: u64,
@@ -165,7 +166,7 @@ pub struct Step {
 
 /// Where a driver's operations come from: the workload's generated stream, or a replayed trace
 /// (`lsmlab run --trace`, [`crate::trace::KvTrace`]) read line by line.
-pub enum OpSource {
+pub(crate) enum OpSource {
     Generated(KvStream),
     Replayed(crate::trace::KvTraceReader),
 }
@@ -190,7 +191,7 @@ impl OpSource {
 }
 
 /// A store driven by a stream on the virtual clock.
-pub struct Driver<'a> {
+pub(crate) struct Driver<'a> {
     pub store: KvStore,
     pub stream: OpSource,
     pub spec: &'a KvWorkload,
@@ -309,7 +310,7 @@ pub fn rewrites(op: &BackgroundOp) -> bool {
 
 /// What a warm-up phase measured.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Warmup {
+pub(crate) struct Warmup {
     pub ops: u64,
     pub writes: u64,
     /// Virtual seconds of the whole phase and of its second half (the cache is cold at its start).
@@ -336,7 +337,7 @@ impl Warmup {
 }
 
 /// Runs `ops` operations (the warm-up), calling `on_op` with each one's start time.
-pub fn warm_up(
+pub(crate) fn warm_up(
     driver: &mut Driver,
     ops: u64,
     on_op: &mut dyn FnMut(f64, &TimedOp),
@@ -358,7 +359,7 @@ pub fn warm_up(
 
 /// Continues a warm-up until the clock reads `until_s` (the mean latency of `w` stays that of its
 /// first part's second half).
-pub fn extend_warm_up(
+pub(crate) fn extend_warm_up(
     driver: &mut Driver,
     w: &mut Warmup,
     until_s: f64,
@@ -399,7 +400,7 @@ fn warm_step(
 
 /// What a measured phase counted besides its timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Measured {
+pub(crate) struct Measured {
     pub flushes: u64,
     pub compactions: u64,
     pub moves: u64,
@@ -433,7 +434,7 @@ impl Measured {
 
 /// Runs operations until `run_s` virtual seconds have passed since the phase began, recording each
 /// into a timeline of `interval_s` intervals with windows of T1 + `t2_s`.
-pub fn measure(
+pub(crate) fn measure(
     driver: &mut Driver,
     run_s: f64,
     interval_s: f64,
@@ -475,7 +476,7 @@ pub fn measure(
 /// flushes and compactions, at the rate and speed the warm-up's second half showed. Without a
 /// background operation in the warm-up, the rate is estimated from the memtable: a flush per
 /// `memtable_bytes` of written entries.
-pub fn calibrate_interval_s(
+pub(crate) fn calibrate_interval_s(
     warmup: &Warmup,
     background_ops: u64,
     intervals: u64,

@@ -3,8 +3,9 @@
 //! log, saved as files and loaded back, and the policy built from them with its counters observed.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use anyhow::Context;
 use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{Access, BackgroundStart, BlockInfo, WarmUpPolicy};
@@ -63,14 +64,14 @@ lsmlab_harness::config! {
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`).
 pub const MAX_TRAINING_ROWS: usize = 4_000_000;
 
-pub fn max_training_rows_default() -> usize {
+pub(crate) fn max_training_rows_default() -> usize {
     MAX_TRAINING_ROWS
 }
 
 /// `alg1_key_space`'s values (see [`KeySpace`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Alg1KeySpace {
+pub(crate) enum Alg1KeySpace {
     #[default]
     Whole,
     Live,
@@ -95,10 +96,11 @@ impl Alg1KeySpace {
 /// The paper's key ranges (§4.1, §7.3.2 and Table 2): Algorithm 1 chose ranges of 10^4 keys on
 /// the e-commerce table of 10^7 rows, i.e. 1,000 ranges, each 0.001 of the keys.
 pub const PAPER_RANGE_KEYS: u64 = 10_000;
-pub const PAPER_TABLE_ROWS: u64 = 10_000_000;
-pub const PAPER_RANGE_FRACTION: f64 = PAPER_RANGE_KEYS as f64 / PAPER_TABLE_ROWS as f64;
+pub(crate) const PAPER_TABLE_ROWS: u64 = 10_000_000;
+pub(crate) const PAPER_RANGE_FRACTION: f64 = PAPER_RANGE_KEYS as f64 / PAPER_TABLE_ROWS as f64;
 
 impl LeaperSettings {
+    /// The model settings at `scale` (the authors' defaults, sizes scaled).
     pub fn defaults(scale: Scale) -> LeaperSettings {
         LeaperSettings {
             range_size: 0,
@@ -118,6 +120,7 @@ impl LeaperSettings {
         }
     }
 
+    /// Refuses settings no training can use, naming the parameter and the accepted values.
     pub fn validate(&self) -> anyhow::Result<()> {
         check(
             "slot_intervals",
@@ -164,7 +167,7 @@ pub const MAX_STEPS: usize = 12;
 
 /// The warm-up's accesses, in time order, as Leaper's offline collection reads them.
 #[derive(Clone, Debug, Default)]
-pub struct AccessLog {
+pub(crate) struct AccessLog {
     pub records: Vec<AccessRecord>,
     /// One past the largest key accessed.
     pub key_space: u64,
@@ -207,7 +210,7 @@ pub fn few_ranges_note(ranges: u64, records: u64) -> String {
     )
 }
 
-pub struct TrainedLeaper {
+pub(crate) struct TrainedLeaper {
     /// Records loaded before the warm-up.
     pub records: u64,
     pub dir: PathBuf,
@@ -215,8 +218,8 @@ pub struct TrainedLeaper {
     pub range_size: u64,
     /// Algorithm 1's evaluated sizes and zero proportions (empty when the size was set).
     pub range_sizes_tried: Vec<(u64, f64)>,
+    /// Length of one collection slot, in virtual seconds.
     pub slot_s: f64,
-    pub day_s: f64,
     pub steps: usize,
     /// Total bytes of the model files.
     pub model_bytes: u64,
@@ -311,7 +314,7 @@ pub fn model_dir(label: &str) -> PathBuf {
 
 /// The training inputs of a warm-up: the range size (set, or by Algorithm 1), the collected
 /// history and the training parameters.
-pub struct TrainingSet {
+pub(crate) struct TrainingSet {
     pub range_size: u64,
     pub tried: Vec<(u64, f64)>,
     pub history: RangeHistory,
@@ -324,7 +327,7 @@ pub struct TrainingSet {
 /// [`lsmlab_engine::leaper::train`] sets aside (the last `test_fraction` of the label slots,
 /// after the feature history's first slots), so that Algorithm 1 picks the range size from the
 /// training data alone and the test slots stay unseen. The log's records are in time order.
-pub fn training_records(log: &AccessLog, slot_s: f64, test_fraction: f64) -> &[AccessRecord] {
+pub(crate) fn training_records(log: &AccessLog, slot_s: f64, test_fraction: f64) -> &[AccessRecord] {
     let slot = |t: f64| lsmlab_engine::leaper::collector::slot_of(t, slot_s);
     let (Some(first), Some(last)) = (log.records.first(), log.records.last()) else {
         return &log.records;
@@ -341,7 +344,7 @@ pub fn training_records(log: &AccessLog, slot_s: f64, test_fraction: f64) -> &[A
 /// Algorithm 1 (initial size 10, alpha 0.6) on a log over `0..key_space` whose first `records`
 /// keys were loaded before it, its matrix rows counting the ranges `rows` says: over the
 /// training slots only ([`training_records`] with `test_fraction`).
-pub fn algorithm1(
+pub(crate) fn algorithm1(
     log: &AccessLog,
     key_space: u64,
     slot_s: f64,
@@ -361,7 +364,7 @@ pub fn algorithm1(
 }
 
 /// Builds the training set of a warm-up log (see [`TrainingSet`]).
-pub fn training_set(
+pub(crate) fn training_set(
     log: &AccessLog,
     warmup: &Warmup,
     s: &LeaperSettings,
@@ -428,7 +431,7 @@ pub fn training_set(
 
 /// Trains the models on a warm-up's log, saves them and checks they load back.
 #[allow(clippy::too_many_arguments)]
-pub fn train(
+pub(crate) fn train(
     log: &AccessLog,
     warmup: &Warmup,
     s: &LeaperSettings,
@@ -459,7 +462,6 @@ pub fn train(
         range_size: set.range_size,
         range_sizes_tried: set.tried,
         slot_s: set.slot_s,
-        day_s: set.day_s,
         steps: set.params.steps,
         alpha_s_per_block: if alphas.is_empty() {
             cost_alpha
@@ -476,7 +478,7 @@ pub fn train(
 
 /// The Leaper policy's counters over a run, read from a [`StatsHandle`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct RunStats {
+pub(crate) struct RunStats {
     pub stats: LeaperStats,
 }
 
@@ -580,15 +582,13 @@ impl WarmUpPolicy for Observed {
 
     fn end(&mut self, now: f64, ok: bool) {
         self.inner.end(now, ok);
-        if let Ok(mut s) = self.stats.lock() {
-            *s = self.inner.stats();
-        }
+        *self.stats.lock() = self.inner.stats();
     }
 }
 
 /// A Leaper policy from the trained model (loaded from its files), and the handle its counters
 /// appear on.
-pub fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<dyn WarmUpPolicy>, StatsHandle)> {
+pub(crate) fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<dyn WarmUpPolicy>, StatsHandle)> {
     let params = LeaperParams {
         alpha_secs_per_block: trained.alpha_s_per_block,
         t2_secs: trained.t2_s,
@@ -608,9 +608,9 @@ pub fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<dyn War
 }
 
 /// Reads a handle's counters.
-pub fn read(handle: &StatsHandle) -> RunStats {
+pub(crate) fn read(handle: &StatsHandle) -> RunStats {
     RunStats {
-        stats: handle.lock().map(|s| *s).unwrap_or_default(),
+        stats: *handle.lock(),
     }
 }
 

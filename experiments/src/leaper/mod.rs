@@ -31,10 +31,10 @@ use crate::config::storage::DeviceKind;
 use crate::config::{check, check_items};
 use crate::experiment::{RowBuilder, Scale};
 
-pub use clock::{CostModel, VirtualClock};
-pub use timeline::{median, RunRecorder, RunTimeline, Window};
+pub(crate) use clock::{CostModel, VirtualClock};
+pub(crate) use timeline::{median, RunRecorder, RunTimeline};
 
-pub const PAPER: &str = "Leaper";
+pub(crate) const PAPER: &str = "Leaper";
 
 /// This paper as the registry lists it (see `lsmlab_harness::paper`).
 pub fn paper() -> lsmlab_harness::paper::Paper {
@@ -64,15 +64,15 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
 /// The paper's online setup (§7.3): 10 GB of data in 200-byte pairs, a 3 GB block cache and 1 GB of
 /// memtables.
 pub const PAPER_DATA_BYTES: u64 = 10_000_000_000;
-pub const PAPER_CACHE_RATIO: f64 = 0.3;
-pub const PAPER_MEMTABLE_RATIO: f64 = 0.1;
+pub(crate) const PAPER_CACHE_RATIO: f64 = 0.3;
+pub(crate) const PAPER_MEMTABLE_RATIO: f64 = 0.1;
 /// "About 10 background operations are triggered" in each 200 s run, reported every second.
 pub const PAPER_BACKGROUND_OPS: u64 = 10;
-pub const PAPER_INTERVALS: u64 = 200;
+pub(crate) const PAPER_INTERVALS: u64 = 200;
 
 /// The paper's workloads (Table 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Workload {
+pub(crate) enum Workload {
     /// SysBench-like: 75% point lookups, 20% updates, 5% inserts, zipf 0.5.
     #[serde(rename = "synthetic")]
     Synthetic,
@@ -528,11 +528,11 @@ pub const RUN_BASE_BYTES: u64 = 72 << 20;
 /// were raised to cover its variants. The measurements are in
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const ONLINE_BYTES_PER_RECORD: u64 = 1_700;
-pub const ONLINE_BYTES_PER_WARMUP_OP: u64 = 850;
-pub const SENSITIVITY_BYTES_PER_RECORD: u64 = 1_300;
-pub const SENSITIVITY_BYTES_PER_WARMUP_OP: u64 = 650;
-pub const MODEL_BYTES_PER_RECORD: u64 = 500;
-pub const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
+pub(crate) const ONLINE_BYTES_PER_WARMUP_OP: u64 = 850;
+pub(crate) const SENSITIVITY_BYTES_PER_RECORD: u64 = 1_300;
+pub(crate) const SENSITIVITY_BYTES_PER_WARMUP_OP: u64 = 650;
+pub(crate) const MODEL_BYTES_PER_RECORD: u64 = 500;
+pub(crate) const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
 
 /// Peak memory of one store on the file device per loaded record: its block cache (0.3 of the
 /// data), memtables (0.1), fence keys and Bloom filters: an upper bound rounded up from the peak
@@ -609,7 +609,7 @@ pub fn memory_estimate(
 /// compactions of the measured run), `compaction_cache_ratio` (input data blocks per compaction /
 /// cache pages) and `cached_inputs_per_compaction` (input blocks cached when a compaction began:
 /// the cached blocks each compaction retires before any policy acts).
-pub fn ratio_fields(row: RowBuilder, ratios: &Ratios) -> RowBuilder {
+pub(crate) fn ratio_fields(row: RowBuilder, ratios: &Ratios) -> RowBuilder {
     row.num("cache_data_ratio", ratios.cache_data)
         .num("memtable_data_ratio", ratios.memtable_data)
         .int("background_ops", ratios.background_ops)
@@ -622,7 +622,7 @@ pub fn ratio_fields(row: RowBuilder, ratios: &Ratios) -> RowBuilder {
 
 /// The ratios of one run, as measured.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Ratios {
+pub(crate) struct Ratios {
     pub cache_data: f64,
     pub memtable_data: f64,
     pub background_ops: u64,
@@ -633,7 +633,7 @@ pub struct Ratios {
 }
 
 /// Checks a list of workloads is not empty.
-pub fn check_workloads(workloads: &[Workload]) -> anyhow::Result<()> {
+pub(crate) fn check_workloads(workloads: &[Workload]) -> anyhow::Result<()> {
     check(
         "workloads",
         "(empty)",

@@ -20,7 +20,7 @@ use super::{check_workloads, KvSetup, Workload, PAPER};
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct LeaperModelExperiment;
+pub(crate) struct LeaperModelExperiment;
 
 /// The paper's Table 3: importance of each feature group, %.
 pub const PAPER_IMPORTANCE: [(&str, f64); 4] = [
@@ -42,8 +42,10 @@ lsmlab_harness::config! {
         /// paper: 3 + 1)
         pub days: u64,
         #[serde(flatten)]
+        /// The store, clock and run length (flattened: its keys are top-level `--set` keys).
         pub setup: KvSetup,
         #[serde(flatten)]
+        /// The Leaper policy's settings (flattened: its keys are top-level `--set` keys).
         pub leaper: LeaperSettings,
     }
 }
@@ -135,6 +137,7 @@ impl TypedExperiment for LeaperModelExperiment {
         crate::cells::Cell::grid(&[("workloads", cfg.workloads.len())])
     }
 
+    #[allow(clippy::expect_used)] // LRU is a baseline policy by definition
     fn run(&self, cfg: &ModelConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         // Replayed traces (`--trace`) replace the generated streams: the run's workloads become the
         // traces'.

@@ -5,8 +5,9 @@
 //! warm-up and the measured run, with identical op streams. A row per interval (the timeline) and
 //! a summary row per workload and policy.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use lsmlab_engine::kvstore::{WarmUpKind, WarmUpPolicy};
 
 use super::driver::{
@@ -20,7 +21,7 @@ use crate::config::{check, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use lsmlab_workloads::kv::{KeyDist, KvWorkload};
 
-pub struct LeaperOnline;
+pub(crate) struct LeaperOnline;
 
 lsmlab_harness::config! {
     /// `leaper-online`'s parameters.
@@ -31,8 +32,10 @@ lsmlab_harness::config! {
         /// prepopulate-all, leaper
         pub policies: Vec<WarmUpKind>,
         #[serde(flatten)]
+        /// The store, clock and run length (flattened: its keys are top-level `--set` keys).
         pub setup: KvSetup,
         #[serde(flatten)]
+        /// The Leaper policy's settings (flattened: its keys are top-level `--set` keys).
         pub leaper: LeaperSettings,
         /// also run each workload on fjall (a real LSM store, wall time) with the same spec, seed, ratios and
         /// op counts; true by default when built with the `fjall` cargo feature
@@ -80,11 +83,11 @@ pub const VARIANT_KIND_PREFIX: &str = "variant-";
 /// about 100-150 k QPS at about 2-4 ms of latency) puts a few hundred operations in flight.
 pub const QUEUEING_CLIENTS: usize = 256;
 
-pub fn queueing_clients_default() -> usize {
+pub(crate) fn queueing_clients_default() -> usize {
     QUEUEING_CLIENTS
 }
 
-pub fn queueing_policies_default() -> Vec<WarmUpKind> {
+pub(crate) fn queueing_policies_default() -> Vec<WarmUpKind> {
     vec![WarmUpKind::IncrementalWarmup, WarmUpKind::Leaper]
 }
 
@@ -160,7 +163,7 @@ pub fn day_ops(setup: &KvSetup) -> u64 {
 }
 
 /// One measured run of one policy.
-pub struct PolicyRun {
+pub(crate) struct PolicyRun {
     pub policy: WarmUpKind,
     pub timeline: RunTimeline,
     pub measured: Measured,
@@ -170,7 +173,7 @@ pub struct PolicyRun {
 }
 
 /// What one workload's training pass found and the runs it fed.
-pub struct WorkloadRuns {
+pub(crate) struct WorkloadRuns {
     pub workload: Workload,
     /// The clock's clients ([`KvSetup::clients`]).
     pub clients: usize,
@@ -181,7 +184,7 @@ pub struct WorkloadRuns {
 }
 
 /// The policy object of `kind` (Leaper's from the trained model, with the handle of its counters).
-pub fn policy_for(
+pub(crate) fn policy_for(
     kind: WarmUpKind,
     trained: Option<&TrainedLeaper>,
     seed: u64,
@@ -200,7 +203,7 @@ pub fn policy_for(
 /// One workload instance to run: a workload under `policies` with its own settings, cache /
 /// data ratio and op stream spec (leaper-online's workloads, leaper-sensitivity's cells).
 #[derive(Clone)]
-pub struct Cell {
+pub(crate) struct Cell {
     pub workload: Workload,
     pub setup: KvSetup,
     pub settings: LeaperSettings,
@@ -208,7 +211,7 @@ pub struct Cell {
     pub cache_ratio: f64,
     pub spec: KvWorkload,
     pub label: String,
-    /// Also run the fjall peer (after the run it is matched with, see [`peer_plan`]).
+    /// Also run the fjall peer (after the run it is matched with, see [`peer_plan_of`]).
     pub peer: bool,
     /// The trace every run of the cell replays instead of `spec`'s generated stream (`--trace`).
     pub trace: Option<Arc<crate::trace::KvTrace>>,
@@ -248,10 +251,6 @@ impl Cell {
             .or((!self.policies.is_empty()).then_some(0))
     }
 
-    /// Progress steps of the cell: the training pass, the model's training, each policy, the peer.
-    pub fn steps(&self) -> usize {
-        self.policies.len() + 2 + usize::from(self.peer)
-    }
 }
 
 /// What a cell's training pass found: the layout, the calibrated interval, the warm-up and its log.
@@ -267,6 +266,7 @@ struct Prepared {
 /// The training pass of a cell: a bulk-loaded store with no warm-up policy runs the warm-up phase,
 /// logging every access, calibrates the interval and extends the warm-up to cover the slots the
 /// model needs.
+#[allow(clippy::expect_used)] // LRU is a baseline policy by definition
 fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
     let setup = &cell.setup;
     let layout: Layout = setup.layout(cell.cache_ratio);
@@ -320,7 +320,6 @@ fn train_cell(cell: &Cell, prep: &Prepared, ctx: &RunContext) -> anyhow::Result<
     let log = prep
         .log
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take()
         .ok_or_else(|| anyhow::anyhow!("the warm-up's log was already used"))?;
     // Without a compaction in the warm-up, alpha is one block read and written at the
@@ -402,7 +401,7 @@ struct CellState {
 }
 
 /// What one cell gave: its runs, and the fjall peer's rows and note when it ran.
-pub struct CellOutput {
+pub(crate) struct CellOutput {
     pub runs: WorkloadRuns,
     pub peer: Option<(Vec<Row>, String)>,
 }
@@ -410,7 +409,8 @@ pub struct CellOutput {
 /// Runs every cell on the [`pool`]'s workers: per cell the training pass, then the model's
 /// training (then the Leaper run) beside the other policies' runs (then the fjall peer after the
 /// run it is matched with). Counted results are those of running the cells one after another.
-pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOutput>> {
+#[allow(clippy::expect_used)] // job order: a cell's training pass runs before its policies and its peer
+pub(crate) fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOutput>> {
     let states: Vec<Mutex<CellState>> = cells
         .iter()
         .map(|c| {
@@ -420,11 +420,7 @@ pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOut
             })
         })
         .collect();
-    let lock = |i: usize| {
-        states[i]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
+    let lock = |i: usize| states[i].lock();
     let work = |job: Job, follow: &mut Vec<Job>| {
         let i = match job {
             Job::Prepare(i) | Job::Train(i) | Job::Policy(i, _) | Job::Peer(i) => i,
@@ -443,10 +439,7 @@ pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOut
                     if leaper {
                         follow.push(Job::Train(i));
                     } else {
-                        prep.log
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .take();
+                        prep.log.lock().take();
                     }
                     for (p, &kind) in cell.policies.iter().enumerate() {
                         if kind != WarmUpKind::Leaper {
@@ -507,7 +500,7 @@ pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOut
         .into_iter()
         .zip(cells)
         .map(|(st, cell)| {
-            let st = st.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let st = st.into_inner();
             if let Some(e) = st.error {
                 return Err(e);
             }
@@ -542,37 +535,8 @@ pub fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOut
         .collect()
 }
 
-/// Runs one workload: the training pass, then every policy (see [`run_cells`]). `cache_ratio`
-/// overrides the setup's; `spec_for` may change the workload's spec (zipf, range share).
-#[allow(clippy::too_many_arguments)]
-pub fn run_workload(
-    setup: &KvSetup,
-    settings: &LeaperSettings,
-    workload: Workload,
-    policies: &[WarmUpKind],
-    cache_ratio: f64,
-    spec_for: &dyn Fn(KvWorkload) -> anyhow::Result<KvWorkload>,
-    ctx: &RunContext,
-    label: &str,
-) -> anyhow::Result<WorkloadRuns> {
-    let cell = Cell::new(
-        setup,
-        settings,
-        workload,
-        policies,
-        cache_ratio,
-        spec_for,
-        label,
-        false,
-    )?;
-    run_cells(std::slice::from_ref(&cell), ctx)
-        .pop()
-        .expect("one cell, one output")
-        .map(|o| o.runs)
-}
-
 /// What a result says of a replayed trace: where its operations came from.
-pub fn replay_note(t: &crate::trace::KvTrace, seed: u64) -> String {
+pub(crate) fn replay_note(t: &crate::trace::KvTrace, seed: u64) -> String {
     format!(
         "{}: operations replayed from trace {} (written by `lsmlab gen leaper-{}`{}: {} operations), not generated; \
          the run's workloads are the traces' (a fjall peer, which draws its own stream, is not run, and \
@@ -606,21 +570,21 @@ fn dims(workload: Workload, run: &PolicyRun, interval_s: f64, clients: usize) ->
 }
 
 /// The spike threshold of a workload: `factor` x the median interval p95 over every run.
-pub fn spike_threshold_us(runs: &[PolicyRun], factor: f64) -> f64 {
+pub(crate) fn spike_threshold_us(runs: &[PolicyRun], factor: f64) -> f64 {
     let pooled: Vec<f64> = runs.iter().flat_map(|r| r.timeline.interval_p95s()).collect();
     factor * median(&pooled)
 }
 
 /// QPS decline outside every window against the baseline's, in percent (positive = slower); `None`
 /// without a baseline run or outside time.
-pub fn overhead_pct(run: &PolicyRun, baseline: Option<&PolicyRun>) -> Option<f64> {
+pub(crate) fn overhead_pct(run: &PolicyRun, baseline: Option<&PolicyRun>) -> Option<f64> {
     let base = baseline?.timeline.qps_outside()?;
     let mine = run.timeline.qps_outside()?;
     (base > 0.0).then(|| (1.0 - mine / base) * 100.0)
 }
 
 /// A run's summary row.
-pub fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row {
+pub(crate) fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row {
     let tl = &run.timeline;
     let baseline = w.runs.iter().find(|r| r.policy.name() == BASELINE);
     let all = tl.summary();
@@ -670,7 +634,7 @@ pub fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row 
 }
 
 /// The rows of one workload: every run's intervals, then every run's summary.
-pub fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
+pub(crate) fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
     let threshold = spike_threshold_us(&w.runs, spike_factor);
     let mut rows = Vec::new();
     for run in &w.runs {
@@ -686,7 +650,7 @@ pub fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
 }
 
 /// The note on a workload's calibration and training pass.
-pub fn workload_note(w: &WorkloadRuns, setup: &KvSetup) -> String {
+pub(crate) fn workload_note(w: &WorkloadRuns, setup: &KvSetup) -> String {
     let bg: Vec<String> = w
         .runs
         .iter()
@@ -712,20 +676,8 @@ pub fn workload_note(w: &WorkloadRuns, setup: &KvSetup) -> String {
     note
 }
 
-/// The op counts of a workload's fjall peer: lsmlab's warm-up, and the measured ops of its `lru`
-/// run (else its first run) in `setup.intervals` intervals of a fixed op count.
-pub fn peer_plan(setup: &KvSetup, w: &WorkloadRuns) -> anyhow::Result<crate::peer::rows::PeerPlan> {
-    let matched = w
-        .runs
-        .iter()
-        .find(|r| r.policy == WarmUpKind::Lru)
-        .or_else(|| w.runs.first())
-        .ok_or_else(|| anyhow::anyhow!("the fjall peer needs an lsmlab run to match"))?;
-    Ok(peer_plan_of(setup, w.training.ops, matched))
-}
-
 /// The fjall peer's op counts matched with `matched`'s run after a warm-up of `warmup_ops`.
-pub fn peer_plan_of(setup: &KvSetup, warmup_ops: u64, matched: &PolicyRun) -> crate::peer::rows::PeerPlan {
+pub(crate) fn peer_plan_of(setup: &KvSetup, warmup_ops: u64, matched: &PolicyRun) -> crate::peer::rows::PeerPlan {
     crate::peer::rows::PeerPlan::new(
         warmup_ops,
         matched.policy.name(),
@@ -739,7 +691,7 @@ pub fn peer_plan_of(setup: &KvSetup, warmup_ops: u64, matched: &PolicyRun) -> cr
 /// same number of intervals of a fixed op count. Rows (`engine = fjall`, `policy = fjall`) and a
 /// note with the measured dip alignment.
 #[cfg(feature = "fjall")]
-pub fn run_fjall_peer(
+pub(crate) fn run_fjall_peer(
     setup: &KvSetup,
     workload: Workload,
     plan: &crate::peer::rows::PeerPlan,

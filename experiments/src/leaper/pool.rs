@@ -6,7 +6,7 @@
 //! counts does not depend on which thread runs it or when: only wall times do.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, PoisonError};
+use parking_lot::{Condvar, Mutex};
 
 /// Worker threads of the Leaper experiments: two (the budgets assume a machine of two cores), or
 /// fewer when the machine has fewer.
@@ -29,12 +29,11 @@ pub fn run_jobs<J: Send>(workers: usize, initial: Vec<J>, work: &(dyn Fn(J, &mut
         active: 0,
     });
     let wake = Condvar::new();
-    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
     std::thread::scope(|s| {
         for _ in 0..workers.max(1) {
             s.spawn(|| loop {
                 let job = {
-                    let mut q = lock();
+                    let mut q = state.lock();
                     loop {
                         if let Some(j) = q.jobs.pop_front() {
                             q.active += 1;
@@ -43,7 +42,7 @@ pub fn run_jobs<J: Send>(workers: usize, initial: Vec<J>, work: &(dyn Fn(J, &mut
                         if q.active == 0 {
                             break None;
                         }
-                        q = wake.wait(q).unwrap_or_else(PoisonError::into_inner);
+                        wake.wait(&mut q);
                     }
                 };
                 let Some(job) = job else {
@@ -59,7 +58,7 @@ pub fn run_jobs<J: Send>(workers: usize, initial: Vec<J>, work: &(dyn Fn(J, &mut
                 }
                 impl<J> Drop for Done<'_, J> {
                     fn drop(&mut self) {
-                        let mut q = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut q = self.state.lock();
                         q.active -= 1;
                         if std::thread::panicking() {
                             q.jobs.clear();
@@ -92,13 +91,13 @@ mod tests {
         // Job n hands back n - 1 and n - 2 (a tree of Fibonacci size).
         let ran = Mutex::new(Vec::new());
         run_jobs(2, vec![10u32, 3], &|n, follow| {
-            ran.lock().unwrap().push(n);
+            ran.lock().push(n);
             if n >= 2 {
                 follow.push(n - 1);
                 follow.push(n - 2);
             }
         });
-        let ran = ran.into_inner().unwrap();
+        let ran = ran.into_inner();
         let calls = |n: u32| -> usize {
             fn c(n: u32) -> usize {
                 if n >= 2 {
@@ -118,12 +117,12 @@ mod tests {
     fn one_worker_runs_follow_ups_first() {
         let ran = Mutex::new(Vec::new());
         run_jobs(1, vec!["a", "b"], &|j, follow| {
-            ran.lock().unwrap().push(j);
+            ran.lock().push(j);
             if j == "a" {
                 follow.extend(["a1", "a2"]);
             }
         });
-        assert_eq!(ran.into_inner().unwrap(), ["a", "a1", "a2", "b"]);
+        assert_eq!(ran.into_inner(), ["a", "a1", "a2", "b"]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub const PAPER_OVERHEAD: [(&str, f64); 3] = [("e-commerce", 0.77), ("messaging"
 
 /// The policy Table 4 compares Leaper with.
 pub const BASELINE: &str = "incremental-warmup";
-pub const LEAPER: &str = "leaper";
+pub(crate) const LEAPER: &str = "leaper";
 
 fn num(row: &Row, key: &str) -> Option<f64> {
     row.get(key).and_then(Value::as_f64)
@@ -620,7 +620,7 @@ fn hit_definitions_table(result: &ResultFile) -> String {
 /// intervals, over those with a flush or compaction (`in_flush` or `in_compaction`) and over the
 /// others, from the intervals' counted hits and misses, and the hit-ratio dips' alignment.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PeerView {
+pub(crate) struct PeerView {
     pub hit_ratio: Option<f64>,
     pub in_windows: Option<f64>,
     pub outside: Option<f64>,
@@ -630,7 +630,7 @@ pub struct PeerView {
 }
 
 /// [`PeerView`] of one workload's and policy's interval rows.
-pub fn peer_view(result: &ResultFile, workload: &str, policy: &str) -> Option<PeerView> {
+pub(crate) fn peer_view(result: &ResultFile, workload: &str, policy: &str) -> Option<PeerView> {
     let rows: Vec<&Row> = result
         .rows
         .iter()

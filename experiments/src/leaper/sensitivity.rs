@@ -13,7 +13,7 @@ use crate::config::{check_items, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::plot::spec::render_specs;
 
-pub struct LeaperSensitivity;
+pub(crate) struct LeaperSensitivity;
 
 /// At `--scale small` each cell holds leaper-online's records and warm-up divided by this.
 pub const SMALL_CELL_SHRINK: u64 = 4;
@@ -33,8 +33,10 @@ lsmlab_harness::config! {
         /// key-range sizes swept, in keys (the paper: 1 to 10^5)
         pub range_sizes: Vec<u64>,
         #[serde(flatten)]
+        /// The store, clock and run length (flattened: its keys are top-level `--set` keys).
         pub setup: KvSetup,
         #[serde(flatten)]
+        /// The Leaper policy's settings (flattened: its keys are top-level `--set` keys).
         pub leaper: LeaperSettings,
     }
 }

@@ -17,7 +17,7 @@ use crate::measure::{Interval, IntervalPoint, IntervalSeries, LatencyRecorder, L
 
 /// One flush or compaction on the virtual clock.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Window {
+pub(crate) struct Window {
     pub kind: Background,
     pub start_s: f64,
     /// End of the operation itself (T1).
@@ -38,7 +38,7 @@ impl Window {
 
 /// Counters of one part of a run (all of it, inside windows, outside them).
 #[derive(Clone, Debug, Default)]
-pub struct PartStats {
+pub(crate) struct PartStats {
     pub ops: u64,
     pub hits: u64,
     pub misses: u64,
@@ -92,7 +92,6 @@ impl PartStats {
 /// operation at its start (the end of the write that triggered it).
 #[derive(Clone, Debug)]
 pub struct RunRecorder {
-    interval_s: f64,
     t2_s: f64,
     series: IntervalSeries,
     windows: Vec<Window>,
@@ -111,8 +110,7 @@ pub struct RunRecorder {
 
 /// A finished run.
 #[derive(Clone, Debug)]
-pub struct RunTimeline {
-    pub interval_s: f64,
+pub(crate) struct RunTimeline {
     pub end_s: f64,
     pub intervals: Vec<IntervalPoint>,
     pub windows: Vec<Window>,
@@ -132,7 +130,6 @@ impl RunRecorder {
     /// (the config checks them).
     pub fn new(interval_s: f64, t2_s: f64) -> RunRecorder {
         RunRecorder {
-            interval_s,
             t2_s,
             series: IntervalSeries::new(Interval::Time(dur(interval_s))),
             windows: Vec::new(),
@@ -212,12 +209,11 @@ impl RunRecorder {
 
     /// Closes the run at virtual time `end_s` (the configured run length: operations that started
     /// before it are the run's).
-    pub fn finish(mut self, end_s: f64) -> RunTimeline {
+    pub(crate) fn finish(mut self, end_s: f64) -> RunTimeline {
         for (name, n) in std::mem::take(&mut self.pending) {
             self.series.add(name, n);
         }
         RunTimeline {
-            interval_s: self.interval_s,
             end_s,
             intervals: self.series.finish(dur(end_s)),
             windows: self.windows,
@@ -274,7 +270,9 @@ impl RunTimeline {
             )
     }
 
-    pub fn count(&self, kind: Background) -> u64 {
+    /// The windows of background work of `kind`.
+    #[cfg(test)]
+    pub(crate) fn count(&self, kind: Background) -> u64 {
         self.windows.iter().filter(|w| w.kind == kind).count() as u64
     }
 

@@ -35,7 +35,7 @@ impl Variant {
     pub const SYNTAX: &'static str = "keys=<sysbench-zipfian|ycsb-zipfian|scrambled-zipfian|special|uniform|gaussian|pareto> or shape=table2";
 
     /// The setup of `workload` under this variant, from the default `setup`.
-    pub fn apply(&self, setup: &KvSetup, workload: Workload) -> anyhow::Result<KvSetup> {
+    pub(crate) fn apply(&self, setup: &KvSetup, workload: Workload) -> anyhow::Result<KvSetup> {
         let mut s = setup.clone();
         match *self {
             Variant::Keys(k) => s.key_dist = k,
@@ -63,7 +63,7 @@ impl Variant {
 }
 
 /// Table 2's table size of `workload` as a fraction of §7.3's 10 GB of 200 B pairs.
-pub fn table2_fraction(workload: Workload) -> anyhow::Result<f64> {
+pub(crate) fn table2_fraction(workload: Workload) -> anyhow::Result<f64> {
     let rows = KvWorkload::parse(workload.as_str())?.records;
     Ok(rows as f64 / (PAPER_DATA_BYTES / PAPER_PAIR_BYTES) as f64)
 }

@@ -12,11 +12,13 @@ use super::{counting_note, ratio_fields, ratios_note, Bed, Cost, Setup, LAYOUT_N
 use crate::config::{check, check_items, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct Oep7Fetch;
+pub(crate) struct Oep7Fetch;
 
 lsmlab_harness::config! {
+    /// `oep7-fetch`'s parameters.
     pub struct FetchConfig {
         #[serde(flatten)]
+        /// The settings the experiments of this paper share (flattened: its keys are top-level `--set` keys).
         pub setup: Setup,
         /// cache capacity of the cold runs as fractions of the data pages (1 = everything fits; the cache
         /// starts empty)
@@ -245,6 +247,7 @@ pub(crate) fn workloads_rng(seed: u64, name: &str) -> rand_xoshiro::Xoshiro256Pl
 }
 
 /// Grows `grown_fraction` of the records by `growth_bytes`.
+#[allow(clippy::expect_used)] // the ids are of records loaded just before
 fn grow(bed: &mut Bed, ids: &[Rid], cfg: &FetchConfig, seed: u64) -> anyhow::Result<()> {
     if cfg.grown_fraction == 0.0 {
         return Ok(());

@@ -27,9 +27,10 @@ use super::{counting_note, map_entries_per_page, Cost, Setup, Snapshot, LAYOUT_N
 use crate::config::{check, Config, KeyHelp};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct Oep7Graph;
+pub(crate) struct Oep7Graph;
 
 lsmlab_harness::config! {
+    /// `oep7-graph`'s parameters.
     pub struct GraphConfig {
         /// `records` is the vertex count of the synthetic graph.
         #[serde(flatten)]
@@ -111,6 +112,7 @@ fn put_rid(out: &mut Vec<u8>, rid: Rid, layout: Layout) {
     }
 }
 
+#[allow(clippy::expect_used)] // fixed-width slices of a record this module encoded
 fn get_rid(b: &[u8], layout: Layout) -> Rid {
     Rid {
         cluster: u32::from_le_bytes(b[0..4].try_into().expect("4 bytes")),
@@ -136,6 +138,7 @@ fn vertex_record(v: u32, props: usize, links: &[Rid], room: usize, layout: Layou
     r
 }
 
+#[allow(clippy::expect_used)] // fixed-width slices of a record this module encoded
 fn vertex_links(r: &[u8], props: usize, layout: Layout) -> Vec<Rid> {
     let at = 4 + props;
     let n = u32::from_le_bytes(r[at..at + 4].try_into().expect("4 bytes")) as usize;

@@ -27,7 +27,7 @@ use lsmlab_engine::storage::{Device, DeviceProfile, IoStats, MemDevice};
 use crate::config::{self, check};
 use crate::experiment::{MemoryEstimate, RowBuilder, Scale};
 
-pub const PAPER: &str = "OrientDB OEP 7";
+pub(crate) const PAPER: &str = "OrientDB OEP 7";
 
 /// This paper as the registry lists it (see `lsmlab_harness::paper`).
 pub fn paper() -> lsmlab_harness::paper::Paper {
@@ -54,7 +54,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
 
 /// The POC's numbers (`docs/papers/oep7.md#the-proposal-in-brief`): fetch every record one by one.
 pub const POC_WARM_MS: (f64, f64) = (2513.0, 1845.0);
-pub const POC_COLD_MS: (f64, f64) = (79950.0, 26327.0);
+pub(crate) const POC_COLD_MS: (f64, f64) = (79950.0, 26327.0);
 
 lsmlab_harness::config! {
     /// Settings every OEP 7 experiment shares.
@@ -93,6 +93,7 @@ impl Setup {
         }
     }
 
+    /// The setup at `scale`, with `records` the tiny, small and paper record counts.
     pub fn defaults(scale: Scale, records: [u64; 3]) -> Setup {
         Setup {
             clusters: Layout::ALL.to_vec(),
@@ -106,6 +107,7 @@ impl Setup {
         }
     }
 
+    /// Refuses a setup no run can use, naming the parameter and the accepted values.
     pub fn validate(&self) -> anyhow::Result<()> {
         check(
             "clusters",
@@ -123,6 +125,7 @@ impl Setup {
         self.profile().map(|_| ())
     }
 
+    /// The device profile named by `profile`.
     pub fn profile(&self) -> anyhow::Result<DeviceProfile> {
         self.profile
             .parse::<DeviceProfile>()
@@ -131,7 +134,7 @@ impl Setup {
 }
 
 /// A cluster on its own counted memory device and cache.
-pub struct Bed {
+pub(crate) struct Bed {
     pub device: Arc<MemDevice>,
     pub cluster: Box<dyn RecordCluster>,
 }
@@ -186,7 +189,7 @@ impl Bed {
 
 /// Counters at one moment.
 #[derive(Clone, Copy, Debug)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub cpu: Duration,
     pub io: IoStats,
     pub cache: CacheStats,
@@ -195,7 +198,7 @@ pub struct Snapshot {
 
 /// What a measured phase cost.
 #[derive(Clone, Copy, Debug)]
-pub struct Cost {
+pub(crate) struct Cost {
     pub wall: Duration,
     /// Thread CPU time of the phase.
     pub cpu: Duration,
@@ -259,7 +262,7 @@ pub fn map_entries_per_page(page_size: usize) -> usize {
 }
 
 /// The ratio fields every row carries.
-pub fn ratio_fields(row: RowBuilder, bed: &Bed, page_size: usize) -> RowBuilder {
+pub(crate) fn ratio_fields(row: RowBuilder, bed: &Bed, page_size: usize) -> RowBuilder {
     let s = bed.cluster.space();
     let per_page = if s.data_pages == 0 {
         0.0

@@ -112,7 +112,7 @@ fn section(result: &ResultFile, intro: &str, columns: &[&str], keep: impl Fn(&Ro
     md
 }
 
-pub fn fetch_report(result: &ResultFile) -> String {
+pub(crate) fn fetch_report(result: &ResultFile) -> String {
     let mut md = section(
         result,
         "Every record fetched one by one and in sorted batches; pages per fetch are page accesses (the physical \
@@ -179,11 +179,11 @@ const YCSB_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-pub fn ycsb_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn ycsb_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(YCSB_FIGURES, result, out_dir)
 }
 
-pub fn ycsb_report(result: &ResultFile) -> String {
+pub(crate) fn ycsb_report(result: &ResultFile) -> String {
     section(
         result,
         "YCSB A-F on both layouts with the cache holding a fraction of the data pages (the OEP's success metric: \
@@ -240,11 +240,11 @@ const SPACE_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-pub fn space_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn space_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(SPACE_FIGURES, result, out_dir)
 }
 
-pub fn space_report(result: &ResultFile) -> String {
+pub(crate) fn space_report(result: &ResultFile) -> String {
     section(
         result,
         "Delete/insert churn: file size, pages in use and the answers to every deleted id",
@@ -302,11 +302,11 @@ const GRAPH_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-pub fn graph_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn graph_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(GRAPH_FIGURES, result, out_dir)
 }
 
-pub fn graph_report(result: &ResultFile) -> String {
+pub(crate) fn graph_report(result: &ResultFile) -> String {
     section(
         result,
         "BFS and shortest path over vertex and edge records fetched by record id",

@@ -14,11 +14,13 @@ use super::{counting_note, ratio_fields, ratios_note, Bed, Setup, LAYOUT_NOTE, P
 use crate::config::{check, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 
-pub struct Oep7Space;
+pub(crate) struct Oep7Space;
 
 lsmlab_harness::config! {
+    /// `oep7-space`'s parameters.
     pub struct SpaceConfig {
         #[serde(flatten)]
+        /// The settings the experiments of this paper share (flattened: its keys are top-level `--set` keys).
         pub setup: Setup,
         /// delete/insert rounds
         pub rounds: u64,

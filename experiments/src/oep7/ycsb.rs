@@ -17,7 +17,7 @@ use crate::config::{self, check, check_items, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use crate::measure::latency::LatencyRecorder;
 
-pub struct Oep7Ycsb;
+pub(crate) struct Oep7Ycsb;
 
 /// A YCSB record as stored: key length, key, then the fields back to back.
 pub fn encode(keynum: u64, fields: &[Vec<u8>]) -> Vec<u8> {
@@ -37,7 +37,7 @@ pub fn set_field(record: &mut [u8], field: usize, value: &[u8]) {
     record[at..at + FIELD_LENGTH].copy_from_slice(value);
 }
 
-pub fn record_bytes_note() -> String {
+pub(crate) fn record_bytes_note() -> String {
     format!(
         "YCSB records: key (\"user\" + 19-20 digits) + {FIELD_COUNT} fields x {FIELD_LENGTH} B, about {} bytes",
         encode(0, &record_fields(0)).len()
@@ -45,7 +45,7 @@ pub fn record_bytes_note() -> String {
 }
 
 /// Loads YCSB records `0..n` (bulk insert); returns their ids in key order and the key index.
-pub fn load_ycsb_records(bed: &mut Bed, n: u64, _seed: u64) -> anyhow::Result<(Vec<Rid>, Vec<u64>)> {
+pub(crate) fn load_ycsb_records(bed: &mut Bed, n: u64, _seed: u64) -> anyhow::Result<(Vec<Rid>, Vec<u64>)> {
     let keys: Vec<u64> = (0..n).collect();
     let mut ids = Vec::with_capacity(n as usize);
     for chunk in keys.chunks(10_000) {
@@ -57,8 +57,10 @@ pub fn load_ycsb_records(bed: &mut Bed, n: u64, _seed: u64) -> anyhow::Result<(V
 }
 
 lsmlab_harness::config! {
+    /// `oep7-ycsb`'s parameters.
     pub struct YcsbConfig {
         #[serde(flatten)]
+        /// The settings the experiments of this paper share (flattened: its keys are top-level `--set` keys).
         pub setup: Setup,
         /// YCSB core workloads: ycsb-a .. ycsb-f
         #[serde(with = "config::text_list")]
@@ -146,6 +148,7 @@ impl TypedExperiment for Oep7Ycsb {
         ])
     }
 
+    #[allow(clippy::expect_used)] // the store is loaded just above
     fn run(&self, cfg: &YcsbConfig, ctx: &RunContext) -> anyhow::Result<RunOutput> {
         let s = &cfg.setup;
         let profile = s.profile()?;
@@ -326,7 +329,7 @@ impl OpSource {
 }
 
 /// Applies YCSB operations to a cluster through the key index.
-pub struct Driver {
+pub(crate) struct Driver {
     ids: HashMap<u64, Rid>,
     ordered: BTreeMap<String, u64>,
 }

@@ -346,12 +346,12 @@ fn apply(
 
 /// Runs `spec` on a fresh fjall database in a temporary directory (removed afterwards); see the
 /// module documentation for the set-up and [`super`] for what is measured.
-pub fn run_fjall(spec: &FjallRun) -> anyhow::Result<FjallTimeline> {
+pub(crate) fn run_fjall(spec: &FjallRun) -> anyhow::Result<FjallTimeline> {
     run_fjall_in(spec, &std::env::temp_dir())
 }
 
 /// [`run_fjall`] with the temporary directory created under `parent`.
-pub fn run_fjall_in(spec: &FjallRun, parent: &std::path::Path) -> anyhow::Result<FjallTimeline> {
+pub(crate) fn run_fjall_in(spec: &FjallRun, parent: &std::path::Path) -> anyhow::Result<FjallTimeline> {
     spec.validate()?;
     let dir = tempfile::Builder::new()
         .prefix("lsmlab-fjall-")

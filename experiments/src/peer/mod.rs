@@ -217,7 +217,7 @@ fn logical_data_bytes(workload: &KvWorkload) -> u64 {
 
 /// One measured interval of a fjall run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FjallInterval {
+pub(crate) struct FjallInterval {
     /// Interval index, from 0.
     pub interval: u64,
     /// Ops in the interval (`interval_ops`, or fewer for the last).
@@ -264,7 +264,7 @@ impl FjallInterval {
 
 /// Whole-run figures of the measured phase.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FjallSummary {
+pub(crate) struct FjallSummary {
     /// Data-block hit ratio over the measured phase (`None` if no data block was read).
     pub hit_ratio: Option<f64>,
     pub data_block_hits: u64,
@@ -288,7 +288,7 @@ pub struct FjallSummary {
 
 /// What a fjall run produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FjallTimeline {
+pub(crate) struct FjallTimeline {
     /// `fjall x.y.z (lsm-tree a.b.c)`, from the lock file the binary was built with.
     pub engine: String,
     /// The run's parameters.

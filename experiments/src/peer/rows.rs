@@ -19,7 +19,7 @@ pub const DIP_DROP: f64 = 0.02;
 
 /// How the peer's run lines up with lsmlab's: the op counts it ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeerPlan {
+pub(crate) struct PeerPlan {
     /// Warm-up ops (lsmlab's warm-up, every policy's).
     pub warmup_ops: u64,
     /// Measured ops: `interval_ops x intervals`.
@@ -60,7 +60,7 @@ fn dims(workload: &str, t: &FjallTimeline) -> RowBuilder {
 }
 
 /// The rows of one fjall run: one `kind = interval` row per interval, then a `kind = summary` row.
-pub fn rows(workload: &str, t: &FjallTimeline) -> Vec<Row> {
+pub(crate) fn rows(workload: &str, t: &FjallTimeline) -> Vec<Row> {
     let base = dims(workload, t);
     let mut out: Vec<Row> = t
         .intervals
@@ -156,7 +156,7 @@ pub fn dip_sentence(d: Option<DipAlignment>) -> String {
 }
 
 /// The result note of one fjall run.
-pub fn note(workload: &str, plan: &PeerPlan, t: &FjallTimeline) -> String {
+pub(crate) fn note(workload: &str, plan: &PeerPlan, t: &FjallTimeline) -> String {
     format!(
         "fjall peer, {workload}: {} on the same workload spec and seed, cache / data = {:.3} ({} B) and memtable / \
          data = {:.3} ({} B) of the {} B of logical data, {} warm-up ops and {} measured ops in {} intervals of {} \

@@ -17,7 +17,7 @@ use lsmlab_engine::storage::IoStats;
 use lsmlab_workloads::SpatialOp;
 use std::time::{Duration, Instant};
 
-pub struct RumConcurrency;
+pub(crate) struct RumConcurrency;
 
 const UM_VARIANTS: [&str; 5] = ["UM", "UM+F", "UM+M", "UM+BV", "UM+FMBV"];
 
@@ -28,8 +28,11 @@ lsmlab_harness::config! {
         #[serde(with = "config::text_list")]
         pub strategies: Vec<Strategy>,
         #[serde(flatten)]
+        /// The data and index settings every RUM experiment shares (flattened: its keys are top-level
+        /// `--set` keys).
         pub index: IndexConfig,
         #[serde(flatten)]
+        /// The storage testbed settings (flattened: its keys are top-level `--set` keys).
         pub storage: StorageConfig,
         /// thread counts
         pub threads: Vec<usize>,
@@ -100,6 +103,7 @@ const BATCH_OPS: usize = 1 << 20;
 // Unit tests shrink the batch on their own thread to run a small dataset in several batches.
 super::test_adjustable!(fn batch_ops, fn with_batch_ops, BATCH_FOR_TEST = BATCH_OPS);
 
+#[allow(clippy::expect_used)] // a panicking ingest thread is a bug to report; the UM strategy has a memo
 fn run_threads(
     cfg: &ConcurrencyConfig,
     strategy: Strategy,
@@ -245,6 +249,7 @@ impl TypedExperiment for RumConcurrency {
         Some(e)
     }
 
+    #[allow(clippy::expect_used)] // the default variant names are constants that parse
     fn defaults(&self, scale: Scale) -> ConcurrencyConfig {
         let index = IndexConfig::defaults_with(scale, 1_000_000);
         ConcurrencyConfig {

@@ -20,7 +20,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-pub struct RumMixed;
+pub(crate) struct RumMixed;
 
 /// Peak RSS per record, measured (see `memory_estimate`): per held record, per record for the
 /// index's pages on the in-memory device, and per record for a query's candidates.
@@ -63,8 +63,11 @@ lsmlab_harness::config! {
         #[serde(with = "config::text_list")]
         pub strategies: Vec<Strategy>,
         #[serde(flatten)]
+        /// The data and index settings every RUM experiment shares (flattened: its keys are top-level
+        /// `--set` keys).
         pub index: IndexConfig,
         #[serde(flatten)]
+        /// The storage testbed settings (flattened: its keys are top-level `--set` keys).
         pub storage: StorageConfig,
         /// fractions of operations that are queries (the authors: 0.001, i.e. 99.9% updates)
         pub query_fractions: Vec<f64>,
@@ -153,6 +156,7 @@ fn mixed_schedule(
 
 /// The queries of every schedule of `data` ([`mixed_schedule`]), boxes of side `s`: the records'
 /// points read in one go ([`RunData::points_at`], one pass of a streamed dataset for them all).
+#[allow(clippy::expect_used)] // one point is drawn per record centre
 fn mixed_queries(
     data: &RunData,
     schedules: Vec<Vec<(usize, Centre)>>,

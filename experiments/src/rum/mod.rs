@@ -31,10 +31,11 @@ use lsmlab_workloads::gen::BerlinModStream;
 use lsmlab_workloads::{GenSpec, OpStream, Record, SpatialOp, Trajectories};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub const PAPER: &str = "LSM RUM-tree";
+pub(crate) const PAPER: &str = "LSM RUM-tree";
 
 /// This paper as the registry lists it (see `lsmlab_harness::paper`).
 /// The RUM-tree figures' fixed styles: each of the twenty strategy labels (Eager and Validation
@@ -69,7 +70,7 @@ pub const STYLES: &[FixedStyle] = &[
     FixedStyle::colored("query", 6),
 ];
 
-pub fn paper() -> lsmlab_harness::paper::Paper {
+pub(crate) fn paper() -> lsmlab_harness::paper::Paper {
     lsmlab_harness::paper::Paper {
         id: "rum",
         title: PAPER,
@@ -97,7 +98,7 @@ pub const MIN_OBJECTS: usize = 10;
 /// The paper's datasets, generated synthetically (lsmlab_workloads) with their characteristics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Dataset {
+pub(crate) enum Dataset {
     Gowalla,
     Chicago,
     Berlinmod,
@@ -320,6 +321,7 @@ pub fn strategies_after_datasets(help: &mut Vec<KeyHelp>) {
 
 /// The strategies `rum-update` and `rum-query` report: the paper's seven, each baseline beside its
 /// alternative (Eager(physical) after Eager, Validation(repair) after Validation).
+#[allow(clippy::expect_used)] // the reported strategy names are constants that parse
 pub fn reported_strategies() -> Vec<Strategy> {
     [
         "Eager",
@@ -432,7 +434,7 @@ impl IndexConfig {
     /// count scaled by `memory_pages / 65,536` (the authors' memory component), so that objects per
     /// memory page (what decides whether cleaning keeps the memory component below its budget) are
     /// the paper's at every scale; at least [`MIN_OBJECTS`] and at most the records.
-    pub fn objects_for(&self, dataset: Dataset, records: usize) -> usize {
+    pub(crate) fn objects_for(&self, dataset: Dataset, records: usize) -> usize {
         let n = if self.objects > 0 {
             self.objects
         } else {
@@ -442,6 +444,7 @@ impl IndexConfig {
     }
 
     /// The real dataset's objects x `memory_pages / 65,536`, rounded.
+    #[allow(clippy::expect_used)] // every Dataset is a built-in dataset
     fn scaled_objects(&self, dataset: Dataset) -> usize {
         let real = lsmlab_workloads::paper_objects(dataset.as_str()).expect("a built-in dataset");
         (real as f64 * self.memory_pages as f64 / PAPER_MEMORY_PAGES as f64).round() as usize
@@ -517,7 +520,7 @@ impl IndexConfig {
     }
 
     /// A fresh storage + index for one cell of a run.
-    pub fn testbed(
+    pub(crate) fn testbed(
         &self,
         storage: &StorageConfig,
         strategy: Strategy,
@@ -629,7 +632,7 @@ pub(crate) use test_adjustable;
 pub const STREAM_MIN_RECORDS: usize = 8_000_000;
 
 /// Whether a RUM run streams generated dataset `d` of `records` records ([`STREAM_MIN_RECORDS`]).
-pub fn streams(d: Dataset, records: usize) -> bool {
+pub(crate) fn streams(d: Dataset, records: usize) -> bool {
     d == Dataset::Berlinmod && records >= stream_min_records()
 }
 
@@ -643,7 +646,7 @@ pub const STREAMED_CENTRES_NOTE: &str =
      the ingests, reads their points.";
 
 /// A dataset of a run that may stream it ([`IndexConfig::streamed_datasets_and_notes`]).
-pub enum RunData {
+pub(crate) enum RunData {
     /// Held in memory.
     Held(Arc<Trajectories>),
     /// Generated anew each time it is ingested; `header` has the name and extent, no records.
@@ -668,10 +671,6 @@ impl RunData {
             RunData::Held(t) => t.len(),
             RunData::Streamed { records, .. } => *records,
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub fn is_streamed(&self) -> bool {
@@ -766,7 +765,7 @@ impl IndexConfig {
     /// only (its ingests, and [`RunData::points_at`] for what it draws from the records): a
     /// generated BerlinMOD dataset of at least [`STREAM_MIN_RECORDS`] records is streamed
     /// ([`RunData::Streamed`]), every other dataset is held.
-    pub fn streamed_datasets_and_notes(
+    pub(crate) fn streamed_datasets_and_notes(
         &self,
         ctx: &RunContext,
         storage: &StorageConfig,
@@ -841,7 +840,7 @@ fn generated(
     ctx: &RunContext,
 ) -> anyhow::Result<Arc<Trajectories>> {
     let key = (dataset, records, objects, ctx.seed);
-    let mut slot = GENERATED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = GENERATED.lock();
     if let Some((k, t)) = slot.as_ref() {
         if *k == key {
             return Ok(Arc::clone(t));
@@ -973,7 +972,7 @@ pub fn check_strategies(strategies: &[Strategy]) -> anyhow::Result<()> {
 }
 
 /// A fresh storage + LSM R-tree for one cell of a run.
-pub struct Testbed {
+pub(crate) struct Testbed {
     pub storage: Storage,
     pub index: LsmRTree,
 }
@@ -993,7 +992,7 @@ impl Testbed {
 
 /// What ingesting a stream cost.
 #[derive(Clone, Copy, Debug)]
-pub struct IngestCost {
+pub(crate) struct IngestCost {
     pub ops: u64,
     pub total: Duration,
     pub flush: Duration,
@@ -1024,7 +1023,7 @@ impl IngestCost {
 /// index), queries, and updates (everything else: Validation's key lookups, Eager's primary index
 /// reads, cache write-backs outside flushes).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PhaseIo {
+pub(crate) struct PhaseIo {
     pub update: IoStats,
     pub flush: IoStats,
     pub merge: IoStats,
@@ -1033,7 +1032,7 @@ pub struct PhaseIo {
 
 /// Wall time of each phase of a run.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PhaseTimes {
+pub(crate) struct PhaseTimes {
     pub update: Duration,
     pub flush: Duration,
     pub merge: Duration,
@@ -1126,15 +1125,9 @@ pub fn apply(index: &mut LsmRTree, op: &SpatialOp) -> lsmlab_engine::Result<()> 
     }
 }
 
-/// Ingests `ops` synchronously (flushes and merges happen inside the stream, as the authors ran
-/// them) and splits the wall time into update, flush and merge time.
-pub fn ingest(bed: &mut Testbed, ops: &[SpatialOp], ctx: &RunContext) -> anyhow::Result<IngestCost> {
-    ingest_ops(bed, ops.iter().copied(), ops.len(), ctx)
-}
-
 /// [`ingest`] of a stream computed as it is consumed (for instance [`Trajectories::ops`]), so that
 /// a run holds no operation per record; `total` is the stream's length, for the progress display.
-pub fn ingest_ops(
+pub(crate) fn ingest_ops(
     bed: &mut Testbed,
     ops: impl Iterator<Item = SpatialOp>,
     total: usize,
@@ -1165,7 +1158,7 @@ pub fn ingest_ops(
     })
 }
 
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 

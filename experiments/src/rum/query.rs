@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// The paper's query side fractions (area 0.0001% .. 11.76% of the extent).
 pub const SELECTIVITIES: [f64; 7] = [0.001, 0.008, 0.027, 0.064, 0.125, 0.216, 0.343];
 
-pub struct RumQuery;
+pub(crate) struct RumQuery;
 
 /// Peak RSS per record, measured (see `memory_estimate`): per held record, per record for the
 /// index's pages on the in-memory device, and per record for a query's candidates.
@@ -38,8 +38,11 @@ lsmlab_harness::config! {
         #[serde(with = "config::text_list")]
         pub strategies: Vec<Strategy>,
         #[serde(flatten)]
+        /// The data and index settings every RUM experiment shares (flattened: its keys are top-level
+        /// `--set` keys).
         pub index: IndexConfig,
         #[serde(flatten)]
+        /// The storage testbed settings (flattened: its keys are top-level `--set` keys).
         pub storage: StorageConfig,
         /// queries per selectivity (the paper: 100)
         pub queries: usize,
@@ -74,7 +77,7 @@ type Fingerprint = (u64, usize);
 /// for every strategy of a dataset: one list of `n` per side fraction in `sides`. The records are
 /// drawn by position first ([`query_centres`]) and their points read after
 /// ([`RunData::points_at`]), so a streamed dataset gets the boxes the held one gets.
-pub fn query_boxes(
+pub(crate) fn query_boxes(
     data: &RunData,
     sides: &[f64],
     n: usize,

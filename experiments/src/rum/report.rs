@@ -246,7 +246,7 @@ fn rows_markdown(rows: &[&Row], keys: &[&str]) -> String {
     markdown_table(&headers, &body)
 }
 
-pub fn update_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn update_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(UPDATE_FIGURES, result, out_dir)
 }
 
@@ -280,7 +280,7 @@ pub fn update_report(result: &ResultFile) -> String {
     md
 }
 
-pub fn query_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn query_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(QUERY_FIGURES, result, out_dir)
 }
 
@@ -320,11 +320,11 @@ pub fn query_report(result: &ResultFile) -> String {
     md
 }
 
-pub fn mixed_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn mixed_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(MIXED_FIGURES, result, out_dir)
 }
 
-pub fn mixed_report(result: &ResultFile) -> String {
+pub(crate) fn mixed_report(result: &ResultFile) -> String {
     let rows: Vec<&Row> = result.rows.iter().collect();
     let mut md = format!(
         "Updates with interleaved range queries ({} scale, seed {}).\n\n",
@@ -348,11 +348,11 @@ pub fn mixed_report(result: &ResultFile) -> String {
     md
 }
 
-pub fn concurrency_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn concurrency_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(CONCURRENCY_FIGURES, result, out_dir)
 }
 
-pub fn concurrency_report(result: &ResultFile) -> String {
+pub(crate) fn concurrency_report(result: &ResultFile) -> String {
     let rows: Vec<&Row> = result.rows.iter().collect();
     let mut md = format!(
         "Update Memo ingestion with several threads ({} scale, seed {}), checked against a single-threaded replay.\n\n",
@@ -374,11 +374,11 @@ pub fn concurrency_report(result: &ResultFile) -> String {
     md
 }
 
-pub fn tuning_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn tuning_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     render_specs(TUNING_FIGURES, result, out_dir)
 }
 
-pub fn tuning_report(result: &ResultFile) -> String {
+pub(crate) fn tuning_report(result: &ResultFile) -> String {
     let rows: Vec<&Row> = result.rows.iter().collect();
     let mut md = format!(
         "Cleaning thresholds swept ({} scale, seed {}).\n\n",

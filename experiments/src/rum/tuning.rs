@@ -17,7 +17,7 @@ use anyhow::Context;
 use lsmlab_engine::spatial::Strategy;
 use std::time::Instant;
 
-pub struct RumTuning;
+pub(crate) struct RumTuning;
 
 /// Peak RSS per record, measured (see `memory_estimate`): per held record, per record for the
 /// index's pages on the in-memory device, and per record for a query's candidates.
@@ -33,8 +33,11 @@ lsmlab_harness::config! {
     /// `rum-tuning`'s parameters (the strategies are fixed: UM+V, UM+B and UM+BV).
     pub struct TuningConfig {
         #[serde(flatten)]
+        /// The data and index settings every RUM experiment shares (flattened: its keys are top-level
+        /// `--set` keys).
         pub index: IndexConfig,
         #[serde(flatten)]
+        /// The storage testbed settings (flattened: its keys are top-level `--set` keys).
         pub storage: StorageConfig,
         /// Vacuum thresholds th to sweep
         pub vacuum_thresholds: Vec<u32>,

@@ -11,7 +11,7 @@ use crate::rum::report as rr;
 use anyhow::Context;
 use lsmlab_engine::spatial::Strategy;
 
-pub struct RumUpdate;
+pub(crate) struct RumUpdate;
 
 lsmlab_harness::config! {
     /// `rum-update`'s parameters.
@@ -20,8 +20,11 @@ lsmlab_harness::config! {
         #[serde(with = "config::text_list")]
         pub strategies: Vec<Strategy>,
         #[serde(flatten)]
+        /// The data and index settings every RUM experiment shares (flattened: its keys are top-level
+        /// `--set` keys).
         pub index: IndexConfig,
         #[serde(flatten)]
+        /// The storage testbed settings (flattened: its keys are top-level `--set` keys).
         pub storage: StorageConfig,
     }
 }

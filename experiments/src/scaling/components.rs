@@ -55,7 +55,7 @@ pub const TS_O3_RATIO: f64 = 0.1;
 pub const CLUSTER_CACHE_FRACTION: f64 = 0.2;
 
 /// What one component did with n records.
-pub struct Measured {
+pub(crate) struct Measured {
     /// Operations timed.
     pub ops: u64,
     /// The counted work (what [`Measured::work_what`] says).
@@ -100,7 +100,7 @@ pub fn queries(count: usize, side: f64, seed: u64) -> Vec<Rect> {
 
 /// The memory R-tree: `n` inserts (Guttman, quadratic split), then the range queries. Work of the
 /// inserts: nodes on every insert's descent (the tree's height when it starts) plus splits.
-pub fn mem_rtree(n: u64, qs: &[Rect], seed: u64) -> anyhow::Result<(Measured, Measured)> {
+pub(crate) fn mem_rtree(n: u64, qs: &[Rect], seed: u64) -> anyhow::Result<(Measured, Measured)> {
     let pts = points(n, seed);
     let mut tree = MemRTree::new(RTREE_PAGE);
     let (descended, wall, cpu) = timed(|| {
@@ -147,7 +147,7 @@ pub fn mem_rtree(n: u64, qs: &[Rect], seed: u64) -> anyhow::Result<(Measured, Me
 
 /// The packed disk R-tree: the Hilbert sort and bulk load of `n` entries onto a counted memory
 /// device (a flush's work), then the range queries on a warm cache holding every page.
-pub fn packed_rtree(n: u64, qs: &[Rect], seed: u64) -> anyhow::Result<(Measured, Measured)> {
+pub(crate) fn packed_rtree(n: u64, qs: &[Rect], seed: u64) -> anyhow::Result<(Measured, Measured)> {
     let mut entries: Vec<SpatialEntry> = points(n, seed ^ 1)
         .into_iter()
         .enumerate()
@@ -196,7 +196,7 @@ pub fn packed_rtree(n: u64, qs: &[Rect], seed: u64) -> anyhow::Result<(Measured,
 /// The Update Memo: `n` updates of `n / 8` objects recorded, each entry's obsolescence checked,
 /// then every count released (the lifecycle of a memo entry between an update and the cleaning
 /// that removes the obsolete entry).
-pub fn update_memo(n: u64, seed: u64) -> anyhow::Result<Measured> {
+pub(crate) fn update_memo(n: u64, seed: u64) -> anyhow::Result<Measured> {
     let objects = (n / VERSIONS_PER_OBJECT).max(1);
     let mut r = rng(seed, "scaling/um");
     let oids: Vec<u64> = (0..n).map(|_| r.random_range(0..objects)).collect();
@@ -258,7 +258,7 @@ pub fn spatial_stream(n: u64, seed: u64) -> Vec<SpatialOp> {
 /// The LSM R-tree's update stream under `strategy` with a fixed memory component of
 /// `memory_pages` pages (cache = 4 x memory, max mergeable component = 8 x memory, the RUM
 /// authors' ratios); flushes and merges run inside the stream.
-pub fn lsm_rtree(ops: &[SpatialOp], strategy: Strategy, memory_pages: u64) -> anyhow::Result<Measured> {
+pub(crate) fn lsm_rtree(ops: &[SpatialOp], strategy: Strategy, memory_pages: u64) -> anyhow::Result<Measured> {
     let storage = StorageConfig::with_cache_pages(memory_pages as usize * 4).open()?;
     let mut index = LsmRTree::new(
         SpatialConfig::new(strategy, EXTENT, memory_pages),
@@ -301,7 +301,7 @@ pub fn lsm_rtree(ops: &[SpatialOp], strategy: Strategy, memory_pages: u64) -> an
 /// The key-value store's settings: a fixed memtable and cache; leveled compaction with RocksDB's
 /// ratios (level 0 trigger 4, size ratio 10) and a base level of 4 memtables.
 #[derive(Clone, Copy, Debug)]
-pub struct KvSizes {
+pub(crate) struct KvSizes {
     pub memtable_bytes: u64,
     pub cache_pages: usize,
 }
@@ -319,7 +319,7 @@ impl KvSizes {
 
 /// The key-value store: `n` puts of distinct keys in random order (flushes and leveled
 /// compactions inside), then `n / 4` gets of random stored keys, then `n / 64` scans of 16 keys.
-pub fn kv_store(n: u64, sizes: KvSizes, seed: u64) -> anyhow::Result<[Measured; 3]> {
+pub(crate) fn kv_store(n: u64, sizes: KvSizes, seed: u64) -> anyhow::Result<[Measured; 3]> {
     let device = Arc::new(MemDevice::new(KV_PAGE));
     let cache = Arc::new(BufferCache::new(device.clone(), sizes.cache_pages));
     let config = KvConfig {
@@ -431,7 +431,7 @@ pub fn ts_setup(n: u64, base: u64) -> crate::diol::Setup {
 /// [`TS_O3_RATIO`] out of order (the DIOL authors' delay mixture), then `n / 20` point reads and
 /// `n / 100` range reads of 64 timestamps at uniform times. The memory level is the diol
 /// experiment's for `base` points, fixed while n grows.
-pub fn time_series(
+pub(crate) fn time_series(
     n: u64,
     base: u64,
     layout: SeriesLayout,
@@ -516,7 +516,7 @@ pub fn ts_stream(n: u64, base: u64, seed: u64) -> anyhow::Result<Vec<u64>> {
 /// A record cluster under `layout`: `n` YCSB-like records loaded (64 KiB pages), then every
 /// record fetched once in random order through a cold cache holding 20% of the data pages (and
 /// every map page).
-pub fn cluster(n: u64, layout: ClusterLayout, seed: u64) -> anyhow::Result<(Measured, Measured)> {
+pub(crate) fn cluster(n: u64, layout: ClusterLayout, seed: u64) -> anyhow::Result<(Measured, Measured)> {
     let setup = crate::oep7::Setup::defaults(Scale::Tiny, [n, n, n]);
     let mut bed = crate::oep7::Bed::new(layout, setup.page_size)?;
     let ((ids, _), wall, cpu) = timed(|| crate::oep7::ycsb::load_ycsb_records(&mut bed, n, seed))?;
@@ -568,7 +568,7 @@ pub fn cluster(n: u64, layout: ClusterLayout, seed: u64) -> anyhow::Result<(Meas
 /// The `rum-update` stream of `dataset` at `records` records, generated as rum-update generates
 /// it: objects from the memory component (the paper's objects per memory page), not from the
 /// records, so x2 records means twice the updates of the same objects.
-pub fn rum_stream(index: &IndexConfig, dataset: Dataset, records: u64, seed: u64) -> anyhow::Result<RumData> {
+pub(crate) fn rum_stream(index: &IndexConfig, dataset: Dataset, records: u64, seed: u64) -> anyhow::Result<RumData> {
     let objects = index.objects_for(dataset, records as usize);
     let spec = GenSpec::new(records as usize).with_objects(objects);
     let data = lsmlab_workloads::generate_spec(dataset.as_str(), &spec, seed)
@@ -580,14 +580,14 @@ pub fn rum_stream(index: &IndexConfig, dataset: Dataset, records: u64, seed: u64
 }
 
 /// A generated RUM dataset and its op stream.
-pub struct RumData {
+pub(crate) struct RumData {
     pub data: lsmlab_workloads::Trajectories,
     pub ops: Vec<SpatialOp>,
 }
 
 /// rum-update's core: one strategy ingests the stream (flushes and merges inside), on rum-update's
 /// testbed (cache = 4 x memory, max mergeable = 8 x memory, prefix policy).
-pub fn rum_update(index: &IndexConfig, strategy: Strategy, rum: &RumData) -> anyhow::Result<Measured> {
+pub(crate) fn rum_update(index: &IndexConfig, strategy: Strategy, rum: &RumData) -> anyhow::Result<Measured> {
     let storage = index.storage_defaults();
     let mut bed = index.testbed(&storage, strategy, &rum.data)?;
     let before = bed.io();

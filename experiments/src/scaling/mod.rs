@@ -58,9 +58,10 @@ pub const GROUPS: [(&str, &str); 8] = [
     ("rum-update", "LSM RUM-tree"),
 ];
 
-pub struct Scaling;
+pub(crate) struct Scaling;
 
 lsmlab_harness::config! {
+    /// `scaling`'s parameters.
     pub struct ScalingConfig {
         /// records (operations of the streams) at x1
         pub base_records: u64,
@@ -238,6 +239,7 @@ impl TypedExperiment for Scaling {
         }
     }
 
+    #[allow(clippy::expect_used)] // the default strategy names are constants that parse
     fn defaults(&self, scale: Scale) -> ScalingConfig {
         let pick = |t: u64, s: u64, p: u64| match scale {
             Scale::Tiny => t,

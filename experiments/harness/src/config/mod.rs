@@ -53,8 +53,11 @@ pub trait Config: ConfigPart + Serialize + DeserializeOwned + Clone + Send + Syn
 /// One key as `lsmlab params` shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyInfo {
+    /// The key's name, as `--set` and config files spell it.
     pub key: &'static str,
+    /// Its default at the scale asked for.
     pub default: Value,
+    /// What it means (one line).
     pub help: &'static str,
 }
 
@@ -81,6 +84,7 @@ impl Overlay {
 /// file, whose `config` is used.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfigFile {
+    /// The file the config was read from.
     pub path: PathBuf,
     /// The parameter values.
     pub values: ConfigMap,
@@ -412,10 +416,12 @@ pub mod text {
     use std::fmt::Display;
     use std::str::FromStr;
 
+    /// Writes `value` as its `Display` text.
     pub fn serialize<T: Display, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(value)
     }
 
+    /// Reads a string and parses it with `FromStr`.
     pub fn deserialize<'de, T, D>(deserializer: D) -> Result<T, D::Error>
     where
         T: FromStr,
@@ -434,6 +440,7 @@ pub mod text_list {
     use std::fmt::Display;
     use std::str::FromStr;
 
+    /// Writes each value as its `Display` text.
     pub fn serialize<T: Display, S: Serializer>(values: &[T], serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(values.len()))?;
         for value in values {
@@ -442,6 +449,7 @@ pub mod text_list {
         seq.end()
     }
 
+    /// Reads a list of strings and parses each with `FromStr`.
     pub fn deserialize<'de, T, D>(deserializer: D) -> Result<Vec<T>, D::Error>
     where
         T: FromStr,

@@ -25,6 +25,7 @@ pub enum DeviceKind {
 }
 
 impl DeviceKind {
+    /// The kind as configs spell it (`mem`, `file`).
     pub fn as_str(self) -> &'static str {
         match self {
             DeviceKind::Mem => "mem",
@@ -131,9 +132,13 @@ fn direct_io_default() -> bool {
 
 /// An open device with its cache: what an index is built on.
 pub struct Storage {
+    /// The device the pages live on.
     pub device: Arc<dyn Device>,
+    /// The buffer cache every index of the run reads through.
     pub cache: Arc<BufferCache>,
+    /// The cost model that turns counted I/O into modelled time.
     pub profile: DeviceProfile,
+    /// Page size in bytes.
     pub page_size: usize,
     /// Whether a file device bypasses the page cache (`None` for `device = mem`).
     pub direct_io: Option<DirectIo>,

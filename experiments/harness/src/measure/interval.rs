@@ -23,13 +23,16 @@ pub struct IntervalPoint {
     pub interval: u64,
     /// Run time at which the interval began and ended.
     pub start: Duration,
+    /// See [`IntervalPoint::start`].
     pub end: Duration,
+    /// Latencies of the operations that ended in the interval.
     pub latency: LatencySummary,
     /// Counters added during the interval, in the order first added (e.g. `cache_hits`).
     pub counters: Vec<(&'static str, u64)>,
 }
 
 impl IntervalPoint {
+    /// Operations that ended in the interval.
     pub fn ops(&self) -> u64 {
         self.latency.count
     }

@@ -18,12 +18,19 @@ pub struct LatencyRecorder {
 /// The summary of a [`LatencyRecorder`], in microseconds; all zero when nothing was recorded.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LatencySummary {
+    /// Operations recorded.
     pub count: u64,
+    /// Exact mean.
     pub mean_us: f64,
+    /// Median.
     pub p50_us: f64,
+    /// 95th percentile.
     pub p95_us: f64,
+    /// 99th percentile.
     pub p99_us: f64,
+    /// 99.9th percentile.
     pub p99_9_us: f64,
+    /// Largest.
     pub max_us: f64,
 }
 
@@ -34,9 +41,11 @@ impl Default for LatencyRecorder {
 }
 
 impl LatencyRecorder {
+    /// An empty recorder (3 significant digits, any duration).
     pub fn new() -> Self {
         LatencyRecorder {
             // auto-resizing, so no duration is ever out of range
+            #[allow(clippy::expect_used)] // a constant, valid precision
             histogram: Histogram::new(3).expect("3 significant digits is a valid precision"),
             total: Duration::ZERO,
         }
@@ -45,6 +54,7 @@ impl LatencyRecorder {
     /// Records one operation's duration (at least 1 ns: the histogram holds no zero).
     pub fn record(&mut self, latency: Duration) {
         let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
+        #[allow(clippy::expect_used)] // auto-resizing: no value is out of range
         self.histogram
             .record(nanos)
             .expect("an auto-resizing histogram accepts every value");
@@ -53,12 +63,14 @@ impl LatencyRecorder {
 
     /// Adds every value of `other`.
     pub fn merge(&mut self, other: &LatencyRecorder) {
+        #[allow(clippy::expect_used)] // auto-resizing: no value is out of range
         self.histogram
             .add(&other.histogram)
             .expect("an auto-resizing histogram accepts every value");
         self.total += other.total;
     }
 
+    /// Operations recorded.
     pub fn count(&self) -> u64 {
         self.histogram.len()
     }
@@ -84,10 +96,12 @@ impl LatencyRecorder {
         self.histogram.value_at_quantile(q) as f64 / 1e3
     }
 
+    /// The largest recorded latency in microseconds (0 when empty).
     pub fn max_us(&self) -> f64 {
         self.histogram.max() as f64 / 1e3
     }
 
+    /// Count, mean and percentiles at once.
     pub fn summary(&self) -> LatencySummary {
         LatencySummary {
             count: self.count(),

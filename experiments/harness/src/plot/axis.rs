@@ -6,8 +6,11 @@ use super::fmt_num;
 /// A unit of time an axis can be labelled in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeUnit {
+    /// Seconds.
     S,
+    /// Milliseconds.
     Ms,
+    /// Microseconds.
     Us,
 }
 
@@ -24,6 +27,7 @@ impl TimeUnit {
         }
     }
 
+    /// The unit's symbol in axis labels (`s`, `ms`, `µs`).
     pub fn symbol(self) -> &'static str {
         match self {
             TimeUnit::S => "s",

@@ -53,9 +53,13 @@ pub const CHART_SIZE: (u32, u32) = (1024, 640);
 /// and an optional note printed under the title (a caveat the reader needs to read the figure).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Labels<'a> {
+    /// The chart's title.
     pub title: &'a str,
+    /// The x axis label.
     pub x: &'a str,
+    /// The y axis label.
     pub y: &'a str,
+    /// A caveat printed under the title.
     pub note: Option<&'a str>,
 }
 

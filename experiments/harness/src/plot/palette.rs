@@ -38,15 +38,25 @@ pub const PALETTE: [RGBColor; 20] = [
 /// A point marker shape for line charts; each strategy keeps one in every figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
+    /// A filled circle.
     Circle,
+    /// A square.
     Square,
+    /// A diamond.
     Diamond,
+    /// A triangle pointing up.
     TriangleUp,
+    /// A triangle pointing down.
     TriangleDown,
+    /// A pentagon.
     Pentagon,
+    /// A hexagon.
     Hexagon,
+    /// A star.
     Star,
+    /// A plus sign.
     Plus,
+    /// A cross.
     Cross,
 }
 
@@ -124,8 +134,11 @@ fn plus(arm: f64, half: f64, turn_deg: f64) -> Vec<(i32, i32)> {
 /// is hashed from the label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedStyle {
+    /// The label (matched as the figures canonicalise labels).
     pub label: &'static str,
+    /// Index into [`PALETTE`].
     pub color: usize,
+    /// The marker when drawn as a line, if fixed.
     pub marker: Option<Marker>,
 }
 
@@ -216,7 +229,9 @@ pub fn marker_for(name: &str) -> Marker {
 /// How one series is drawn: colour (bars and lines), marker and dash (lines).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
+    /// Fill and line colour.
     pub color: RGBColor,
+    /// Point marker (lines).
     pub marker: Marker,
     /// A second (third, ...) series of the same style key in one figure, e.g. UM+BV once per swept
     /// knob: same colour, another marker, a dashed line.

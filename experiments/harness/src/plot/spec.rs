@@ -21,17 +21,27 @@ pub use crate::rows::{distinct_of, text_of};
 #[derive(Clone, Copy, Debug)]
 pub enum Mark {
     /// Grouped bars: for each x category, one bar per series of the numeric field `y`.
-    Bars { y: &'static str },
+    Bars {
+        /// The numeric field each bar shows.
+        y: &'static str,
+    },
     /// Stacked bars: for each x category one bar whose segments are the named fields `(name, field)`
     /// bottom-up (the series are the segments; a missing field counts 0).
     StackedBars {
+        /// The segments, bottom-up, as `(name, field)`.
         parts: &'static [(&'static str, &'static str)],
     },
     /// Lines: x is a numeric field, one line per series of the numeric field `y`, points by x.
-    Lines { y: &'static str },
+    Lines {
+        /// The numeric field each line shows.
+        y: &'static str,
+    },
     /// A table image: one line per series, one column per x category, cells filled from `cell`
     /// (`-` where no row matches).
-    Table { cell: &'static str },
+    Table {
+        /// The template of a cell's text.
+        cell: &'static str,
+    },
 }
 
 /// Which rows a figure uses.
@@ -50,9 +60,11 @@ pub struct FigureSpec {
     pub stem: &'static str,
     /// Title template.
     pub title: &'static str,
+    /// What the figure draws.
     pub mark: Mark,
     /// One figure per distinct combination of these fields, in first-seen order.
     pub facets: &'static [&'static str],
+    /// Which rows it uses (all must hold).
     pub filters: &'static [Filter],
     /// For [`Mark::Lines`] a numeric field; otherwise the template of an x category (table column).
     pub x: &'static str,

@@ -15,7 +15,9 @@ use super::{
 /// One panel: its y axis label and one line per series (points by x; non-finite ones skipped).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Panel {
+    /// The panel's y axis label.
     pub y_label: String,
+    /// One line per series: its label and its points as (x, y).
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Half-widths of intervals around the lines (e.g. 95% intervals of means over `--repeat`
     /// runs): `intervals[j][k]` belongs to point k of series j and is drawn as a band from
@@ -41,8 +43,11 @@ impl Panel {
 /// A span of x shaded in every panel, with the name its kind has in the legend.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Shade {
+    /// Where the span starts, in x units.
     pub from: f64,
+    /// Where the span ends, in x units.
     pub to: f64,
+    /// The legend name of the span's kind (spans of one kind share a colour).
     pub kind: String,
 }
 
