@@ -32,22 +32,20 @@
 //! The record cluster has no flushes or merges: its pages are updated in place through the cache
 //! and never invalidated, so a warm-up policy has nothing to do there.
 //!
-//! The bytes of a new component are read back from the device to be admitted (the index's bulk
-//! loader writes straight to the device); a bulk loader holding them would admit them without I/O,
-//! so those reads are counted apart ([`WarmStats::device_reads`]), never as a query's or an
-//! update's.
+//! The policy is driven by the same [`CacheWarmer`] as the key-value store's, subscribed to the
+//! index's lifecycle: it is told when a flush or merge begins (with the input components' leaves
+//! and their keys, so Leaper's phase 1 may evict cached input leaves it predicts cold), and of each
+//! page of the new component as the bulk loader writes it, bytes in hand, so an admission costs no
+//! device read.
 
 use crate::cache::{BufferCache, CacheStats};
 use crate::cluster::{self, ClusterOptions, Layout, Lookup, RecordCluster, Rid};
 use crate::geom::{HilbertCurve, Point, Rect};
-use crate::kvstore::{Access, Background, BackgroundStart, BlockInfo, WarmUpPolicy};
-use crate::leaper::{AccessRecord, LeaperPolicy, LeaperStats};
-use crate::lsm::{KeyRange, LifecycleEvent, LifecycleObserver, RunExtents};
-use crate::rtree::{disk::HEADER_SIZE, SpatialEntry};
+use crate::kvstore::{Access, CacheWarmer, NoWarmUp, PrepopulateAll, WarmCounts, WarmUpPolicy};
+use crate::leaper::{AccessRecord, LeaperPolicy, LeaperStats, StatsHandle};
 use crate::spatial::{LsmRTree, SpatialConfig};
 use crate::storage::IoStats;
 use crate::{Error, Result};
-use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -183,162 +181,9 @@ impl WarmUp {
     }
 }
 
-/// What the warm-up did since the store was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct WarmStats {
-    /// Flushes and merges whose outputs were offered.
-    pub operations: u64,
-    /// R-tree leaves offered, and of those admitted.
-    pub leaves_offered: u64,
-    /// R-tree leaves admitted, of those offered.
-    pub leaves_admitted: u64,
-    /// Internal and antimatter pages admitted.
-    pub other_admitted: u64,
-    /// Device reads made to get the bytes of pages offered (not a query's or an update's I/O).
-    pub device_reads: u64,
-}
-
-struct WarmState {
-    warm: WarmUp,
-    now: f64,
-    stats: WarmStats,
-    error: Option<String>,
-}
-
-/// The index's lifecycle observer that offers each new component's pages to the cache.
-struct Warmer {
-    cache: Arc<BufferCache>,
-    curve: HilbertCurve,
-    state: Mutex<WarmState>,
-}
-
-type SpatialKey = (u64, u64, u64);
-
-/// A page of a new component: its id, bytes, and Hilbert key interval when it is an R-tree leaf.
-type OfferedPage = (u64, Vec<u8>, Option<(u64, u64)>);
-
-impl Warmer {
-    fn offer(
-        &self,
-        st: &mut WarmState,
-        outputs: &[RunExtents<SpatialKey>],
-        kind: Background,
-        blocks_to_merge: u64,
-    ) -> Result<()> {
-        if matches!(st.warm, WarmUp::Lru) {
-            return Ok(());
-        }
-        st.stats.operations += 1;
-        let device = self.cache.device().clone();
-        let page_size = device.page_size();
-        let reads_before = device.stats().page_reads;
-        // Every page of every output, with its leaf key range when it is an R-tree leaf.
-        let mut pages: Vec<OfferedPage> = Vec::new();
-        for out in outputs {
-            for (i, ext) in out.extents.iter().enumerate() {
-                for id in ext.first..ext.first + ext.pages {
-                    let mut buf = vec![0u8; page_size];
-                    device.read_page(id, &mut buf)?;
-                    // The first extent is the R-tree (leaves, then internal levels).
-                    let leaf = (i == 0 && buf.len() >= HEADER_SIZE && &buf[0..2] == b"DR" && buf[2] == b'L')
-                        .then(|| self.leaf_keys(&buf))
-                        .flatten();
-                    pages.push((id, buf, leaf));
-                }
-            }
-        }
-        st.stats.device_reads += device.stats().page_reads - reads_before;
-        let now = st.now;
-        let span = pages
-            .iter()
-            .filter_map(|p| p.2)
-            .fold(None, |acc: Option<(u64, u64)>, (a, b)| {
-                Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
-            });
-        if let WarmUp::Leaper(policy) = &mut st.warm {
-            let start = BackgroundStart {
-                kind,
-                now,
-                inputs: &[],
-                keys: span.map(|(min, max)| KeyRange { min, max }),
-                blocks_to_merge,
-            };
-            policy.begin(&start, &self.cache)?;
-        }
-        let mut result = Ok(());
-        for (id, bytes, leaf) in &pages {
-            let admit = match (&mut st.warm, leaf) {
-                (WarmUp::Leaper(policy), Some((first_key, last_key))) => {
-                    st.stats.leaves_offered += 1;
-                    policy.admit(
-                        &BlockInfo {
-                            page: *id,
-                            first_key: *first_key,
-                            last_key: *last_key,
-                        },
-                        &self.cache,
-                    )
-                }
-                (_, Some(_)) => {
-                    st.stats.leaves_offered += 1;
-                    true
-                }
-                (_, None) => true,
-            };
-            if admit {
-                match self.cache.admit(*id, bytes) {
-                    Ok(true) if leaf.is_some() => st.stats.leaves_admitted += 1,
-                    Ok(true) => st.stats.other_admitted += 1,
-                    Ok(false) => {}
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
-                }
-            }
-        }
-        if let WarmUp::Leaper(policy) = &mut st.warm {
-            policy.end(now, result.is_ok());
-        }
-        result
-    }
-
-    /// The Hilbert keys of a leaf's first and last entries (leaves are in Hilbert order).
-    fn leaf_keys(&self, page: &[u8]) -> Option<(u64, u64)> {
-        let count = u32::from_le_bytes(page[4..8].try_into().ok()?) as usize;
-        let size = SpatialEntry::ENCODED_SIZE;
-        if count == 0 || HEADER_SIZE + count * size > page.len() {
-            return None;
-        }
-        let key = |i: usize| {
-            self.curve
-                .key(SpatialEntry::decode(&page[HEADER_SIZE + i * size..]).point)
-        };
-        Some((key(0), key(count - 1)))
-    }
-}
-
-impl LifecycleObserver<SpatialKey> for Warmer {
-    fn on_event(&self, event: &LifecycleEvent<SpatialKey>) {
-        let mut st = self.state.lock();
-        if st.error.is_some() {
-            return;
-        }
-        let r = match event {
-            LifecycleEvent::FlushFinished { output, .. } => {
-                self.offer(&mut st, std::slice::from_ref(output), Background::Flush, 0)
-            }
-            LifecycleEvent::CompactionFinished { inputs, outputs, .. } => {
-                let n = inputs.iter().flat_map(|r| &r.extents).map(|e| e.pages).sum();
-                self.offer(&mut st, outputs, Background::Compaction, n)
-            }
-            _ => Ok(()),
-        };
-        if let Err(e) = r {
-            st.error = Some(e.to_string());
-        }
-    }
-}
+/// What the warm-up did since the store was opened: leaves are the blocks with keys of their own
+/// ([`WarmCounts::blocks_offered`]), internal and antimatter pages the others.
+pub type WarmStats = WarmCounts;
 
 /// What a query read, from the cache's counters: index pages (the R-tree's, and the key indexes'
 /// a strategy validates with) and record pages (the cluster's data and position-map pages).
@@ -403,7 +248,11 @@ pub struct CombinedStore {
     pub cluster: Box<dyn RecordCluster>,
     cache: Arc<BufferCache>,
     curve: HilbertCurve,
-    warmer: Arc<Warmer>,
+    warmer: Arc<CacheWarmer>,
+    policy: CachePolicy,
+    /// Where Leaper publishes its counters, when Leaper is the policy.
+    leaper: Option<StatsHandle>,
+    now: f64,
     /// Per object: its record id, current location and version.
     objects: FxHashMap<u64, (Rid, Point, u64)>,
     record_bytes: usize,
@@ -429,39 +278,23 @@ impl CombinedStore {
         let curve = HilbertCurve::new(cfg.extent);
         let mut index = LsmRTree::new(cfg, cache.clone())?;
         let cluster = cluster::open(layout, cache.clone(), ClusterOptions::default())?;
-        let warmer = Arc::new(Warmer {
-            cache: cache.clone(),
-            curve,
-            state: Mutex::new(WarmState {
-                warm,
-                now: 0.0,
-                stats: WarmStats::default(),
-                error: None,
-            }),
-        });
+        let warmer = Arc::new(CacheWarmer::new(cache.clone(), Box::new(NoWarmUp)));
         index.subscribe(warmer.clone());
-        Ok(CombinedStore {
+        let mut store = CombinedStore {
             index,
             cluster,
             cache,
             curve,
             warmer,
+            policy: CachePolicy::Lru,
+            leaper: None,
+            now: 0.0,
             objects: FxHashMap::default(),
             record_bytes,
             log: None,
-        })
-    }
-
-    fn state(&self) -> MutexGuard<'_, WarmState> {
-        self.warmer.state.lock()
-    }
-
-    /// A warm-up failure (a device error while admitting) surfaces on the next operation.
-    fn check(&self) -> Result<()> {
-        match &self.state().error {
-            Some(e) => Err(Error::Config(format!("cache warm-up failed: {e}"))),
-            None => Ok(()),
-        }
+        };
+        store.set_warm_up(warm);
+        Ok(store)
     }
 
     /// The cache the index and the cluster share.
@@ -476,30 +309,41 @@ impl CombinedStore {
 
     /// Replaces the warm-up policy (the run trains Leaper on a first part of the stream).
     pub fn set_warm_up(&mut self, warm: WarmUp) {
-        self.state().warm = warm;
+        self.policy = warm.policy();
+        let policy: Box<dyn WarmUpPolicy> = match warm {
+            WarmUp::Lru => Box::new(NoWarmUp),
+            WarmUp::Prepopulate => Box::new(PrepopulateAll),
+            WarmUp::Leaper(p) => {
+                let (published, handle) = p.published();
+                self.leaper = Some(handle);
+                Box::new(published)
+            }
+        };
+        if self.policy != CachePolicy::Leaper {
+            self.leaper = None;
+        }
+        self.warmer.set_policy(policy);
     }
 
     /// The warm-up policy in force.
     pub fn policy(&self) -> CachePolicy {
-        self.state().warm.policy()
+        self.policy
     }
 
     /// The virtual time, in seconds, Leaper's collector and models see.
     pub fn set_now(&mut self, now: f64) {
-        self.state().now = now;
+        self.now = now;
+        self.warmer.set_now(now);
     }
 
     /// What the warm-up did so far.
     pub fn warm_stats(&self) -> WarmStats {
-        self.state().stats
+        self.warmer.totals()
     }
 
     /// Leaper's counters, when Leaper is the policy.
     pub fn leaper_stats(&self) -> Option<LeaperStats> {
-        match &self.state().warm {
-            WarmUp::Leaper(p) => Some(p.stats()),
-            _ => None,
-        }
+        self.leaper.as_ref().map(|h| *h.lock())
     }
 
     /// Starts keeping the access log (Hilbert keys) that trains Leaper.
@@ -513,17 +357,10 @@ impl CombinedStore {
     }
 
     fn access(&mut self, key: u64, access: Access) {
-        let now = {
-            let mut st = self.state();
-            let now = st.now;
-            if let WarmUp::Leaper(p) = &mut st.warm {
-                p.on_access(now, key, key, access);
-            }
-            now
-        };
+        self.warmer.on_access(key, key, access);
         if let Some(log) = &mut self.log {
             log.push(AccessRecord {
-                time: now,
+                time: self.now,
                 lo: key,
                 hi: key,
                 access,
@@ -544,7 +381,6 @@ impl CombinedStore {
     /// Moves `oid` to `to`: its first location inserts its record and index entry; a later one
     /// rewrites the record in place and updates the index by its strategy.
     pub fn update(&mut self, oid: u64, to: Point) -> Result<()> {
-        self.check()?;
         match self.objects.get(&oid).copied() {
             None => {
                 let rid = self
@@ -568,13 +404,12 @@ impl CombinedStore {
             }
         }
         self.access(self.curve.key(to), Access::Write);
-        self.check()
+        Ok(())
     }
 
     /// The records of the objects whose current location lies in `rect` (closed): the index's
     /// answer (validated by its strategy), then one batch fetch of their records sorted by page.
     pub fn query(&mut self, rect: &Rect) -> Result<Answer> {
-        self.check()?;
         let c0 = self.cache.stats();
         let out = self.index.query(rect)?;
         let c1 = self.cache.stats();

@@ -3,6 +3,7 @@
 
 use super::warmup::{Background, BackgroundStart, BlockInfo, WarmUpKind, WarmUpPolicy};
 use crate::cache::BufferCache;
+use crate::storage::PageId;
 use crate::Result;
 
 impl WarmUpKind {
@@ -111,6 +112,10 @@ impl WarmUpPolicy for PrepopulateFlush {
         self.in_flush
     }
 
+    fn admit_unkeyed(&mut self, _page: PageId, _cache: &BufferCache) -> bool {
+        self.in_flush
+    }
+
     fn end(&mut self, _now: f64, _ok: bool) {
         self.in_flush = false;
     }
@@ -128,6 +133,10 @@ impl WarmUpPolicy for PrepopulateAll {
     }
 
     fn admit(&mut self, _block: &BlockInfo, _cache: &BufferCache) -> bool {
+        true
+    }
+
+    fn admit_unkeyed(&mut self, _page: PageId, _cache: &BufferCache) -> bool {
         true
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! - [`sst`]: the run format (page layout, point lookups, range scans, merge scans);
 //! - [`store`]: [`KvStore`] with its [`BackgroundOp`] records and [`KvStats`];
-//! - [`warmup`]: the policy contract; [`baselines`]: no warm-up, X-Engine's incremental warm-up,
+//! - [`warmup`]: the policy contract and [`CacheWarmer`], which drives a policy from an LSM
+//!   index's lifecycle events; [`baselines`]: no warm-up, X-Engine's incremental warm-up,
 //!   RocksDB's prepopulation on flush, and prepopulation on flush and compaction.
 
 pub mod baselines;
@@ -16,7 +17,10 @@ pub mod warmup;
 pub use baselines::{IncrementalWarmup, NoWarmUp, PrepopulateAll, PrepopulateFlush};
 pub use sst::{KvValue, MetaLookups, SstFormat, SstRun};
 pub use store::{BackgroundOp, KvConfig, KvStats, KvStore};
-pub use warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpKind, WarmUpPolicy};
+pub use warmup::{
+    Access, Background, BackgroundStart, BlockInfo, CacheWarmer, RunBlocks, WarmCounts, WarmKey, WarmUpKind,
+    WarmUpPolicy,
+};
 
 #[cfg(test)]
 mod tests;

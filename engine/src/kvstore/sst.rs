@@ -34,6 +34,7 @@ use super::warmup::BlockInfo;
 use crate::btree::BloomFilter;
 use crate::cache::BufferCache;
 use crate::lsm::merge::EntryStream;
+use crate::lsm::{BlockKeys, BlockSink, WrittenBlock};
 use crate::lsm::{Extent, KeyRange, RunFormat, RunInfo, Slot};
 use crate::storage::{Device, PageId};
 use crate::{Error, Result};
@@ -592,15 +593,12 @@ impl SstFormat {
         pack_blocks(entries, self.page_size())
     }
 
-    /// Builds a run from `entries` (strictly increasing keys), calling `written` with each data
-    /// block's index entry and bytes right after the block is written to the device (where a
-    /// warm-up policy may have the cache admit it). On error the extent is freed through the
-    /// cache, so nothing stays allocated or cached.
-    pub fn build_with(
-        &self,
-        entries: &[(u64, KvValue)],
-        written: &mut dyn FnMut(&BlockInfo, &[u8]) -> Result<()>,
-    ) -> Result<SstRun> {
+    /// Builds a run from `entries` (strictly increasing keys), telling `written` of each data
+    /// block (its page, keys and bytes) right after the block is written to the device, where a
+    /// warm-up policy may have the cache admit it. Index pages are not told: the store keeps its
+    /// index in memory and never reads them through the cache. On error the extent is freed
+    /// through the cache, so nothing stays allocated or cached.
+    pub fn build_with(&self, entries: &[(u64, KvValue)], written: &mut BlockSink<'_, u64>) -> Result<SstRun> {
         let ps = self.page_size();
         let ranges = self.pack(entries)?;
         let data = ranges.len() as u64;
@@ -632,7 +630,7 @@ impl SstFormat {
         run: &mut SstRun,
         entries: &[(u64, KvValue)],
         ranges: &[Range<usize>],
-        written: &mut dyn FnMut(&BlockInfo, &[u8]) -> Result<()>,
+        written: &mut BlockSink<'_, u64>,
     ) -> Result<()> {
         let device = self.cache.device();
         let mut page = vec![0u8; self.page_size()];
@@ -651,7 +649,11 @@ impl SstFormat {
                 }
             }
             run.blocks.push(info);
-            written(&info, &page)?;
+            written(&WrittenBlock {
+                page: info.page,
+                keys: Some(KeyRange::new(info.first_key, info.last_key)),
+                bytes: &page,
+            })?;
         }
         let cap = index_capacity(self.page_size());
         let index_start = run.first + run.data_blocks();
@@ -679,8 +681,8 @@ impl RunFormat for SstFormat {
     type Value = KvValue;
     type Run = SstRun;
 
-    fn build(&self, entries: Vec<(u64, KvValue)>) -> Result<SstRun> {
-        self.build_with(&entries, &mut |_, _| Ok(()))
+    fn build(&self, entries: Vec<(u64, KvValue)>, written: &mut BlockSink<'_, u64>) -> Result<SstRun> {
+        self.build_with(&entries, written)
     }
 
     /// Reads the data blocks one at a time straight from the device (a merge's sequential scan:
@@ -733,6 +735,14 @@ impl RunFormat for SstFormat {
             } else {
                 Vec::new()
             },
+            blocks: run
+                .blocks
+                .iter()
+                .map(|b| BlockKeys {
+                    page: b.page,
+                    keys: KeyRange::new(b.first_key, b.last_key),
+                })
+                .collect(),
         }
     }
 

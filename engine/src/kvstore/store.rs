@@ -2,11 +2,12 @@
 //! with a cache warm-up policy told about every access and every flush and compaction.
 
 use super::sst::{entry_size, for_each_run, max_value_len, KvValue, MetaLookups, SstFormat, SstRun};
-use super::warmup::{Access, Background, BackgroundStart, BlockInfo, RunBlocks, WarmUpPolicy};
+use super::warmup::{Access, Background, CacheWarmer, RunBlocks, WarmCounts, WarmUpPolicy};
 use crate::cache::{BufferCache, CacheStats};
 use crate::lsm::merge::{EntryStream, KWayMerge};
 use crate::lsm::{
-    Choice, KeyRange, LeveledParams, LeveledStrategy, MergePlan, Merger, RunId, RunStore, Slot, Version,
+    BlockSink, Choice, KeyRange, LeveledParams, LeveledStrategy, MergePlan, Merger, RunId, RunStore, Slot,
+    Version,
 };
 use crate::storage::IoStats;
 use crate::{Error, Result};
@@ -163,62 +164,20 @@ impl Counters {
     }
 }
 
-/// What one operation did, accumulated while it runs.
-#[derive(Clone, Copy, Debug, Default)]
-struct OpCounts {
-    /// Output data blocks written.
-    written: u64,
-    admitted: u64,
-    policy_evictions: u64,
-}
-
-/// Calls `policy.begin`, counting the evictions it makes.
-fn begin_counted(
-    policy: &mut dyn WarmUpPolicy,
-    start: &BackgroundStart<'_>,
-    cache: &BufferCache,
-    counts: &mut OpCounts,
-) -> Result<()> {
-    let before = cache.stats().evictions;
-    let r = policy.begin(start, cache);
-    counts.policy_evictions += cache.stats().evictions - before;
-    r
-}
-
-/// Offers a freshly written output block to the policy and admits it if the policy says so.
-fn offer(
-    policy: &mut dyn WarmUpPolicy,
-    cache: &BufferCache,
-    block: &BlockInfo,
-    bytes: &[u8],
-    counts: &mut OpCounts,
-) -> Result<()> {
-    counts.written += 1;
-    let before = cache.stats().evictions;
-    let admit = policy.admit(block, cache);
-    counts.policy_evictions += cache.stats().evictions - before;
-    if admit && cache.admit(block.page, bytes)? {
-        counts.admitted += 1;
-    }
-    Ok(())
-}
-
 /// The store's merge: a k-way merge of the inputs read straight from the device (newest wins),
 /// tombstones dropped when the merge reaches the oldest data, outputs cut every
-/// `target_run_pages` data blocks, each output block offered to the policy as it is written.
-struct WarmingMerger<'a> {
-    policy: &'a mut dyn WarmUpPolicy,
-    cache: &'a BufferCache,
-    counts: OpCounts,
-}
+/// `target_run_pages` data blocks, each output block told to the executor's observers (the cache
+/// warmer) as it is written.
+struct SstMerger;
 
-impl Merger<SstFormat> for WarmingMerger<'_> {
+impl Merger<SstFormat> for SstMerger {
     fn merge(
         &mut self,
         format: &SstFormat,
         inputs: &[&SstRun],
         plan: &MergePlan,
         outputs: &mut Vec<SstRun>,
+        written: &mut BlockSink<'_, u64>,
     ) -> Result<()> {
         let streams = inputs
             .iter()
@@ -226,11 +185,10 @@ impl Merger<SstFormat> for WarmingMerger<'_> {
             .collect::<Result<Vec<_>>>()?;
         // Without a target size there is one output run (see `for_each_run`).
         let per_run = plan.target_run_pages.map(|t| t as usize);
-        let (policy, cache, counts) = (&mut *self.policy, self.cache, &mut self.counts);
         let merged =
             KWayMerge::new(streams)?.filter(|e| !(plan.bottommost && matches!(e, Ok((_, Slot::Deleted)))));
         for_each_run(merged, format.page_size(), per_run, &mut |part| {
-            outputs.push(format.build_with(part, &mut |b, bytes| offer(policy, cache, b, bytes, counts))?);
+            outputs.push(format.build_with(part, written)?);
             Ok(())
         })
     }
@@ -240,7 +198,8 @@ impl Merger<SstFormat> for WarmingMerger<'_> {
 /// tombstones; a memtable over leveled runs of [`SstRun`]s whose data blocks live in the shared
 /// [`BufferCache`] by page id. Flushes and compactions rewrite blocks, so their cached copies are
 /// invalidated when the inputs are freed; the [`WarmUpPolicy`] decides what the cache does about
-/// it (Leaper, PVLDB 13(11) 2020, §2.2).
+/// it (Leaper, PVLDB 13(11) 2020, §2.2), driven by a [`CacheWarmer`] subscribed to the runs'
+/// lifecycle like any other observer.
 ///
 /// Foreground reads go through the cache (a point get reads at most one data block per run it
 /// consults); compaction inputs are read straight from the device. Writes go to the memtable; a
@@ -250,7 +209,7 @@ impl Merger<SstFormat> for WarmingMerger<'_> {
 pub struct KvStore {
     cache: Arc<BufferCache>,
     config: KvConfig,
-    policy: Box<dyn WarmUpPolicy>,
+    warmer: Arc<CacheWarmer>,
     memtable: BTreeMap<u64, KvValue>,
     memtable_bytes: u64,
     runs: RunStore<SstFormat>,
@@ -270,15 +229,18 @@ impl KvStore {
         config.leveled.validate().map_err(Error::Config)?;
         let format = SstFormat::new(cache.clone(), config.bloom_fp)?;
         let device = cache.device().clone();
+        let mut runs = RunStore::new(
+            format,
+            Box::new(LeveledStrategy::<u64>::new(config.leveled)),
+            device,
+        );
+        let warmer = Arc::new(CacheWarmer::new(cache.clone(), policy));
+        runs.subscribe(warmer.clone());
         Ok(KvStore {
-            runs: RunStore::new(
-                format,
-                Box::new(LeveledStrategy::<u64>::new(config.leveled)),
-                device,
-            ),
+            runs,
             cache,
             config,
-            policy,
+            warmer,
             memtable: BTreeMap::new(),
             memtable_bytes: 0,
             now: 0.0,
@@ -301,9 +263,14 @@ impl KvStore {
         let page_size = self.cache.page_size();
         let records = sorted.into_iter().map(|(k, v)| Ok((k, Slot::Live(v))));
         let runs = &mut self.runs;
+        self.warmer.pause(true);
         // Runs of target_run_pages blocks, about two of them held at a time (see for_each_run).
-        for_each_run(records, page_size, Some(per_run), &mut |part| {
-            let id = runs.flush_with(part.len() as u64, |f| f.build_with(part, &mut |_, _| Ok(())))?;
+        let r = for_each_run(records, page_size, Some(per_run), &mut |part| {
+            let keys = part
+                .first()
+                .zip(part.last())
+                .map(|(a, b)| KeyRange::new(a.0, b.0));
+            let id = runs.flush_with(part.len() as u64, keys, |f, written| f.build_with(part, written))?;
             runs.apply_with(
                 Choice::Move {
                     run: id,
@@ -312,12 +279,15 @@ impl KvStore {
                 &mut NoMerge,
             )?;
             Ok(())
-        })
+        });
+        self.warmer.pause(false);
+        r
     }
 
     /// The virtual time, in seconds, the policy is told with every access and operation.
     pub fn set_now(&mut self, now_secs: f64) {
         self.now = now_secs;
+        self.warmer.set_now(now_secs);
     }
 
     /// The store's virtual time, in seconds (see [`Self::set_now`]).
@@ -328,7 +298,7 @@ impl KvStore {
     /// The newest value of `key`.
     pub fn get(&mut self, key: u64) -> Result<Option<Vec<u8>>> {
         self.stats.gets += 1;
-        self.policy.on_access(self.now, key, key, Access::Read);
+        self.warmer.on_access(key, key, Access::Read);
         if let Some(v) = self.memtable.get(&key) {
             return Ok(live(v.clone()));
         }
@@ -354,7 +324,7 @@ impl KvStore {
         if let Some(held) = self.key_cover() {
             let (a, b) = (lo.max(held.min), hi.min(held.max));
             if a <= b {
-                self.policy.on_access(self.now, a, b, Access::Read);
+                self.warmer.on_access(a, b, Access::Read);
             }
         }
         Ok(KeyRange::new(lo, hi))
@@ -429,14 +399,14 @@ impl KvStore {
             )));
         }
         self.stats.puts += 1;
-        self.policy.on_access(self.now, key, key, Access::Write);
+        self.warmer.on_access(key, key, Access::Write);
         self.insert(key, Slot::Live(value.to_vec()))
     }
 
     /// Deletes `key` (a tombstone until a compaction reaches the bottom).
     pub fn delete(&mut self, key: u64) -> Result<()> {
         self.stats.deletes += 1;
-        self.policy.on_access(self.now, key, key, Access::Write);
+        self.warmer.on_access(key, key, Access::Write);
         self.insert(key, Slot::Deleted)
     }
 
@@ -463,29 +433,15 @@ impl KvStore {
     fn flush_memtable(&mut self) -> Result<()> {
         let entries: Vec<(u64, KvValue)> = std::mem::take(&mut self.memtable).into_iter().collect();
         let keys = KeyRange::new(entries[0].0, entries[entries.len() - 1].0);
-        let now = self.now;
-        let KvStore {
-            cache, policy, runs, ..
-        } = self;
-        let policy: &mut dyn WarmUpPolicy = &mut **policy;
-        let before = Counters::of(cache);
-        let mut counts = OpCounts::default();
-        let start = BackgroundStart {
-            kind: Background::Flush,
-            now,
-            inputs: &[],
-            keys: Some(keys),
-            blocks_to_merge: 0,
-        };
-        let result = begin_counted(policy, &start, cache, &mut counts).and_then(|()| {
-            runs.flush_with(entries.len() as u64, |format| {
-                format.build_with(&entries, &mut |b, bytes| {
-                    offer(policy, cache, b, bytes, &mut counts)
-                })
-            })
-        });
-        policy.end(now, result.is_ok());
-        let (cache_delta, io_delta) = before.since(cache);
+        let before = Counters::of(&self.cache);
+        self.warmer.take_operation();
+        let result = self
+            .runs
+            .flush_with(entries.len() as u64, Some(keys), |format, written| {
+                format.build_with(&entries, written)
+            });
+        let counts = self.warmer.take_operation();
+        let (cache_delta, io_delta) = before.since(&self.cache);
         match result {
             Ok(_) => {
                 self.memtable_bytes = 0;
@@ -495,11 +451,11 @@ impl KvStore {
                     input_runs: 0,
                     input_blocks: 0,
                     cached_inputs: 0,
-                    output_blocks: counts.written,
+                    output_blocks: counts.blocks_offered,
                     pages_read: io_delta.page_reads,
                     pages_written: io_delta.page_writes,
                     invalidated: cache_delta.invalidations,
-                    admitted: counts.admitted,
+                    admitted: counts.blocks_admitted,
                     policy_evictions: counts.policy_evictions,
                     output_level: 0,
                 });
@@ -526,7 +482,7 @@ impl KvStore {
                     let result = self.runs.apply_with(choice, &mut NoMerge);
                     let (cache_delta, io_delta) = before.since(&self.cache);
                     if let Err(e) = result {
-                        self.fail(cache_delta, io_delta, OpCounts::default());
+                        self.fail(cache_delta, io_delta, WarmCounts::default());
                         return Err(e);
                     }
                     self.record(BackgroundOp {
@@ -560,53 +516,21 @@ impl KvStore {
         }
     }
 
+    /// A merge of runs `ids`: the cache warmer tells the policy as the executor carries it out.
     fn merge(&mut self, choice: Choice, ids: &[RunId], output_level: usize) -> Result<()> {
-        let version = self.runs.version();
-        let inputs: Vec<RunBlocks> = ids
-            .iter()
-            .filter_map(|&id| {
-                Some(RunBlocks {
-                    run: id,
-                    level: version.get(id)?.level,
-                    blocks: self.runs.run(id)?.blocks().to_vec(),
-                })
-            })
-            .collect();
-        let keys = KeyRange::cover(ids.iter().filter_map(|&id| version.get(id)?.keys.as_ref()));
-        let input_blocks: u64 = inputs.iter().map(|r| r.blocks.len() as u64).sum();
+        let inputs: Vec<&SstRun> = ids.iter().filter_map(|&id| self.runs.run(id)).collect();
+        let input_runs = inputs.len();
+        let input_blocks: u64 = inputs.iter().map(|r| r.data_blocks()).sum();
         let cached_inputs = inputs
             .iter()
-            .flat_map(|r| &r.blocks)
+            .flat_map(|r| r.blocks())
             .filter(|b| self.cache.contains(b.page))
             .count() as u64;
-        let now = self.now;
-        let KvStore {
-            cache, policy, runs, ..
-        } = self;
-        let policy: &mut dyn WarmUpPolicy = &mut **policy;
-        let before = Counters::of(cache);
-        let mut counts = OpCounts::default();
-        let start = BackgroundStart {
-            kind: Background::Compaction,
-            now,
-            inputs: &inputs,
-            keys,
-            blocks_to_merge: input_blocks,
-        };
-        let result = begin_counted(policy, &start, cache, &mut counts).and_then(|()| {
-            let mut merger = WarmingMerger {
-                policy: &mut *policy,
-                cache,
-                counts: OpCounts::default(),
-            };
-            let r = runs.apply_with(choice, &mut merger);
-            counts.written += merger.counts.written;
-            counts.admitted += merger.counts.admitted;
-            counts.policy_evictions += merger.counts.policy_evictions;
-            r
-        });
-        policy.end(now, result.is_ok());
-        let (cache_delta, io_delta) = before.since(cache);
+        let before = Counters::of(&self.cache);
+        self.warmer.take_operation();
+        let result = self.runs.apply_with(choice, &mut SstMerger);
+        let counts = self.warmer.take_operation();
+        let (cache_delta, io_delta) = before.since(&self.cache);
         if let Err(e) = result {
             self.fail(cache_delta, io_delta, counts);
             return Err(e);
@@ -614,14 +538,14 @@ impl KvStore {
         self.record(BackgroundOp {
             kind: Background::Compaction,
             trivial_move: false,
-            input_runs: inputs.len(),
+            input_runs,
             input_blocks,
             cached_inputs,
-            output_blocks: counts.written,
+            output_blocks: counts.blocks_offered,
             pages_read: io_delta.page_reads,
             pages_written: io_delta.page_writes,
             invalidated: cache_delta.invalidations,
-            admitted: counts.admitted,
+            admitted: counts.blocks_admitted,
             policy_evictions: counts.policy_evictions,
             output_level,
         });
@@ -651,7 +575,7 @@ impl KvStore {
     }
 
     /// Counts a failed operation (its work is undone, but the I/O and cache effects happened).
-    fn fail(&mut self, cache: CacheStats, io: IoStats, counts: OpCounts) {
+    fn fail(&mut self, cache: CacheStats, io: IoStats, counts: WarmCounts) {
         let s = &mut self.stats;
         s.failed += 1;
         s.background_pages_read += io.page_reads;
@@ -728,14 +652,14 @@ impl KvStore {
         self.memtable_bytes
     }
 
-    /// The warm-up policy.
-    pub fn policy(&self) -> &dyn WarmUpPolicy {
-        &*self.policy
+    /// The warm-up policy, to inspect or reconfigure (locked while the guard lives).
+    pub fn policy(&self) -> parking_lot::MappedMutexGuard<'_, dyn WarmUpPolicy> {
+        self.warmer.policy()
     }
 
-    /// The warm-up policy, to reconfigure or inspect.
-    pub fn policy_mut(&mut self) -> &mut dyn WarmUpPolicy {
-        &mut *self.policy
+    /// The cache warmer that drives the policy (its counts of admissions and evictions).
+    pub fn warmer(&self) -> &CacheWarmer {
+        &self.warmer
     }
 }
 
@@ -750,7 +674,14 @@ fn live(v: KvValue) -> Option<Vec<u8>> {
 struct NoMerge;
 
 impl Merger<SstFormat> for NoMerge {
-    fn merge(&mut self, _: &SstFormat, _: &[&SstRun], _: &MergePlan, _: &mut Vec<SstRun>) -> Result<()> {
+    fn merge(
+        &mut self,
+        _: &SstFormat,
+        _: &[&SstRun],
+        _: &MergePlan,
+        _: &mut Vec<SstRun>,
+        _: &mut BlockSink<'_, u64>,
+    ) -> Result<()> {
         Err(Error::Config(
             "a merge reached the merger of moves and drops".into(),
         ))

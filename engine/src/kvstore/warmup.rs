@@ -7,14 +7,22 @@
 //! evict inputs it predicts cold: Leaper's phase 1), and decides for each output block, once the
 //! block is complete, whether the cache admits it without a device read (the block is in memory
 //! while it is written: prepopulation, incremental warm-up, Leaper's phase 2).
+//!
+//! A policy is driven by a [`CacheWarmer`]: a lifecycle observer that any index built on the LSM
+//! executor ([`crate::lsm::RunStore`]) subscribes, so the same policies serve the key-value store
+//! and the LSM R-tree (`crate::combined`) without either calling them itself.
 
 use crate::cache::BufferCache;
-use crate::lsm::{KeyRange, RunId};
+use crate::lsm::{
+    CompactionKind, KeyRange, LifecycleEvent, LifecycleObserver, RunExtents, RunId, WrittenBlock,
+};
 use crate::storage::PageId;
 use crate::{Error, Result};
+use parking_lot::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// A data block as warm-up policies see it: its page and the keys it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +106,258 @@ pub trait WarmUpPolicy: Send {
         false
     }
 
+    /// Output page `page` holds no key interval of its own (an R-tree's internal node, an
+    /// antimatter page): should the cache admit it? No, unless the policy says so.
+    fn admit_unkeyed(&mut self, _page: PageId, _cache: &BufferCache) -> bool {
+        false
+    }
+
     /// The operation begun last was installed (`ok`) or failed and changed nothing.
     fn end(&mut self, _now: f64, _ok: bool) {}
+}
+
+/// A run key as warm-up policies see it: a point on one `u64` axis, the one access logs and
+/// Leaper's key ranges use.
+pub trait WarmKey: crate::lsm::RunKey + Send + Sync {
+    /// The key on the policies' axis.
+    fn warm_key(&self) -> u64;
+}
+
+impl WarmKey for u64 {
+    fn warm_key(&self) -> u64 {
+        *self
+    }
+}
+
+/// An LSM R-tree entry's place in its component (Hilbert key, object id, timestamp): the Hilbert
+/// key is its place on the axis (`crate::combined`'s module docs say why).
+impl WarmKey for (u64, u64, u64) {
+    fn warm_key(&self) -> u64 {
+        self.0
+    }
+}
+
+fn warm_range<K: WarmKey>(r: &KeyRange<K>) -> KeyRange<u64> {
+    KeyRange::new(r.min.warm_key(), r.max.warm_key())
+}
+
+/// What a [`CacheWarmer`] did: for one operation ([`CacheWarmer::take_operation`]) or since it
+/// was made ([`CacheWarmer::totals`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmCounts {
+    /// Flushes and compactions (merges) the policy was told of.
+    pub operations: u64,
+    /// Output blocks with keys of their own offered to the policy (a store's data blocks, an
+    /// R-tree's leaves).
+    pub blocks_offered: u64,
+    /// Of those, blocks the cache admitted.
+    pub blocks_admitted: u64,
+    /// Output pages without keys of their own (index nodes, antimatter) the cache admitted.
+    pub other_admitted: u64,
+    /// Pages the policy itself evicted, in `begin` and `admit` (evictions that make room for an
+    /// admitted block are the cache's and not counted here).
+    pub policy_evictions: u64,
+}
+
+struct WarmerState {
+    policy: Box<dyn WarmUpPolicy>,
+    now: f64,
+    paused: bool,
+    /// The operation in progress the policy was told of (`None` between operations, during a
+    /// trivial move or a drop, and while paused).
+    current: Option<Background>,
+    operation: WarmCounts,
+    totals: WarmCounts,
+}
+
+/// Drives a [`WarmUpPolicy`] from an LSM index's lifecycle (subscribe it to the index's
+/// [`crate::lsm::RunStore`]): `begin` when a flush or merge starts, with the input runs' blocks
+/// (so the policy may evict inputs it predicts cold), `admit` for each output block as it is
+/// written (admitted without a device read: the bytes are in hand), `end` when the operation is
+/// installed or aborted. Trivial moves and drops write nothing and are not told. Foreground
+/// accesses reach the policy through [`CacheWarmer::on_access`].
+pub struct CacheWarmer {
+    cache: Arc<BufferCache>,
+    state: Mutex<WarmerState>,
+}
+
+impl CacheWarmer {
+    /// A warmer admitting into `cache` what `policy` decides.
+    pub fn new(cache: Arc<BufferCache>, policy: Box<dyn WarmUpPolicy>) -> Self {
+        CacheWarmer {
+            cache,
+            state: Mutex::new(WarmerState {
+                policy,
+                now: 0.0,
+                paused: false,
+                current: None,
+                operation: WarmCounts::default(),
+                totals: WarmCounts::default(),
+            }),
+        }
+    }
+
+    /// Sets the virtual time, in seconds, the policy is told.
+    pub fn set_now(&self, now: f64) {
+        self.state.lock().now = now;
+    }
+
+    /// Keys `lo..=hi` were accessed (at the time last set).
+    pub fn on_access(&self, lo: u64, hi: u64, access: Access) {
+        let mut st = self.state.lock();
+        let now = st.now;
+        st.policy.on_access(now, lo, hi, access);
+    }
+
+    /// While paused, operations are not told to the policy (an initial bulk load).
+    pub fn pause(&self, paused: bool) {
+        self.state.lock().paused = paused;
+    }
+
+    /// Replaces the policy (between operations).
+    pub fn set_policy(&self, policy: Box<dyn WarmUpPolicy>) {
+        self.state.lock().policy = policy;
+    }
+
+    /// The policy, locked for as long as the guard lives.
+    pub fn policy(&self) -> parking_lot::MappedMutexGuard<'_, dyn WarmUpPolicy> {
+        MutexGuard::map(self.state.lock(), |st| &mut *st.policy)
+    }
+
+    /// What the warmer did in the operation told last (or in progress), and starts a new count.
+    pub fn take_operation(&self) -> WarmCounts {
+        std::mem::take(&mut self.state.lock().operation)
+    }
+
+    /// What the warmer did since it was made.
+    pub fn totals(&self) -> WarmCounts {
+        self.state.lock().totals
+    }
+
+    /// Counts the evictions `f` makes as the policy's.
+    fn counted<R>(
+        &self,
+        st: &mut WarmerState,
+        f: impl FnOnce(&mut dyn WarmUpPolicy, &BufferCache) -> R,
+    ) -> R {
+        let before = self.cache.stats().evictions;
+        let r = f(&mut *st.policy, &self.cache);
+        let n = self.cache.stats().evictions - before;
+        st.operation.policy_evictions += n;
+        st.totals.policy_evictions += n;
+        r
+    }
+
+    fn begin<K: WarmKey>(
+        &self,
+        st: &mut WarmerState,
+        kind: Background,
+        inputs: &[RunExtents<K>],
+        keys: Option<KeyRange<u64>>,
+    ) -> Result<()> {
+        if st.paused {
+            return Ok(());
+        }
+        let inputs: Vec<RunBlocks> = inputs
+            .iter()
+            .map(|r| RunBlocks {
+                run: r.id,
+                level: r.level,
+                blocks: r
+                    .blocks
+                    .iter()
+                    .map(|b| BlockInfo {
+                        page: b.page,
+                        first_key: b.keys.min.warm_key(),
+                        last_key: b.keys.max.warm_key(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let start = BackgroundStart {
+            kind,
+            now: st.now,
+            inputs: &inputs,
+            keys,
+            blocks_to_merge: inputs.iter().map(|r| r.blocks.len() as u64).sum(),
+        };
+        st.current = Some(kind);
+        st.operation.operations += 1;
+        st.totals.operations += 1;
+        self.counted(st, |p, cache| p.begin(&start, cache))
+    }
+
+    fn end(&self, st: &mut WarmerState, ok: bool) {
+        if st.current.take().is_some() {
+            let now = st.now;
+            st.policy.end(now, ok);
+        }
+    }
+}
+
+impl<K: WarmKey> LifecycleObserver<K> for CacheWarmer {
+    fn on_event(&self, event: &LifecycleEvent<K>) -> Result<()> {
+        let mut st = self.state.lock();
+        match event {
+            LifecycleEvent::FlushStarted { keys, .. } => {
+                let keys = keys.as_ref().map(warm_range);
+                self.begin::<K>(&mut st, Background::Flush, &[], keys)
+            }
+            LifecycleEvent::CompactionStarted {
+                kind: CompactionKind::Merge,
+                inputs,
+                ..
+            } => {
+                let ranges: Vec<KeyRange<u64>> = inputs
+                    .iter()
+                    .filter_map(|r| r.keys.as_ref())
+                    .map(warm_range)
+                    .collect();
+                let keys = KeyRange::cover(&ranges);
+                self.begin(&mut st, Background::Compaction, inputs, keys)
+            }
+            LifecycleEvent::CompactionStarted { .. } => Ok(()),
+            LifecycleEvent::FlushFinished { .. } | LifecycleEvent::CompactionFinished { .. } => {
+                self.end(&mut st, true);
+                Ok(())
+            }
+            LifecycleEvent::Aborted { .. } => {
+                self.end(&mut st, false);
+                Ok(())
+            }
+        }
+    }
+
+    fn on_block(&self, block: &WrittenBlock<'_, K>) -> Result<()> {
+        let mut st = self.state.lock();
+        if st.current.is_none() {
+            return Ok(());
+        }
+        match &block.keys {
+            Some(keys) => {
+                st.operation.blocks_offered += 1;
+                st.totals.blocks_offered += 1;
+                let info = BlockInfo {
+                    page: block.page,
+                    first_key: keys.min.warm_key(),
+                    last_key: keys.max.warm_key(),
+                };
+                let admit = self.counted(&mut st, |p, cache| p.admit(&info, cache));
+                if admit && self.cache.admit(block.page, block.bytes)? {
+                    st.operation.blocks_admitted += 1;
+                    st.totals.blocks_admitted += 1;
+                }
+            }
+            None => {
+                let admit = self.counted(&mut st, |p, cache| p.admit_unkeyed(block.page, cache));
+                if admit && self.cache.admit(block.page, block.bytes)? {
+                    st.operation.other_admitted += 1;
+                    st.totals.other_admitted += 1;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The warm-up policies by name: the switch the Leaper experiments compare.

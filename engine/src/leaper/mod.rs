@@ -38,7 +38,7 @@ pub use features::{
 };
 pub use model::{GbdtModel, GbdtParams, HotRangeModel};
 pub use overlap::{overlapping_blocks, overlapping_blocks_binary, overlapping_blocks_merge, HotSet};
-pub use policy::{LeaperParams, LeaperPolicy, LeaperStats};
+pub use policy::{LeaperParams, LeaperPolicy, LeaperStats, Published, StatsHandle};
 pub use range_size::{select_range_size, select_range_size_in, KeySpace, RangeSizeChoice, RangeSizeParams};
 pub use train::{
     ablation, train, AblationRow, GroupImportance, LeaperModel, Metrics, ModelMeta, StepReport, TrainParams,

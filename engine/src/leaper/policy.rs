@@ -33,8 +33,10 @@ use super::{LeaperError, LeaperResult};
 use crate::cache::BufferCache;
 use crate::kvstore::{Access, Background, BackgroundStart, BlockInfo, WarmUpPolicy};
 use crate::Result;
+use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The prefetcher's online parameters.
@@ -378,8 +380,65 @@ impl WarmUpPolicy for LeaperPolicy {
         yes
     }
 
+    /// A page without keys of its own (an R-tree's internal node, an antimatter page) is not a
+    /// key range the model can rank: admitted, as prepopulation does (`crate::combined`).
+    fn admit_unkeyed(&mut self, _page: crate::storage::PageId, _cache: &BufferCache) -> bool {
+        true
+    }
+
     fn end(&mut self, _now: f64, _ok: bool) {
         self.admit_set = None;
+    }
+}
+
+/// Where a [`Published`] Leaper policy puts its counters.
+pub type StatsHandle = Arc<Mutex<LeaperStats>>;
+
+/// A Leaper policy that publishes its counters after every background operation, so that they can
+/// be read while a store (through its `crate::kvstore::CacheWarmer`) owns the policy.
+pub struct Published {
+    inner: LeaperPolicy,
+    stats: StatsHandle,
+}
+
+impl LeaperPolicy {
+    /// This policy, publishing its counters on the handle returned beside it.
+    pub fn published(self) -> (Published, StatsHandle) {
+        let stats: StatsHandle = Arc::new(Mutex::new(self.stats()));
+        (
+            Published {
+                inner: self,
+                stats: stats.clone(),
+            },
+            stats,
+        )
+    }
+}
+
+impl WarmUpPolicy for Published {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn on_access(&mut self, now: f64, lo: u64, hi: u64, access: Access) {
+        self.inner.on_access(now, lo, hi, access);
+    }
+
+    fn begin(&mut self, start: &BackgroundStart<'_>, cache: &BufferCache) -> Result<()> {
+        self.inner.begin(start, cache)
+    }
+
+    fn admit(&mut self, block: &BlockInfo, cache: &BufferCache) -> bool {
+        self.inner.admit(block, cache)
+    }
+
+    fn admit_unkeyed(&mut self, page: crate::storage::PageId, cache: &BufferCache) -> bool {
+        self.inner.admit_unkeyed(page, cache)
+    }
+
+    fn end(&mut self, now: f64, ok: bool) {
+        self.inner.end(now, ok);
+        *self.stats.lock() = self.inner.stats();
     }
 }
 

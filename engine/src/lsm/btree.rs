@@ -6,7 +6,7 @@
 //! blind upserts; a delete writes a tombstone ([`Slot::Deleted`]) that shadows older runs and is
 //! dropped by a merge that includes the oldest run.
 
-use super::events::{Extent, LifecycleObserver};
+use super::events::{BlockSink, Extent, LifecycleObserver};
 use super::executor::{RunFormat, RunInfo};
 use super::kv::{LsmKv, RunProbe};
 use super::merge::EntryStream;
@@ -78,7 +78,8 @@ impl<T: FixedValue> RunFormat for BTreeRuns<T> {
     type Value = T;
     type Run = BTreeComponent<T>;
 
-    fn build(&self, entries: Vec<(u64, T)>) -> Result<BTreeComponent<T>> {
+    /// Reports no written page: no cache warm-up watches a B+-tree LSM.
+    fn build(&self, entries: Vec<(u64, T)>, _: &mut BlockSink<'_, u64>) -> Result<BTreeComponent<T>> {
         BTreeComponent::bulk_load(self.cache.device().as_ref(), entries.into_iter(), self.bloom_fp)
     }
 
@@ -102,6 +103,7 @@ impl<T: FixedValue> RunFormat for BTreeRuns<T> {
                 first: run.first_page(),
                 pages: run.pages(),
             }],
+            blocks: Vec::new(),
         }
     }
 

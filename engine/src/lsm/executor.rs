@@ -8,7 +8,9 @@
 //! outputs and leaves the store exactly as it was; the error goes to the caller, never a wrong
 //! answer.
 
-use super::events::{CompactionKind, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
+use super::events::{
+    BlockKeys, BlockSink, CompactionKind, Extent, LifecycleEvent, LifecycleObserver, RunExtents, WrittenBlock,
+};
 use super::merge::{EntryStream, KWayMerge};
 use super::strategy::{Choice, CompactionStrategy};
 use super::version::{KeyRange, RunId, RunKey, RunMeta, Version};
@@ -30,6 +32,9 @@ pub struct RunInfo<K> {
     pub keys: Option<KeyRange<K>>,
     /// The pages it occupies.
     pub extents: Vec<Extent>,
+    /// Its blocks that hold key intervals, in key order, where the format keeps them (see
+    /// [`RunExtents::blocks`]).
+    pub blocks: Vec<BlockKeys<K>>,
 }
 
 /// How an index stores a run: build it from sorted entries, scan it back in order, destroy it.
@@ -40,8 +45,13 @@ pub trait RunFormat {
     type Value: Clone;
     /// A built run (its handle on the device).
     type Run;
-    /// Builds a run from entries in strictly increasing key order. On error nothing stays allocated.
-    fn build(&self, entries: Vec<(Self::Key, Self::Value)>) -> Result<Self::Run>;
+    /// Builds a run from entries in strictly increasing key order, telling `written` of each page
+    /// as it is written (a format may report none). On error nothing stays allocated.
+    fn build(
+        &self,
+        entries: Vec<(Self::Key, Self::Value)>,
+        written: &mut BlockSink<'_, Self::Key>,
+    ) -> Result<Self::Run>;
     /// The run's entries in key order.
     fn scan<'a>(&'a self, run: &'a Self::Run) -> Result<EntryStream<'a, Self::Key, Self::Value>>;
     /// Frees the run's pages.
@@ -79,13 +89,15 @@ impl<K, V> MergeFilter<K, V> for KeepAll {
 /// carry more (an R-tree with its deleted-key B+-tree) supplies its own. Outputs go into the sink
 /// the executor owns, so on error it destroys whatever was built.
 pub trait Merger<F: RunFormat> {
-    /// Builds the merge of `inputs` (newest data first) into `outputs`.
+    /// Builds the merge of `inputs` (newest data first) into `outputs`, telling `written` of
+    /// each page written (as [`RunFormat::build`] does).
     fn merge(
         &mut self,
         format: &F,
         inputs: &[&F::Run],
         plan: &MergePlan,
         outputs: &mut Vec<F::Run>,
+        written: &mut BlockSink<'_, F::Key>,
     ) -> Result<()>;
 
     /// The outputs of the last [`Self::merge`] are installed and its inputs gone: side effects the
@@ -115,6 +127,7 @@ impl<F: RunFormat> Merger<F> for KWay<'_, F::Key, F::Value> {
         inputs: &[&F::Run],
         plan: &MergePlan,
         outputs: &mut Vec<F::Run>,
+        written: &mut BlockSink<'_, F::Key>,
     ) -> Result<()> {
         let streams = inputs
             .iter()
@@ -128,12 +141,12 @@ impl<F: RunFormat> Merger<F> for KWay<'_, F::Key, F::Value> {
             }
         }
         match plan.target_run_pages {
-            None => outputs.push(format.build(merged)?),
+            None => outputs.push(format.build(merged, written)?),
             Some(pages) => {
                 let per_run = format.entries_per_run(pages.max(1)).max(1) as usize;
                 let mut rest = merged.into_iter().peekable();
                 while rest.peek().is_some() {
-                    outputs.push(format.build(rest.by_ref().take(per_run).collect())?);
+                    outputs.push(format.build(rest.by_ref().take(per_run).collect(), written)?);
                 }
             }
         }
@@ -229,10 +242,24 @@ impl<F: RunFormat> RunStore<F> {
         self.runs.is_empty()
     }
 
+    /// Tells every observer `event` (a step that is done: what they answer changes nothing).
     fn emit(&self, event: LifecycleEvent<F::Key>) {
         for o in &self.observers {
-            o.on_event(&event);
+            // Only a start can be refused (see `LifecycleObserver::on_event`).
+            let _ = o.on_event(&event);
         }
+    }
+
+    /// Tells every observer that an operation starts; the first refusal, once all were told.
+    fn emit_start(&self, event: LifecycleEvent<F::Key>) -> Result<()> {
+        let mut first = Ok(());
+        for o in &self.observers {
+            let r = o.on_event(&event);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 
     fn extents(&self, meta: &RunMeta<F::Key>) -> RunExtents<F::Key> {
@@ -243,6 +270,7 @@ impl<F: RunFormat> RunStore<F> {
             entries: meta.entries,
             keys: meta.keys,
             extents: info.extents,
+            blocks: info.blocks,
         }
     }
 
@@ -264,18 +292,35 @@ impl<F: RunFormat> RunStore<F> {
     /// 0. Compactions are left to [`Self::compact`]. On error nothing changes.
     pub fn flush(&mut self, entries: Vec<(F::Key, F::Value)>) -> Result<RunId> {
         let n = entries.len() as u64;
-        self.flush_with(n, move |format| format.build(entries))
+        let keys = match (entries.first(), entries.last()) {
+            (Some(a), Some(b)) => Some(KeyRange::new(a.0, b.0)),
+            _ => None,
+        };
+        self.flush_with(n, keys, move |format, written| format.build(entries, written))
     }
 
-    /// Like [`Self::flush`] for an index that builds the run itself (`entries` is only reported to
-    /// observers). `build` must leave nothing allocated when it fails.
-    pub fn flush_with(&mut self, entries: u64, build: impl FnOnce(&F) -> Result<F::Run>) -> Result<RunId> {
+    /// Like [`Self::flush`] for an index that builds the run itself (`entries` and `keys` are only
+    /// reported to observers); `build` tells the sink it is given of each page it writes, and must
+    /// leave nothing allocated when it fails.
+    pub fn flush_with(
+        &mut self,
+        entries: u64,
+        keys: Option<KeyRange<F::Key>>,
+        build: impl FnOnce(&F, &mut BlockSink<'_, F::Key>) -> Result<F::Run>,
+    ) -> Result<RunId> {
         let start = Instant::now();
         let io = self.device.stats();
         let seq = self.next_seq;
-        self.emit(LifecycleEvent::FlushStarted { seq, entries });
+        if let Err(e) = self.emit_start(LifecycleEvent::FlushStarted { seq, entries, keys }) {
+            // An observer refused the flush: nothing was written.
+            self.emit(LifecycleEvent::Aborted { error: e.to_string() });
+            add_io(&mut self.stats.flush_io, self.device.stats().since(&io));
+            return Err(e);
+        }
+        let observers = &self.observers;
+        let mut written = |b: &WrittenBlock<'_, F::Key>| observers.iter().try_for_each(|o| o.on_block(b));
         // The run's pages are durable before the version points at them.
-        let built = build(&self.format).and_then(|run| match self.device.sync() {
+        let built = build(&self.format, &mut written).and_then(|run| match self.device.sync() {
             Ok(()) => Ok(run),
             Err(e) => {
                 self.format.destroy(run);
@@ -343,6 +388,7 @@ impl<F: RunFormat> RunStore<F> {
         let result = self.apply_inner(choice, merger);
         add_io(&mut self.stats.merge_io, self.device.stats().since(&io));
         if let Err(e) = &result {
+            // An observer's refusal of the start included.
             self.emit(LifecycleEvent::Aborted { error: e.to_string() });
         } else {
             self.stats.merge_time += start.elapsed();
@@ -377,11 +423,11 @@ impl<F: RunFormat> RunStore<F> {
             Choice::Move { run, to_level } => {
                 let meta = self.inputs(&[run])?.remove(0);
                 let inputs = vec![self.extents(&meta)];
-                self.emit(LifecycleEvent::CompactionStarted {
+                self.emit_start(LifecycleEvent::CompactionStarted {
                     kind: CompactionKind::Move,
                     inputs: inputs.clone(),
                     output_level: to_level,
-                });
+                })?;
                 self.version.replace(&[run], vec![meta.clone()], to_level)?;
                 self.stats.moves += 1;
                 #[allow(clippy::expect_used)] // `replace` just installed `run` at `to_level`
@@ -396,11 +442,11 @@ impl<F: RunFormat> RunStore<F> {
             Choice::Drop { runs } => {
                 let metas = self.inputs(&runs)?;
                 let inputs: Vec<_> = metas.iter().map(|m| self.extents(m)).collect();
-                self.emit(LifecycleEvent::CompactionStarted {
+                self.emit_start(LifecycleEvent::CompactionStarted {
                     kind: CompactionKind::Drop,
                     inputs: inputs.clone(),
                     output_level: 0,
-                });
+                })?;
                 self.version.remove(&runs);
                 self.emit(LifecycleEvent::CompactionFinished {
                     kind: CompactionKind::Drop,
@@ -444,11 +490,11 @@ impl<F: RunFormat> RunStore<F> {
         let order: BTreeMap<RunId, usize> = self.version.runs().enumerate().map(|(i, r)| (r.id, i)).collect();
         metas.sort_by_key(|m| order[&m.id]);
         let inputs: Vec<_> = metas.iter().map(|m| self.extents(m)).collect();
-        self.emit(LifecycleEvent::CompactionStarted {
+        self.emit_start(LifecycleEvent::CompactionStarted {
             kind: CompactionKind::Merge,
             inputs: inputs.clone(),
             output_level: plan.output_level,
-        });
+        })?;
         let seqs = (
             metas.iter().map(|m| m.seqs.0).min().unwrap_or(0),
             metas.iter().map(|m| m.seqs.1).max().unwrap_or(0),
@@ -456,7 +502,9 @@ impl<F: RunFormat> RunStore<F> {
         // Build every output before touching the inputs.
         let mut built: Vec<F::Run> = Vec::new();
         let runs: Vec<&F::Run> = metas.iter().map(|m| &self.runs[&m.id]).collect();
-        let result = merger.merge(&self.format, &runs, &plan, &mut built);
+        let observers = &self.observers;
+        let mut written = |b: &WrittenBlock<'_, F::Key>| observers.iter().try_for_each(|o| o.on_block(b));
+        let result = merger.merge(&self.format, &runs, &plan, &mut built, &mut written);
         let outputs: Vec<RunMeta<F::Key>> = built
             .iter()
             .map(|r| self.meta_of(r, plan.output_level, seqs))
@@ -533,7 +581,7 @@ mod tests {
         type Key = u64;
         type Value = i64;
         type Run = Toy;
-        fn build(&self, entries: Vec<(u64, i64)>) -> Result<Toy> {
+        fn build(&self, entries: Vec<(u64, i64)>, _: &mut BlockSink<'_, u64>) -> Result<Toy> {
             let n = self.builds.fetch_add(1, Ordering::SeqCst) + 1;
             if n == self.fail_build.load(Ordering::SeqCst) {
                 return Err(Error::Config(format!("build {n} fails")));
@@ -560,6 +608,7 @@ mod tests {
                     first: run.tag * 100,
                     pages: n.div_ceil(4).max(1),
                 }],
+                blocks: Vec::new(),
             }
         }
         fn entries_per_run(&self, pages: u64) -> u64 {
@@ -651,6 +700,42 @@ mod tests {
         // The same merge succeeds once the device is healthy again.
         s.apply(merge_all(&s, Some(2)), &mut KeepAll).unwrap();
         assert_eq!(s.version().total_entries(), 20);
+    }
+
+    /// Refuses every operation's start.
+    struct Refuser;
+
+    impl LifecycleObserver<u64> for Refuser {
+        fn on_event(&self, event: &LifecycleEvent<u64>) -> Result<()> {
+            match event {
+                LifecycleEvent::FlushStarted { .. } | LifecycleEvent::CompactionStarted { .. } => {
+                    Err(Error::Config("refused".into()))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn an_observer_refusing_a_start_aborts_the_operation_before_it_writes() {
+        let (mut s, runs, log) = store();
+        let before: Vec<RunId> = s.version().runs().map(|r| r.id).collect();
+        let builds = runs.builds.load(Ordering::SeqCst);
+        s.subscribe(Arc::new(Refuser));
+        let err = s.flush(vec![(100, 1)]).unwrap_err();
+        assert!(err.to_string().contains("refused"));
+        let err = s.apply(merge_all(&s, None), &mut KeepAll).unwrap_err();
+        assert!(err.to_string().contains("refused"));
+        assert_eq!(runs.builds.load(Ordering::SeqCst), builds, "nothing was built");
+        assert_eq!(s.version().runs().map(|r| r.id).collect::<Vec<_>>(), before);
+        // Each refused start is followed by its abort, told to every observer.
+        let tail: Vec<_> = log.events().into_iter().rev().take(4).collect();
+        assert!(matches!(tail[0], LifecycleEvent::Aborted { .. }));
+        assert!(matches!(tail[1], LifecycleEvent::CompactionStarted { .. }));
+        assert!(matches!(tail[2], LifecycleEvent::Aborted { .. }));
+        assert!(
+            matches!(tail[3], LifecycleEvent::FlushStarted { keys: Some(k), .. } if k == KeyRange::new(100, 100))
+        );
     }
 
     #[test]

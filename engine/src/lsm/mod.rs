@@ -30,7 +30,10 @@ pub mod version;
 
 pub use btree::{BTreeRuns, LsmBTree, Slot};
 pub use config::CompactionConfig;
-pub use events::{CompactionKind, EventLog, Extent, LifecycleEvent, LifecycleObserver, RunExtents};
+pub use events::{
+    no_blocks, BlockKeys, BlockSink, CompactionKind, EventLog, Extent, LifecycleEvent, LifecycleObserver,
+    RunExtents, WrittenBlock,
+};
 pub use executor::{KWay, KeepAll, MergeFilter, MergePlan, Merger, RunFormat, RunInfo, RunStore};
 pub use kv::{LsmKv, RunProbe};
 pub use leveled::{LeveledParams, LeveledStrategy};

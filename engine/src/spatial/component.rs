@@ -5,13 +5,16 @@
 
 use super::maintenance::{Cleanup, Maintenance};
 use crate::btree::BTreeComponent;
-use crate::cache::BufferCache;
+use crate::cache::{BufferCache, PageSink};
 use crate::geom::HilbertCurve;
 use crate::lsm::merge::EntryStream;
-use crate::lsm::{Extent, MergePlan, Merger, RunFormat, RunInfo};
-use crate::rtree::{DiskRTree, SpatialEntry};
-use crate::storage::Device;
+use crate::lsm::{
+    BlockKeys, BlockSink, Extent, KeyRange, MergePlan, Merger, RunFormat, RunInfo, WrittenBlock,
+};
+use crate::rtree::{disk::HEADER_SIZE, DiskRTree, SpatialEntry};
+use crate::storage::{Device, PageId};
 use crate::{Error, Result};
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -23,12 +26,24 @@ pub struct SpatialComponent {
     /// The antimatter B+-tree: object ids whose entries in older components are obsolete (Eager's
     /// deleted keys), if the strategy wrote any.
     pub antimatter: Option<BTreeComponent<()>>,
+    /// The R-tree's leaves with the first and last keys each holds, in leaf (key) order, noted as
+    /// they were written: what a cache warm-up policy matches its predictions against.
+    pub leaves: Vec<BlockKeys<SpatialKey>>,
 }
 
 impl SpatialComponent {
     /// Bulk-loads the antimatter B+-tree of `oids` (ascending), or none if there are none.
     pub fn build_antimatter(
         device: &dyn Device,
+        oids: Vec<u64>,
+        bloom_fp: Option<f64>,
+    ) -> Result<Option<BTreeComponent<()>>> {
+        Self::build_antimatter_into(device, oids, bloom_fp)
+    }
+
+    /// [`SpatialComponent::build_antimatter`] onto any page sink.
+    fn build_antimatter_into<S: PageSink + ?Sized>(
+        device: &S,
         oids: Vec<u64>,
         bloom_fp: Option<f64>,
     ) -> Result<Option<BTreeComponent<()>>> {
@@ -116,31 +131,104 @@ impl SpatialRuns {
         Ok(entries)
     }
 
-    /// Builds a component of `entries` (already in Hilbert order) and `antimatter` (ascending oids).
-    /// On error nothing stays allocated.
+    /// Builds a component of `entries` (already in Hilbert order) and `antimatter` (ascending
+    /// oids), telling `written` of every page as it is written. On error nothing stays allocated.
     pub fn build_component(
         &self,
         entries: Vec<SpatialEntry>,
         antimatter: Vec<u64>,
+        written: &mut BlockSink<'_, SpatialKey>,
     ) -> Result<SpatialComponent> {
-        self.build_component_from(entries.into_iter(), antimatter)
+        self.build_component_from(entries.into_iter(), antimatter, written)
     }
 
     /// [`SpatialRuns::build_component`] from entries as they come (in Hilbert order): the packed
     /// R-tree writes its leaves as it goes, so a merge never holds its output besides its inputs.
+    /// Pages are told in the order written: the R-tree's leaves (with their keys), its internal
+    /// levels, then the antimatter's pages (the last two without keys).
     fn build_component_from(
         &self,
         entries: impl ExactSizeIterator<Item = SpatialEntry>,
         antimatter: Vec<u64>,
+        written: &mut BlockSink<'_, SpatialKey>,
     ) -> Result<SpatialComponent> {
-        let rtree = DiskRTree::bulk_load(self.device(), entries)?;
-        match SpatialComponent::build_antimatter(self.device(), antimatter, self.bloom_fp) {
-            Ok(antimatter) => Ok(SpatialComponent { rtree, antimatter }),
+        let sink = Reporting {
+            runs: self,
+            leaves: RefCell::new(Vec::new()),
+            written: RefCell::new(written),
+            keyed: true,
+        };
+        let rtree = DiskRTree::bulk_load(&sink, entries)?;
+        let sink = Reporting { keyed: false, ..sink };
+        match SpatialComponent::build_antimatter_into(&sink, antimatter, self.bloom_fp) {
+            Ok(antimatter) => Ok(SpatialComponent {
+                rtree,
+                antimatter,
+                leaves: sink.leaves.into_inner(),
+            }),
             Err(e) => {
                 rtree.destroy(&self.cache);
                 Err(e)
             }
         }
+    }
+
+    /// The first and last keys of a written R-tree leaf page; `None` for an internal node.
+    fn leaf_keys(&self, page: &[u8]) -> Option<KeyRange<SpatialKey>> {
+        let header = page.get(..HEADER_SIZE)?;
+        if &header[0..2] != b"DR" || header[2] != b'L' {
+            return None;
+        }
+        let count = u32::from_le_bytes(header[4..8].try_into().ok()?) as usize;
+        let size = SpatialEntry::ENCODED_SIZE;
+        if count == 0 || HEADER_SIZE + count * size > page.len() {
+            return None;
+        }
+        let key = |i: usize| self.key(&SpatialEntry::decode(&page[HEADER_SIZE + i * size..]));
+        // Entries arrive in key order, so these are the leaf's bounds (ordered anyway, should a
+        // caller break that contract).
+        let (a, b) = (key(0), key(count - 1));
+        Some(KeyRange::new(a.min(b), a.max(b)))
+    }
+}
+
+/// The device as a component's bulk loads see it, telling the executor's sink of each page written
+/// (and noting the R-tree's leaves with their keys while `keyed`).
+struct Reporting<'s, 'w, 'b> {
+    runs: &'s SpatialRuns,
+    leaves: RefCell<Vec<BlockKeys<SpatialKey>>>,
+    written: RefCell<&'w mut BlockSink<'b, SpatialKey>>,
+    keyed: bool,
+}
+
+impl PageSink for Reporting<'_, '_, '_> {
+    fn page_size(&self) -> usize {
+        self.runs.device().page_size()
+    }
+
+    fn allocate(&self, count: u64) -> PageId {
+        self.runs.device().allocate(count)
+    }
+
+    fn free(&self, first: PageId, count: u64) {
+        self.runs.device().free(first, count)
+    }
+
+    fn write_page(&self, id: PageId, data: &[u8]) -> Result<()> {
+        self.runs.device().write_page(id, data)?;
+        let keys = if self.keyed {
+            self.runs.leaf_keys(data)
+        } else {
+            None
+        };
+        if let Some(keys) = keys {
+            self.leaves.borrow_mut().push(BlockKeys { page: id, keys });
+        }
+        (self.written.borrow_mut())(&WrittenBlock {
+            page: id,
+            keys,
+            bytes: data,
+        })
     }
 }
 
@@ -150,8 +238,12 @@ impl RunFormat for SpatialRuns {
     type Run = SpatialComponent;
 
     /// A component without antimatter.
-    fn build(&self, entries: Vec<(SpatialKey, SpatialEntry)>) -> Result<SpatialComponent> {
-        self.build_component(entries.into_iter().map(|(_, e)| e).collect(), Vec::new())
+    fn build(
+        &self,
+        entries: Vec<(SpatialKey, SpatialEntry)>,
+        written: &mut BlockSink<'_, SpatialKey>,
+    ) -> Result<SpatialComponent> {
+        self.build_component(entries.into_iter().map(|(_, e)| e).collect(), Vec::new(), written)
     }
 
     /// The R-tree's entries in leaf order (Hilbert order), read straight from the device.
@@ -183,6 +275,7 @@ impl RunFormat for SpatialRuns {
             entries: run.rtree.entries(),
             keys: None,
             extents,
+            blocks: run.leaves.clone(),
         }
     }
 
@@ -228,6 +321,7 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
         inputs: &[&SpatialComponent],
         plan: &MergePlan,
         outputs: &mut Vec<SpatialComponent>,
+        written: &mut BlockSink<'_, SpatialKey>,
     ) -> Result<()> {
         self.pending = None;
         let device = format.device();
@@ -262,7 +356,7 @@ impl Merger<SpatialRuns> for SpatialMerger<'_> {
         let (kept_antimatter, cleanup) = filter.finish();
         self.maintenance.check(&cleanup)?;
         let entries = MergedRuns::new(runs, |e: &SpatialEntry| format.key(e));
-        outputs.push(format.build_component_from(entries, kept_antimatter)?);
+        outputs.push(format.build_component_from(entries, kept_antimatter, written)?);
         self.pending = Some(cleanup);
         Ok(())
     }
@@ -342,6 +436,7 @@ impl<F: Fn(&SpatialEntry) -> SpatialKey> ExactSizeIterator for MergedRuns<F> {}
 mod tests {
     use super::*;
     use crate::geom::{Point, Rect};
+    use crate::lsm::no_blocks;
     use crate::storage::{Fault, FaultyDevice, MemDevice};
 
     fn runs() -> (SpatialRuns, Arc<FaultyDevice>) {
@@ -401,7 +496,9 @@ mod tests {
         let (runs, faulty) = runs();
         let mut es = entries(30);
         runs.hilbert_sort(&mut es);
-        let c = runs.build_component(es.clone(), vec![3, 4, 5]).unwrap();
+        let c = runs
+            .build_component(es.clone(), vec![3, 4, 5], &mut no_blocks)
+            .unwrap();
         let info = runs.describe(&c);
         assert_eq!(info.extents.len(), 2);
         assert_eq!(info.extents[0].pages, c.rtree.pages());
@@ -422,10 +519,51 @@ mod tests {
     }
 
     #[test]
+    fn every_page_written_is_reported_in_order_leaves_with_their_keys() {
+        let (runs, _) = runs();
+        let mut es = entries(30);
+        runs.hilbert_sort(&mut es);
+        let mut told: Vec<(PageId, Option<KeyRange<SpatialKey>>, usize)> = Vec::new();
+        let c = runs
+            .build_component(es.clone(), vec![3, 4, 5], &mut |b| {
+                told.push((b.page, b.keys, b.bytes.len()));
+                Ok(())
+            })
+            .unwrap();
+        let info = runs.describe(&c);
+        // Every page of both extents, once, in page order (leaves, internal levels, antimatter).
+        let pages: Vec<PageId> = info
+            .extents
+            .iter()
+            .flat_map(|x| x.first..x.first + x.pages)
+            .collect();
+        assert_eq!(told.iter().map(|t| t.0).collect::<Vec<_>>(), pages);
+        assert!(told.iter().all(|t| t.2 == 256));
+        // The leaves come first and carry their keys; the component notes the same.
+        let leaves = DiskRTree::leaf_capacity(256);
+        let keyed: Vec<BlockKeys<SpatialKey>> = told
+            .iter()
+            .filter_map(|t| t.1.map(|keys| BlockKeys { page: t.0, keys }))
+            .collect();
+        assert_eq!(keyed.len(), es.len().div_ceil(leaves));
+        assert_eq!(keyed, c.leaves);
+        assert_eq!(info.blocks, c.leaves);
+        for (i, leaf) in keyed.iter().enumerate() {
+            assert_eq!(leaf.page, pages[i]);
+            let chunk = &es[i * leaves..((i + 1) * leaves).min(es.len())];
+            let want = KeyRange::new(runs.key(&chunk[0]), runs.key(&chunk[chunk.len() - 1]));
+            assert_eq!(leaf.keys, want);
+        }
+        runs.destroy(c);
+    }
+
+    #[test]
     fn a_failed_build_leaves_nothing_allocated() {
         let (runs, faulty) = runs();
         let r_pages = {
-            let c = runs.build_component(entries(30), Vec::new()).unwrap();
+            let c = runs
+                .build_component(entries(30), Vec::new(), &mut no_blocks)
+                .unwrap();
             let p = c.rtree.pages();
             runs.destroy(c);
             p
@@ -434,7 +572,8 @@ mod tests {
         for k in 1..=r_pages + 1 {
             faulty.arm(Fault::Never, Fault::Nth(k));
             assert!(
-                runs.build_component(entries(30), vec![1, 2]).is_err(),
+                runs.build_component(entries(30), vec![1, 2], &mut no_blocks)
+                    .is_err(),
                 "write {k}"
             );
             assert_eq!(faulty.allocated_pages(), 0, "write {k}");

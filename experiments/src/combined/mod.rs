@@ -339,7 +339,7 @@ fn run_cell(
             SpatialOp::Update { oid, to, .. } => (oid, to),
             SpatialOp::Delete { .. } => continue,
         };
-        let (io0, w0) = (store.io(), store.warm_stats().device_reads);
+        let io0 = store.io();
         let t0 = Instant::now();
         store
             .update(oid, to)
@@ -348,8 +348,7 @@ fn run_cell(
         let v = truth.get(&oid).map_or(1, |&(_, v)| v + 1);
         truth.insert(oid, (to, v));
         if measuring {
-            let mut io = store.io().since(&io0);
-            io.page_reads -= store.warm_stats().device_reads - w0;
+            let io = store.io().since(&io0);
             m.update_io.page_reads += io.page_reads;
             m.update_io.page_writes += io.page_writes;
             m.update_wall += took;
@@ -459,8 +458,8 @@ fn run_cell(
         )
         .int("flushes", s1.rtree.flushes - s0.rtree.flushes)
         .int("merges", s1.rtree.merges - s0.rtree.merges)
-        .int("leaves_offered", w.leaves_offered - w0.leaves_offered)
-        .int("leaves_admitted", w.leaves_admitted - w0.leaves_admitted)
+        .int("leaves_offered", w.blocks_offered - w0.blocks_offered)
+        .int("leaves_admitted", w.blocks_admitted - w0.blocks_admitted)
         .int("other_pages_admitted", w.other_admitted - w0.other_admitted)
         .int("prefetch_admissions", cache.prefetch_admissions)
         .int("prefetch_hits", cache.prefetch_hits)
@@ -468,7 +467,7 @@ fn run_cell(
             "prefetch_precision",
             ratio(cache.prefetch_hits, cache.prefetch_admissions),
         )
-        .int("warmup_device_reads", w.device_reads - w0.device_reads)
+        .int("warmup_evictions", w.policy_evictions - w0.policy_evictions)
         .int("checked_queries", m.checked);
     let row = match &trained {
         Some(t) => row

@@ -95,13 +95,14 @@ pub fn method_notes(cfg: &CombinedConfig) -> Vec<String> {
         "Cache policies: lru admits nothing a flush or merge writes (new components enter the cache on a missed \
          read); prepopulate admits every page a flush or merge writes; leaper admits the R-tree leaves whose \
          Hilbert key interval overlaps a key range Leaper's model predicts hot (step 1 for a flush, step 2 for a \
-         merge), and every internal and antimatter page (which are not Hilbert key ranges). Leaper's key space is \
-         the Hilbert curve's 4^16 keys in leaper_ranges ranges; accesses are each query result's Hilbert key (a \
-         read) and each update's new key (a write), one time slot per slot_ops operations, counted exactly \
-         (P = 1). The cluster has no flushes or merges (records are rewritten in place through the cache), so no \
-         policy acts on record pages. Pages admitted are read back from the device to get their bytes; those \
-         reads (warmup_device_reads) are not charged to updates or queries, as a bulk loader holding the bytes \
-         would admit them without I/O."
+         merge), and every internal and antimatter page (which are not Hilbert key ranges); when a merge begins it \
+         also evicts the cached leaves of the merge's inputs it predicts cold during the merge (its phase 1: \
+         warmup_evictions). Leaper's key space is the Hilbert curve's 4^16 keys in leaper_ranges ranges; accesses \
+         are each query result's Hilbert key (a read) and each update's new key (a write), one time slot per \
+         slot_ops operations, counted exactly (P = 1). The cluster has no flushes or merges (records are \
+         rewritten in place through the cache), so no policy acts on record pages. Every policy is driven by the \
+         same cache warmer as the key-value store's, subscribed to the index's lifecycle: pages are offered as the \
+         bulk loader writes them, bytes in hand, so an admission costs no device read."
             .to_string(),
         "cache_data_ratio = cache pages / (index pages + record file pages at the end); objects_per_memory_capacity \
          = objects / the entries the memory component holds. DIOL (time-series delay memtables) has no switch in \

@@ -3,12 +3,9 @@
 //! log, saved as files and loaded back, and the policy built from them with its counters observed.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use parking_lot::Mutex;
 use anyhow::Context;
-use lsmlab_engine::cache::BufferCache;
-use lsmlab_engine::kvstore::{Access, BackgroundStart, BlockInfo, WarmUpPolicy};
+use lsmlab_engine::kvstore::WarmUpPolicy;
 use lsmlab_engine::leaper::{
     select_range_size_in, AccessRecord, CollectorConfig, GbdtParams, KeySpace, LeaperModel, LeaperParams,
     LeaperPolicy, LeaperStats, RangeHistory, RangeSizeParams, TrainParams, TrainReport,
@@ -553,38 +550,8 @@ pub fn inference_virtual_ms(nodes: u64) -> f64 {
     nodes as f64 * NODE_NS / 1e6
 }
 
-/// Where an observed Leaper policy publishes its counters.
-pub type StatsHandle = Arc<Mutex<LeaperStats>>;
-
-/// The Leaper policy, publishing its counters after every background operation so that the driver
-/// can read them while the store owns the policy.
-struct Observed {
-    inner: LeaperPolicy,
-    stats: StatsHandle,
-}
-
-impl WarmUpPolicy for Observed {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn on_access(&mut self, now: f64, lo: u64, hi: u64, access: Access) {
-        self.inner.on_access(now, lo, hi, access);
-    }
-
-    fn begin(&mut self, start: &BackgroundStart<'_>, cache: &BufferCache) -> lsmlab_engine::Result<()> {
-        self.inner.begin(start, cache)
-    }
-
-    fn admit(&mut self, block: &BlockInfo, cache: &BufferCache) -> bool {
-        self.inner.admit(block, cache)
-    }
-
-    fn end(&mut self, now: f64, ok: bool) {
-        self.inner.end(now, ok);
-        *self.stats.lock() = self.inner.stats();
-    }
-}
+/// Where the Leaper policy publishes its counters (see [`LeaperPolicy::published`]).
+pub use lsmlab_engine::leaper::StatsHandle;
 
 /// A Leaper policy from the trained model (loaded from its files), and the handle its counters
 /// appear on.
@@ -596,15 +563,10 @@ pub(crate) fn policy(trained: &TrainedLeaper, seed: u64) -> anyhow::Result<(Box<
         seed,
         threshold: Some(trained.threshold),
     };
-    let inner = LeaperPolicy::new(trained.load()?, params).context("building the Leaper policy")?;
-    let stats: StatsHandle = Arc::new(Mutex::new(inner.stats()));
-    Ok((
-        Box::new(Observed {
-            inner,
-            stats: stats.clone(),
-        }),
-        stats,
-    ))
+    let (policy, stats) = LeaperPolicy::new(trained.load()?, params)
+        .context("building the Leaper policy")?
+        .published();
+    Ok((Box::new(policy), stats))
 }
 
 /// Reads a handle's counters.

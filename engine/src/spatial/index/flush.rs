@@ -48,8 +48,14 @@ impl LsmRTree {
         self.store.format().hilbert_sort(&mut entries);
         let antimatter = self.maintenance.memory_antimatter();
         let n = entries.len() as u64;
-        self.store
-            .flush_with(n, move |runs| runs.build_component(entries, antimatter))?;
+        let runs = self.store.format();
+        let keys = entries
+            .first()
+            .zip(entries.last())
+            .map(|(a, b)| crate::lsm::KeyRange::new(runs.key(a), runs.key(b)));
+        self.store.flush_with(n, keys, move |runs, written| {
+            runs.build_component(entries, antimatter, written)
+        })?;
         self.memory.drain();
         self.maintenance.flushed(cleanup)?;
         self.maintenance.flush_key_indexes()?;
