@@ -28,7 +28,7 @@ mod bytes;
 pub mod cache;
 pub mod cluster;
 pub mod combined;
-pub mod error;
+mod error;
 pub mod geom;
 pub mod kvstore;
 pub mod leaper;

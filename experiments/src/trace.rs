@@ -584,7 +584,7 @@ impl KvTrace {
     }
 }
 
-/// The operations of a [`KvTrace`], one line at a time, each checked: `seq` counts from 0 (a
+/// The operations of a `KvTrace`, one line at a time, each checked: `seq` counts from 0 (a
 /// write stores the value of version `seq + 1`), point, update and scan keys lie among the initial
 /// records, an insert takes the next new id, a scan's `hi` is between its key and the newest id.
 pub struct KvTraceReader {
@@ -770,7 +770,7 @@ impl YcsbTrace {
     }
 }
 
-/// The operations of a [`YcsbTrace`], one line at a time, each checked: keys of reads, updates and
+/// The operations of a `YcsbTrace`, one line at a time, each checked: keys of reads, updates and
 /// scans exist (at most the newest key), an insert takes the next key, a field is 0..10, a value
 /// is 100 hex-encoded bytes.
 pub struct YcsbTraceReader {

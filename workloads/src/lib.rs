@@ -24,7 +24,7 @@
 // Tests may unwrap: a panic there is the failure report.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod error;
+mod error;
 pub mod gen;
 pub mod graph;
 pub mod kv;

@@ -9,8 +9,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use lsmlab_engine::geom::Point;
-use lsmlab_workloads::gen::berlinmod::{metres_between, PAPER_RECORDS, PAPER_VEHICLES};
 use lsmlab_workloads::gen::{chicago, ChicagoParams};
+use lsmlab_workloads::gen::{
+    metres_between, BERLINMOD_PAPER_RECORDS as PAPER_RECORDS, BERLINMOD_PAPER_VEHICLES as PAPER_VEHICLES,
+};
 use lsmlab_workloads::{generate_spec, load, Format, GenSpec, LoadOptions, SpatialOp, Trajectories};
 
 const CHICAGO_SAMPLE: &str = concat!(

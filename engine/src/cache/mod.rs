@@ -7,18 +7,18 @@
 //!   eviction, [`BufferCache::flush_dirty`] or [`BufferCache::clear`]). [`BufferCache::admit`],
 //!   [`BufferCache::prefetch`] and [`BufferCache::evict`] let a prefetcher put predicted-hot pages
 //!   in and take predicted-cold ones out; a retired component's pages are invalidated.
-//! - [`policy`]: the [`ReplacementPolicy`] trait (which frame leaves next), chosen by a
-//!   serialisable [`CacheConfig`]; [`lru`] is exact LRU (the counted figures' policy), [`clock`]
+//! - `policy`: the [`ReplacementPolicy`] trait (which frame leaves next), chosen by a
+//!   serialisable [`CacheConfig`]; `lru` is exact LRU (the counted figures' policy), `clock`
 //!   is CLOCK.
-//! - [`sink`]: the [`PageSink`] bulk loads write new runs through; every device is one, and a
+//! - `sink`: the [`PageSink`] bulk loads write new runs through; every device is one, and a
 //!   [`CacheSink`] lets the cache admit the pages being written.
 //! - `stats`: the counters, [`CacheStats`].
 
 mod buffer;
-pub mod clock;
-pub mod lru;
-pub mod policy;
-pub mod sink;
+mod clock;
+mod lru;
+mod policy;
+mod sink;
 mod stats;
 
 pub use buffer::{BufferCache, PageNote, PageRef};

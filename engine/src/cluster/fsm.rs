@@ -18,13 +18,9 @@ pub struct FreeSpaceMap {
 
 impl FreeSpaceMap {
     /// Pages tracked.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether no page is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Tracks one more page (index `len()`), with `room` bytes.
@@ -54,6 +50,7 @@ impl FreeSpaceMap {
     }
 
     /// The room of page `page` in bytes, as last [set](Self::set).
+    #[cfg(test)]
     pub fn room(&self, page: usize) -> usize {
         self.tree[self.size + page] as usize
     }

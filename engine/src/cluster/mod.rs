@@ -3,31 +3,33 @@
 //! pages) and OEP 7's single-page cluster, on the engine's shared
 //! [`Device`](crate::storage::Device) and [`BufferCache`].
 //!
-//! Both store records in slotted data pages ([`page`]) of a configurable size (OrientDB's 64 KiB by
-//! default), find pages with room through the same free-space map ([`fsm`]), chain records larger
+//! Both store records in slotted data pages (`page`) of a configurable size (OrientDB's 64 KiB by
+//! default), find pages with room through the same free-space map (`fsm`), chain records larger
 //! than a page, and read and write every page through the buffer cache, so that pages read per
 //! operation (the primary measure) and device reads (cache misses) are counted the same way for
 //! both. They differ in how a record id finds its record:
 //!
-//! - [`Layout::Paginated`] ([`paginated`], OrientDB's `OPaginatedClusterV2` and
+//! - [`Layout::Paginated`] (`paginated`, OrientDB's `OPaginatedClusterV2` and
 //!   `OClusterPositionMapV2`): the record id is a cluster position; a position-map file maps it to
 //!   (data page, slot), so a fetch reads a map page and a data page. Positions are never reused.
-//! - [`Layout::SinglePage`] ([`single`], OEP 7): the record id names the data page, the slot and the
+//! - [`Layout::SinglePage`] (`single`, OEP 7): the record id names the data page, the slot and the
 //!   slot's delversion; each data page embeds its own rid -> position map, so a fetch reads one
 //!   page, or two when the record grew out of its page and left an external link behind. Deleted
 //!   slots are reused with delversion + 1, and a record id with an older delversion is reported
 //!   stale.
 
-pub mod fsm;
+mod fsm;
 pub(crate) mod page;
-pub mod paginated;
-pub mod single;
+mod paginated;
+mod single;
 
 use crate::cache::{BufferCache, PageRef};
 use crate::storage::PageId;
 use crate::{Error, Result};
 use fsm::FreeSpaceMap;
+pub use paginated::{entries_per_map_page, Paginated};
 use serde::{Deserialize, Serialize};
+pub use single::SinglePage;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;

@@ -5,7 +5,7 @@
 //! block: its page, first key and last key) and the Bloom filter are kept in memory with the run,
 //! as RocksDB's table reader pins a table's index and filter blocks in memory; the index is also
 //! written to the device (so a run costs its index pages in writes and space) and can be read back
-//! with [`read_index`]. A point lookup asks the Bloom filter, binary-searches the in-memory index
+//! with `read_index`. A point lookup asks the Bloom filter, binary-searches the in-memory index
 //! and reads at most one data block through the buffer cache; a range scan reads the data blocks
 //! that overlap it through the cache; a merge reads whole runs straight from the device (RocksDB's
 //! `fill_cache = false` for compaction reads).
@@ -36,7 +36,7 @@ use crate::cache::BufferCache;
 use crate::lsm::merge::EntryStream;
 use crate::lsm::{BlockKeys, BlockSink, WrittenBlock};
 use crate::lsm::{Extent, KeyRange, RunFormat, RunInfo, Slot};
-use crate::storage::{Device, PageId};
+use crate::storage::PageId;
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -531,9 +531,10 @@ impl SstRun {
     }
 }
 
+#[cfg(test)]
 /// Reads a run's index pages back from the device (the in-memory index is what lookups use; this
 /// is the on-device copy, for checking and recovery tools).
-pub fn read_index(device: &dyn Device, run: &SstRun) -> Result<Vec<BlockInfo>> {
+pub fn read_index(device: &dyn crate::storage::Device, run: &SstRun) -> Result<Vec<BlockInfo>> {
     let mut out = Vec::with_capacity(run.blocks.len());
     let mut page = vec![0u8; device.page_size()];
     for p in run.first + run.data_blocks()..run.first + run.pages {
@@ -588,7 +589,7 @@ impl SstFormat {
         self.cache.page_size()
     }
 
-    /// Splits entries into data blocks, see [`pack_blocks`].
+    /// Splits entries into data blocks, see `pack_blocks`.
     pub fn pack(&self, entries: &[(u64, KvValue)]) -> Result<Vec<Range<usize>>> {
         pack_blocks(entries, self.page_size())
     }

@@ -314,7 +314,7 @@ impl Collector {
     }
 
     /// Keys `lo..=hi` were accessed at `now`. An access spanning more than
-    /// [`MAX_RANGES_PER_ACCESS`] ranges is not counted (only [`CollectorStats::too_wide`] is):
+    /// `MAX_RANGES_PER_ACCESS` ranges is not counted (only [`CollectorStats::too_wide`] is):
     /// callers clip scans to the keys that exist, so only a scan of a sparse, huge key space gets
     /// there, and walking its ranges would cost time and memory without bound.
     pub fn record(&mut self, now: f64, lo: u64, hi: u64, access: Access) {

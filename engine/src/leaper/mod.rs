@@ -3,38 +3,40 @@
 //! the prefetcher that plugs into the key-value store as a [`crate::kvstore::WarmUpPolicy`].
 //!
 //! The pieces, in the paper's order:
-//! - [`collector`] (§5.1): one counter per key range and time slot, lazily created, the first
+//! - `collector` (§5.1): one counter per key range and time slot, lazily created, the first
 //!   access of a slot always counted and later ones sampled with probability `P`, scaled back by
 //!   Eq. 1. Offline it also records the range transfers Algorithm 2 needs; its output is a
 //!   [`RangeHistory`].
-//! - [`range_size`] (§4.1, Algorithm 1): the key-range size, chosen from an access log by
+//! - `range_size` (§4.1, Algorithm 1): the key-range size, chosen from an access log by
 //!   doubling while the expansion stays *efficient* (Definition 1), then a binary search.
-//! - [`features`] (§4.2): the 18 features of a (key range, slot) pair (reads and writes in the
+//! - `features` (§4.2): the 18 features of a (key range, slot) pair (reads and writes in the
 //!   last 6 slots, hour/minute/second of the prediction time, reads of 3 precursor ranges chosen
 //!   by Algorithm 2) and the labels.
-//! - [`model`] (§4.3): the [`HotRangeModel`] trait and its GBDT implementation on `forust-ml`.
+//! - `model` (§4.3): the [`HotRangeModel`] trait and its GBDT implementation on `forust-ml`.
 //! - [`train`] (§6.1, §7.2): the multi-step models, offline metrics beside the paper's
 //!   "accessed in the last slot" baseline, feature-group ablation and importance, and the
 //!   [`LeaperModel`] saved as a directory.
-//! - [`overlap`] (§5.3, Algorithm 3): hot key ranges against block boundaries by binary search or
+//! - `overlap` (§5.3, Algorithm 3): hot key ranges against block boundaries by binary search or
 //!   sort-merge, whichever is cheaper for the sizes at hand.
-//! - [`policy`] (§3.2, §6.2): [`LeaperPolicy`], one prediction per flush and the two-phase
+//! - `policy` (§3.2, §6.2): [`LeaperPolicy`], one prediction per flush and the two-phase
 //!   prefetcher (evict cold inputs during T1, admit hot outputs for T2) per compaction.
 //!
 //! Time is the store's virtual time in seconds (`on_access(now, ..)`, `BackgroundStart::now`).
 
-pub mod collector;
-pub mod features;
-pub mod model;
-pub mod overlap;
-pub mod policy;
-pub mod range_size;
-pub mod train;
+mod collector;
+pub(crate) mod features;
+mod model;
+mod overlap;
+mod policy;
+mod range_size;
+pub(crate) mod train;
 
-pub use collector::{Collector, CollectorConfig, CountSource, RangeCounts, RangeHistory, SlotCounts};
+pub use collector::{
+    slot_of, Collector, CollectorConfig, CountSource, RangeCounts, RangeHistory, SlotCounts,
+};
 pub use features::{
-    compute_precursors, features_at, time_of_day, FeatureGroup, Precursors, FEATURES, HISTORY_SLOTS,
-    PRECURSORS,
+    compute_precursors, features_at, time_of_day, FeatureGroup, Precursors, Row as FeatureRow, FEATURES,
+    HISTORY_SLOTS, PRECURSORS,
 };
 pub use model::{GbdtModel, GbdtParams, HotRangeModel};
 pub use overlap::{overlapping_blocks, overlapping_blocks_binary, overlapping_blocks_merge, HotSet};

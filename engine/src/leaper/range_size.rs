@@ -154,6 +154,7 @@ impl AccessMatrix {
         AccessMatrix::new(key_space, slots)
     }
 
+    #[cfg(test)]
     /// Time slots of the matrix.
     pub fn slots(&self) -> usize {
         self.slots.len()

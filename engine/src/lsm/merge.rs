@@ -83,6 +83,7 @@ impl<K: Ord + Copy, V> Iterator for KWayMerge<'_, K, V> {
     }
 }
 
+#[cfg(test)]
 /// Merges runs of `(key, value)` pairs, each already sorted by key, into one sorted vector: the
 /// result equals concatenating the runs in order and sorting stably by key (equal keys keep run
 /// order, then position), as a bulk load after a merge needs, in O(n log k) for `k` runs instead

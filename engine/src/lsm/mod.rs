@@ -1,32 +1,32 @@
 //! The LSM framework every index builds on.
 //!
-//! - [`version`]: runs as metadata (id, level, pages, entries, key range, flush sequence range)
+//! - `version`: runs as metadata (id, level, pages, entries, key range, flush sequence range)
 //!   and the [`Version`] that orders them in levels;
-//! - [`strategy`]: [`CompactionStrategy::choose`] answers a [`Choice`] (do nothing, merge into a
+//! - `strategy`: [`CompactionStrategy::choose`] answers a [`Choice`] (do nothing, merge into a
 //!   level with a target run size, move, drop) as data, after fjall's `choose -> Choice` and
-//!   mini-lsm's compaction tasks; [`prefix`] (AsterixDB), [`leveled`] (RocksDB) and
+//!   mini-lsm's compaction tasks; `prefix` (AsterixDB), `leveled` (RocksDB) and
 //!   [`NoCompaction`], built from a serialisable [`CompactionConfig`];
-//! - [`memory`]: the [`MemoryLevel`] of one or many memtables, its flush budget and flush order;
-//! - [`executor`]: [`RunStore`], the one flush and compaction executor, given a [`RunFormat`] and
-//!   a [`MergeFilter`]; merges are k-way ([`merge`]); it is fail-stop (outputs are built before
-//!   inputs go) and tells [`events`] observers what it does;
-//! - [`btree`] ([`LsmBTree`], prefix-merged) and [`kv`] ([`LsmKv`], leveled) are indexes on it, as
+//! - `memory`: the [`MemoryLevel`] of one or many memtables, its flush budget and flush order;
+//! - `executor`: [`RunStore`], the one flush and compaction executor, given a [`RunFormat`] and
+//!   a [`MergeFilter`]; merges are k-way (`merge`); it is fail-stop (outputs are built before
+//!   inputs go) and tells `events` observers what it does;
+//! - `btree` ([`LsmBTree`], prefix-merged) and `kv` ([`LsmKv`], leveled) are indexes on it, as
 //!   is the LSM R-tree (`crate::spatial`), which merges through its own [`Merger`];
 //! - [`MergePolicyConfig`]: the serialisable prefix-or-none choice the LSM RUM-tree experiments
 //!   configure, turned into a compaction strategy by [`MergePolicyConfig::strategy`].
 
 mod btree;
-pub mod config;
-pub mod events;
-pub mod executor;
-pub mod kv;
-pub mod leveled;
-pub mod memory;
-pub mod merge;
+mod config;
+mod events;
+mod executor;
+mod kv;
+mod leveled;
+mod memory;
+pub(crate) mod merge;
 mod policy;
-pub mod prefix;
-pub mod strategy;
-pub mod version;
+mod prefix;
+mod strategy;
+mod version;
 
 pub use btree::{BTreeRuns, LsmBTree, Slot};
 pub use config::CompactionConfig;

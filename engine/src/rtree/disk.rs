@@ -95,7 +95,7 @@ impl DiskRTree {
         page_size.saturating_sub(HEADER_SIZE) / SpatialEntry::ENCODED_SIZE
     }
 
-    /// Internal-node fan-out for a page size: (page_size - header) / [`INTERNAL_ENTRY_SIZE`].
+    /// Internal-node fan-out for a page size: (page_size - header) / `INTERNAL_ENTRY_SIZE`.
     pub fn internal_capacity(page_size: usize) -> usize {
         page_size.saturating_sub(HEADER_SIZE) / INTERNAL_ENTRY_SIZE
     }

@@ -1,9 +1,9 @@
 //! R-trees: the memory R-tree of an LSM memory component and the packed disk R-tree of a disk
 //! component, both holding [`SpatialEntry`] values.
 
-pub mod disk;
-pub mod mem;
-pub mod pack;
+pub(crate) mod disk;
+mod mem;
+mod pack;
 
 pub use disk::DiskRTree;
 pub use mem::{MemRTree, NodeId};

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::CombinedConfig;
 use crate::experiment::Row;
-use crate::plot::spec::{render_specs, text_of, FigureSpec, Mark};
+use crate::plot::{render_specs, FigureSpec, Mark};
+use crate::rows::{text_of};
 use crate::report::rows_table;
 use crate::result::ResultFile;
 

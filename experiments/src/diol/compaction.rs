@@ -67,7 +67,7 @@ impl TypedExperiment for DiolCompaction {
             name: "diol-compaction",
             paper: PAPER,
             about: "DIOL's future work: disk compaction of delay/unsequence files into normal/sequence files for every layout, pages and points rewritten",
-            figures: |result, out_dir| crate::plot::spec::render_specs(report::COMPACTION_FIGURES, result, out_dir),
+            figures: |result, out_dir| crate::plot::render_specs(report::COMPACTION_FIGURES, result, out_dir),
             report: report::compaction_report,
         }
     }

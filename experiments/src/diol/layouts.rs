@@ -53,7 +53,7 @@ impl TypedExperiment for DiolLayouts {
             name: "diol",
             paper: PAPER,
             about: "DIOL vs the authors' IoTDB-like baseline and real IoTDB's rule: insert time and counted disk reads per workload, O3 ratio and delay model",
-            figures: |result, out_dir| crate::plot::spec::render_specs(report::LAYOUT_FIGURES, result, out_dir),
+            figures: |result, out_dir| crate::plot::render_specs(report::LAYOUT_FIGURES, result, out_dir),
             report: report::layouts_report,
         }
     }

@@ -12,7 +12,7 @@
 //!
 //! What every experiment shares lives here: the stream and store settings ([`Setup`]), scaled so
 //! that the memory budget stays the authors' fraction of the data (384 MiB for 100M points of 12
-//! bytes) and a delay keeps its size against a memtable, and one measured run ([`run_cell`]).
+//! bytes) and a delay keeps its size against a memtable, and one measured run (`run_cell`).
 
 pub mod compaction;
 pub mod layouts;

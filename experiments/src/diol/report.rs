@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::experiment::Row;
-use crate::plot::fmt_num;
-use crate::plot::spec::{FigureSpec, Filter, Mark};
+use crate::rows::fmt_num;
+use crate::plot::{FigureSpec, Filter, Mark};
 use crate::report::rows_table;
 use crate::result::ResultFile;
 

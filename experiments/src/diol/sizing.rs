@@ -69,7 +69,7 @@ impl TypedExperiment for DiolSizing {
             name: "diol-sizing",
             paper: PAPER,
             about: "DIOL's proposed dynamic sizing: delay memtable size and count against the O3 ratio under a fixed budget, best setting per ratio",
-            figures: |result, out_dir| crate::plot::spec::render_specs(report::SIZING_FIGURES, result, out_dir),
+            figures: |result, out_dir| crate::plot::render_specs(report::SIZING_FIGURES, result, out_dir),
             report: report::sizing_report,
         }
     }

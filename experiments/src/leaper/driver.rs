@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use lsmlab_engine::cache::{BufferCache, CacheStats};
-use lsmlab_engine::kvstore::sst::{HEADER_SIZE, SLOT_SIZE};
+use lsmlab_engine::kvstore::{BLOCK_HEADER_SIZE as HEADER_SIZE, SLOT_SIZE};
 use lsmlab_engine::kvstore::{Background, BackgroundOp, KvConfig, KvStore, WarmUpPolicy};
 use lsmlab_engine::lsm::LeveledParams;
 use lsmlab_engine::storage::{Device, FileDevice, FileDeviceOptions, MemDevice};
 
-use crate::config::storage::DeviceKind;
+use crate::config::DeviceKind;
 use lsmlab_workloads::kv::{KvOp, KvStream, KvWorkload, TimedOp};
 
 use super::clock::Queue;

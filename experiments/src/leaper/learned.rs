@@ -325,13 +325,13 @@ pub(crate) struct TrainingSet {
 /// after the feature history's first slots), so that Algorithm 1 picks the range size from the
 /// training data alone and the test slots stay unseen. The log's records are in time order.
 pub(crate) fn training_records(log: &AccessLog, slot_s: f64, test_fraction: f64) -> &[AccessRecord] {
-    let slot = |t: f64| lsmlab_engine::leaper::collector::slot_of(t, slot_s);
+    let slot = |t: f64| lsmlab_engine::leaper::slot_of(t, slot_s);
     let (Some(first), Some(last)) = (log.records.first(), log.records.last()) else {
         return &log.records;
     };
     let (f, l) = (slot(first.time), slot(last.time));
     let n = (l.saturating_sub(f) + 1) as usize;
-    let label = n.saturating_sub(lsmlab_engine::leaper::features::HISTORY_SLOTS);
+    let label = n.saturating_sub(lsmlab_engine::leaper::HISTORY_SLOTS);
     let test = ((test_fraction * label as f64).round() as usize).max(1);
     let cut = f + n.saturating_sub(test) as u64;
     let end = log.records.partition_point(|r| slot(r.time) < cut);

@@ -27,7 +27,7 @@ use lsmlab_engine::storage::DeviceProfile;
 use lsmlab_workloads::kv::KeyDist;
 use serde::{Deserialize, Serialize};
 
-use crate::config::storage::DeviceKind;
+use crate::config::DeviceKind;
 use crate::config::{check, check_items};
 use crate::experiment::{RowBuilder, Scale};
 
@@ -388,7 +388,7 @@ impl KvSetup {
 
     /// The directory `device = file` puts its (at once unlinked) page file in.
     pub fn file_dir(&self) -> PathBuf {
-        crate::config::storage::dir_or_temp(&self.file_dir)
+        crate::config::dir_or_temp(&self.file_dir)
     }
 
     /// The note on the store's device.

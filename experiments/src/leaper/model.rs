@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use lsmlab_engine::kvstore::WarmUpKind;
-use lsmlab_engine::leaper::features::Row as FeatureRow;
+use lsmlab_engine::leaper::FeatureRow;
 use lsmlab_engine::leaper::{ablation, features_at, FeatureGroup, Metrics};
 
 use super::driver::{calibrate_interval_s, extend_warm_up, open_store, warm_up, Driver};
@@ -177,7 +177,7 @@ impl TypedExperiment for LeaperModelExperiment {
                     setup.background_ops_per_run,
                     setup.intervals,
                     layout.memtable_bytes,
-                    (lsmlab_engine::kvstore::sst::SLOT_SIZE + setup.value_bytes) as u64,
+                    (lsmlab_engine::kvstore::SLOT_SIZE + setup.value_bytes) as u64,
                 )
             };
             let t2_s = setup.t2_intervals * interval_s;

@@ -290,7 +290,7 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
             setup.background_ops_per_run,
             setup.intervals,
             layout.memtable_bytes,
-            (lsmlab_engine::kvstore::sst::SLOT_SIZE + setup.value_bytes) as u64,
+            (lsmlab_engine::kvstore::SLOT_SIZE + setup.value_bytes) as u64,
         )
     };
     anyhow::ensure!(

@@ -8,8 +8,10 @@ use serde_json::Value;
 
 use crate::experiment::Row;
 use crate::peer::rows::{DIP_DROP, FJALL};
-use crate::plot::spec::{distinct_of, render_specs, text_of, FigureSpec, Filter, Mark};
-use crate::plot::{self, fmt_num, markdown_table, Labels, Panel, Shade};
+use crate::plot::{render_specs, FigureSpec, Filter, Mark};
+use crate::rows::{distinct_of, text_of};
+use crate::plot::{self, markdown_table, Labels, Panel, Shade};
+use crate::rows::fmt_num;
 use crate::report::rows_table;
 use crate::result::ResultFile;
 

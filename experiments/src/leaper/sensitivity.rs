@@ -11,7 +11,7 @@ use super::report::{self as lr, BASELINE, LEAPER};
 use super::{check_fractions, KvSetup, Workload, PAPER};
 use crate::config::{check_items, Config};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::plot::spec::render_specs;
+use crate::plot::{render_specs};
 
 pub(crate) struct LeaperSensitivity;
 

@@ -4,7 +4,7 @@
 //!
 //! This module holds what they share: the cluster setup ([`Setup`]: layouts, page size, record
 //! count, the device profile modelled time is quoted for), a test bed on a counted memory device
-//! and the shared buffer cache ([`Bed`]), and the notes that state the ratios driving the gap
+//! and the shared buffer cache (`Bed`), and the notes that state the ratios driving the gap
 //! between the layouts in every result: records per data page, position-map entries per map page
 //! and the cached fraction of the data.
 
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use lsmlab_engine::cache::{BufferCache, CacheStats};
 use lsmlab_engine::cluster::{
-    self, paginated, ClusterOptions, Layout, RecordCluster, DEFAULT_CLUSTER_PAGE_SIZE,
+    self, ClusterOptions, Layout, RecordCluster, DEFAULT_CLUSTER_PAGE_SIZE,
 };
 use lsmlab_engine::storage::{Device, DeviceProfile, IoStats, MemDevice};
 
@@ -258,7 +258,7 @@ impl Cost {
 
 /// Position-map entries per map page at this page size (OrientDB: 5,038 per 64 KiB page).
 pub fn map_entries_per_page(page_size: usize) -> usize {
-    paginated::entries_per_map_page(page_size)
+    cluster::entries_per_map_page(page_size)
 }
 
 /// The ratio fields every row carries.

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::experiment::Row;
-use crate::plot::spec::{distinct_of, fill, render_specs, text_of, FigureSpec, Mark};
+use crate::plot::{fill, render_specs, FigureSpec, Mark};
+use crate::rows::{distinct_of, text_of};
 use crate::plot::{self, Labels};
 use crate::report::rows_table;
 use crate::result::ResultFile;

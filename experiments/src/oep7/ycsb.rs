@@ -15,7 +15,7 @@ use lsmlab_workloads::ycsb::{key_name, record_fields, Op, Stream, Workload, FIEL
 use super::{counting_note, ratio_fields, ratios_note, Bed, Cost, Setup, LAYOUT_NOTE, PAPER};
 use crate::config::{self, check, check_items, Config};
 use crate::experiment::{RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use crate::measure::latency::LatencyRecorder;
+use crate::measure::LatencyRecorder;
 
 pub(crate) struct Oep7Ycsb;
 

@@ -1,5 +1,5 @@
 //! A fjall run as result rows beside lsmlab's `leaper-online` rows, and the note that says what
-//! its numbers are. Plain functions of a [`FjallTimeline`] (no `fjall` feature needed), so they
+//! its numbers are. Plain functions of a `FjallTimeline` (no `fjall` feature needed), so they
 //! are tested on hand-made timelines.
 //!
 //! Rows carry `engine = "fjall"` and `policy = "fjall"` (lsmlab's own rows say `engine =

@@ -234,7 +234,7 @@ impl IndexConfig {
     /// The peak memory of a run that streams a large generated BerlinMOD dataset
     /// ([`IndexConfig::streamed_datasets_and_notes`]), per dataset (the largest counts, as
     /// datasets run one after another): `b.held` per record the run holds (none when the dataset
-    /// is [`streams`]), plus `b.index` per record for the index's pages, plus `b.query` per record
+    /// is `streams`), plus `b.index` per record for the index's pages, plus `b.query` per record
     /// for a query's candidates. On the in-memory device every page stays in memory; on `device =
     /// file` the pages live in the file, so the index's part is at most what stays in memory: the
     /// buffer cache, the memory component and a merge's survivors (32 B each, at most about
@@ -562,7 +562,7 @@ impl IndexConfig {
     }
 
     /// [`IndexConfig::load_datasets`], with each generated dataset shared with the next cells of
-    /// the run that generate the same one ([`generated`]).
+    /// the run that generate the same one (`generated`).
     pub fn load_datasets_shared(
         &self,
         ctx: &RunContext,

@@ -2,11 +2,11 @@
 //! `lsmlab report` can regenerate them from any result file.
 //!
 //! Each experiment's figures are declared as data ([`FigureSpec`]s) and drawn by the one plotter in
-//! [`crate::plot::spec`]. The paper's claims are not judged here: they are data in
+//! [`crate::plot::FigureSpec`]. The paper's claims are not judged here: they are data in
 //! `experiments/claims/rum.json`, judged by [`crate::claims`] into REPORT.md's claims table.
 
 use crate::experiment::Row;
-use crate::plot::spec::{facets, render_specs, table_cells, FigureSpec, Filter, Mark};
+use crate::plot::{facets, render_specs, table_cells, FigureSpec, Filter, Mark};
 use crate::plot::{markdown_table, TimeUnit};
 use crate::result::ResultFile;
 use std::path::{Path, PathBuf};
@@ -455,7 +455,7 @@ pub fn spec_fields(spec: &FigureSpec) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::experiment::RowBuilder;
-    use crate::plot::spec::text_of;
+    use crate::rows::{text_of};
 
     fn update_row(d: &str, s: &str, flushes: u64) -> Row {
         RowBuilder::new()

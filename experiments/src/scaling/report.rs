@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::experiment::Row;
-use crate::plot::spec::{distinct_of, render_specs, text_of, FigureSpec, Mark};
-use crate::plot::{self, fmt_num, Labels};
+use crate::plot::{render_specs, FigureSpec, Mark};
+use crate::rows::{distinct_of, text_of};
+use crate::plot::{self, Labels};
+use crate::rows::fmt_num;
 use crate::result::ResultFile;
 
 use super::fit;

@@ -130,7 +130,7 @@ const POPULARITY_EXPONENT: f64 = 3.6;
 
 impl ChicagoParams {
     /// The number of taxis used for `records` pickups: `taxis` if set, else the paper's pickups per
-    /// taxi ([`PAPER_RECORDS`] / [`PAPER_TAXIS`]), at least 50 and at most `records`
+    /// taxi (`PAPER_RECORDS` / `PAPER_TAXIS`), at least 50 and at most `records`
     /// ([`crate::gen::default_objects`]).
     pub fn taxis_for(&self, records: usize) -> usize {
         self.taxis

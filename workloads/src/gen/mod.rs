@@ -9,11 +9,14 @@
 //! to the memory component's capacity, so an experiment scales it with the capacity rather than
 //! with the record count. [`paper_objects`] and [`paper_records`] give the real datasets' figures.
 
-pub mod berlinmod;
-pub mod chicago;
-pub mod gowalla;
+mod berlinmod;
+mod chicago;
+mod gowalla;
 
-pub use berlinmod::{berlinmod, berlinmod_stream, BerlinModParams, BerlinModStream, BERLINMOD_EXTENT};
+pub use berlinmod::{
+    berlinmod, berlinmod_stream, metres_between, BerlinModParams, BerlinModStream, BERLINMOD_EXTENT,
+    PAPER_RECORDS as BERLINMOD_PAPER_RECORDS, PAPER_VEHICLES as BERLINMOD_PAPER_VEHICLES,
+};
 pub use chicago::{chicago, ChicagoParams};
 pub use gowalla::{gowalla, GowallaParams};
 

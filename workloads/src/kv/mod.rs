@@ -4,9 +4,9 @@
 //! deterministic op streams.
 //!
 //! - [`Zipfian`], [`ScrambledZipfian`], [`Latest`]: YCSB's `ZipfianGenerator`,
-//!   `ScrambledZipfianGenerator` and `SkewedLatestGenerator` (module [`zipfian`]);
+//!   `ScrambledZipfianGenerator` and `SkewedLatestGenerator` (module `zipfian`);
 //! - [`Sysbench`], [`SysbenchDist`]: SysBench's `--rand-type` generators (uniform, gaussian,
-//!   special, pareto, zipfian; module [`sysbench`]), and [`KeyDist`], the switch that picks a
+//!   special, pareto, zipfian; module `sysbench`), and [`KeyDist`], the switch that picks a
 //!   workload's key draws among them and YCSB's;
 //! - [`KvWorkload`]: a workload spec (op shares, zipf constant, record count, scan length, value
 //!   size, day length and periodic shift of the hot set), by name ([`KvWorkload::parse`],
@@ -16,9 +16,9 @@
 //! - [`value_for`]: the deterministic value bytes of a (key, version), so a store's answers can
 //!   be checked.
 
-pub mod sysbench;
+mod sysbench;
 mod workload;
-pub mod zipfian;
+mod zipfian;
 
 pub use sysbench::{KeyDist, Sysbench, SysbenchDist};
 pub use workload::{KvStream, KvWorkload, OpShares, PeriodicShift, TimedOp};

@@ -49,8 +49,6 @@ pub const SYSBENCH_SPEC_PCT: u32 = 1;
 pub const SYSBENCH_SPEC_RES: u32 = 75;
 /// SysBench's default `--rand-pareto-h`.
 pub const SYSBENCH_PARETO_H: f64 = 0.2;
-/// SysBench's default `--rand-zipfian-exp`.
-pub const SYSBENCH_ZIPFIAN_EXP: f64 = 0.8;
 
 /// A SysBench `--rand-type` with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

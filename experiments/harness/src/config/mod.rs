@@ -11,12 +11,12 @@
 //! text is read (integers may contain `_`, lists are `a,b,c`, booleans also yes/no, on/off, 1/0).
 
 mod define;
-pub mod storage;
+mod storage;
 
 pub use define::ConfigPart;
 #[doc(hidden)]
 pub use define::{doc_line, doc_line_len};
-pub use storage::{DeviceKind, Storage, StorageConfig};
+pub use storage::{dir_or_temp, DeviceKind, Storage, StorageConfig};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

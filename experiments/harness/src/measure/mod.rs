@@ -2,8 +2,8 @@
 //! timelines ([`IntervalSeries`]), both reported in microseconds (`docs/design.md#measuring`), and
 //! this thread's CPU time ([`thread_cpu`]).
 
-pub mod interval;
-pub mod latency;
+mod interval;
+mod latency;
 
 pub use interval::{Interval, IntervalPoint, IntervalSeries};
 pub use latency::{LatencyRecorder, LatencySummary};

@@ -1,7 +1,7 @@
 //! Axis choices made from the data: the time unit a seconds axis is labelled in, whether a value axis
 //! is logarithmic, and the axis label that says both.
 
-use super::fmt_num;
+use crate::rows::fmt_num;
 
 /// A unit of time an axis can be labelled in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

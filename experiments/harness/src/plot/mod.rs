@@ -5,11 +5,11 @@
 //! no font libraries (`docs/design.md#conventions`). Every helper writes `<stem>.svg` and
 //! `<stem>.png` and returns both paths, SVG first.
 
-pub mod axis;
+mod axis;
 mod bars;
 mod line;
 mod palette;
-pub mod spec;
+mod spec;
 mod table;
 mod timeline;
 
@@ -22,7 +22,6 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-pub use crate::rows::fmt_num;
 pub use axis::TimeUnit;
 pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars, stacked_bars_with_intervals};
 pub use line::{line_chart, line_chart_keyed, line_chart_with_intervals};
@@ -30,6 +29,7 @@ pub(crate) use palette::canonical;
 pub use palette::{
     color_for, install as install_styles, marker_for, style_for, FixedStyle, Marker, Style, PALETTE,
 };
+pub use spec::{cores_note, facets, fill, render_specs, table_cells, FigureSpec, Filter, Mark};
 pub use table::{markdown_table, table_figure};
 pub use timeline::{timeline, Panel, Shade};
 
@@ -272,6 +272,7 @@ pub(crate) fn draw_no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) ->
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::rows::fmt_num;
 
     pub(crate) use crate::testing::{assert_rendered, svg_texts};
 

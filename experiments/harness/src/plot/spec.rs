@@ -14,8 +14,7 @@ use serde_json::Value;
 use super::axis::{axis_label, wants_log};
 use super::{Labels, TimeUnit};
 use crate::result::ResultFile;
-use crate::rows::{distinct, Row};
-pub use crate::rows::{distinct_of, text_of};
+use crate::rows::{distinct, text_of, Row};
 
 /// What a figure draws.
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +85,7 @@ pub struct FigureSpec {
     pub y_unit: Option<TimeUnit>,
     /// A log x axis (for x values laid out in powers, e.g. selectivities or thread counts).
     pub log_x: bool,
-    /// A log y axis when the figure's values span more than two decades ([`wants_log`]), else linear
+    /// A log y axis when the figure's values span more than two decades (`wants_log`), else linear
     /// (grouped bars and lines; stacked bars are always linear).
     pub log_y: bool,
     /// The numeric field holding a thread count: when the machine that produced the result has
