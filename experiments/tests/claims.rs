@@ -107,20 +107,9 @@ fn every_claim_is_measured_on_the_committed_small_results() {
 
 #[test]
 fn every_figure_spec_reads_fields_its_rows_have() {
+    let papers = lsmlab::registry::papers();
     for result in committed_small_results() {
-        let specs = if result.experiment.starts_with("leaper-") {
-            lsmlab::leaper::report::figure_specs(&result.experiment)
-        } else if result.experiment.starts_with("diol") {
-            lsmlab::diol::report::figure_specs(&result.experiment)
-        } else if result.experiment.starts_with("oep7-") {
-            lsmlab::oep7::report::figure_specs(&result.experiment)
-        } else if result.experiment == "scaling" {
-            lsmlab::scaling::report::figure_specs(&result.experiment)
-        } else if result.experiment == "combined" {
-            lsmlab::combined::report::figure_specs(&result.experiment)
-        } else {
-            lsmlab::rum::report::figure_specs(&result.experiment)
-        };
+        let specs = papers.figure_specs(&result.experiment);
         // leaper-model's figures are drawn by code from its rows, not from specs.
         assert!(
             !specs.is_empty() || result.experiment == "leaper-model",
@@ -128,7 +117,7 @@ fn every_figure_spec_reads_fields_its_rows_have() {
             result.experiment
         );
         for spec in specs {
-            for field in lsmlab::rum::report::spec_fields(spec) {
+            for field in lsmlab_harness::plot::spec_fields(spec) {
                 assert!(
                     has_field(&result, &field),
                     "{}: spec {} reads missing `{field}`",

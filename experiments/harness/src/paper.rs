@@ -5,7 +5,7 @@
 
 use crate::claims::{self, ClaimSet};
 use crate::experiment::Experiment;
-use crate::plot::FixedStyle;
+use crate::plot::{FigureSpec, FixedStyle};
 use crate::trace::TraceFamily;
 
 /// What kind of entry a [`Paper`] is, which decides how `make` names its experiments.
@@ -37,6 +37,9 @@ pub struct Paper {
     pub traces: Vec<&'static dyn TraceFamily>,
     /// The labels its figures draw in a fixed style (strategies, phases, systems).
     pub styles: &'static [FixedStyle],
+    /// The declared figures of each of its experiments, by experiment name (empty for an
+    /// experiment whose figures are drawn by code); tests check them against the committed rows.
+    pub figures: fn(&str) -> &'static [FigureSpec],
 }
 
 /// Every paper a build knows, in the report's order.
@@ -64,6 +67,14 @@ impl Papers {
     /// Every trace family, paper by paper.
     pub fn trace_families(&self) -> Vec<&'static dyn TraceFamily> {
         self.0.iter().flat_map(|p| p.traces.iter().copied()).collect()
+    }
+
+    /// The declared figures of `experiment` (empty when no paper lists it or it declares none).
+    pub fn figure_specs(&self, experiment: &str) -> &'static [FigureSpec] {
+        self.0
+            .iter()
+            .find(|p| p.experiments.iter().any(|e| e.name() == experiment))
+            .map_or(&[], |p| (p.figures)(experiment))
     }
 
     /// Every paper's fixed figure styles, as [`crate::plot::install_styles`] takes them.
@@ -179,6 +190,7 @@ mod tests {
             claims: None,
             traces: Vec::new(),
             styles: &[],
+            figures: |_| &[],
         }
     }
 

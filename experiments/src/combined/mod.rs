@@ -10,7 +10,7 @@
 //! every `updates_per_query` updates a range query around a current object location validates its
 //! candidates and fetches their records in one batch sorted by page.
 
-pub mod report;
+mod report;
 
 use crate::config::{self, check, Config, KeyHelp, StorageConfig};
 use crate::experiment::{
@@ -44,6 +44,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         claims: None,
         traces: Vec::new(),
         styles: &[],
+        figures: report::figure_specs,
     }
 }
 

@@ -14,10 +14,10 @@
 //! that the memory budget stays the authors' fraction of the data (384 MiB for 100M points of 12
 //! bytes) and a delay keeps its size against a memtable, and one measured run (`run_cell`).
 
-pub mod compaction;
-pub mod layouts;
-pub mod report;
-pub mod sizing;
+mod compaction;
+pub(crate) mod layouts;
+mod report;
+mod sizing;
 
 use crate::plot::FixedStyle;
 use std::collections::BTreeMap;
@@ -56,6 +56,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         claims: Some(("diol.json", include_str!("../../claims/diol.json"))),
         traces: vec![&crate::trace::DiolTraces],
         styles: const { &[FixedStyle::colored("iotdb", 9), FixedStyle::colored("diol", 1)] },
+        figures: report::figure_specs,
     }
 }
 

@@ -7,16 +7,16 @@
 //! 1 GB / 10 GB, about 10 background operations per 200-interval measured run, 200-byte values),
 //! the workloads, and the notes that say those ratios and the clock's constants in every result.
 
-pub mod clock;
-pub mod driver;
-pub mod learned;
-pub mod model;
-pub mod online;
-pub mod pool;
-pub mod report;
-pub mod sensitivity;
-pub mod timeline;
-pub mod variant;
+mod clock;
+mod driver;
+mod learned;
+mod model;
+pub(crate) mod online;
+mod pool;
+mod report;
+mod sensitivity;
+mod timeline;
+mod variant;
 
 use crate::plot::FixedStyle;
 use std::fmt;
@@ -58,6 +58,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
                 FixedStyle::colored("prepopulate", 4),
             ]
         },
+        figures: report::figure_specs,
     }
 }
 

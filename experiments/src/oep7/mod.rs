@@ -8,11 +8,11 @@
 //! between the layouts in every result: records per data page, position-map entries per map page
 //! and the cached fraction of the data.
 
-pub mod fetch;
-pub mod graph;
-pub mod report;
-pub mod space;
-pub mod ycsb;
+mod fetch;
+mod graph;
+mod report;
+mod space;
+pub(crate) mod ycsb;
 
 use crate::plot::FixedStyle;
 use std::sync::Arc;
@@ -49,6 +49,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
                 FixedStyle::colored("single-page", 1),
             ]
         },
+        figures: report::figure_specs,
     }
 }
 

@@ -51,8 +51,8 @@
 //! installed.
 
 #[cfg(feature = "fjall")]
-pub mod fjall;
-pub mod rows;
+pub(crate) mod fjall;
+pub(crate) mod rows;
 
 use serde::{Deserialize, Serialize};
 

@@ -6,12 +6,12 @@
 //! ([`IndexConfig`], flattening the harness's [`StorageConfig`]), the datasets, and the testbed
 //! (storage + LSM R-tree) with the ingestion loop.
 
-pub mod concurrency;
-pub mod mixed;
-pub mod query;
-pub mod report;
-pub mod tuning;
-pub mod update;
+mod concurrency;
+mod mixed;
+mod query;
+mod report;
+mod tuning;
+pub(crate) mod update;
 
 use crate::config::{check, DeviceKind, KeyHelp, Storage, StorageConfig};
 use crate::experiment::RowBuilder;
@@ -85,6 +85,7 @@ pub(crate) fn paper() -> lsmlab_harness::paper::Paper {
         claims: Some(("rum.json", include_str!("../../claims/rum.json"))),
         traces: vec![&crate::trace::RumTraces],
         styles: STYLES,
+        figures: report::figure_specs,
     }
 }
 

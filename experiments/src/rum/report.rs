@@ -413,43 +413,6 @@ pub fn figure_specs(experiment: &str) -> &'static [FigureSpec] {
     }
 }
 
-/// The fields a spec reads from rows (facets, filters, template fields, x and y).
-pub fn spec_fields(spec: &FigureSpec) -> Vec<String> {
-    let mut out: Vec<String> = spec.facets.iter().map(|s| s.to_string()).collect();
-    let mut templates: Vec<&str> = vec![spec.stem, spec.title, spec.x, spec.series, spec.style];
-    match spec.mark {
-        Mark::Bars { y } | Mark::Lines { y } => out.push(y.to_string()),
-        Mark::StackedBars { parts } => out.extend(parts.iter().map(|(_, f)| f.to_string())),
-        Mark::Table { cell } => templates.push(cell),
-    }
-    for f in spec.filters {
-        match f {
-            Filter::In(k, _) | Filter::Prefix(k, _) => out.push(k.to_string()),
-        }
-    }
-    for t in templates {
-        let mut rest = t;
-        if !t.contains('{') {
-            if t == spec.x && matches!(spec.mark, Mark::Lines { .. }) {
-                out.push(t.to_string());
-            }
-            continue;
-        }
-        while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}') else {
-                break;
-            };
-            let key = &rest[open + 1..open + close];
-            if key != "scale" {
-                out.push(key.to_string());
-            }
-            rest = &rest[open + close + 1..];
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
 
 #[cfg(test)]
 mod tests {
@@ -489,10 +452,10 @@ mod tests {
     #[test]
     fn spec_fields_list_what_a_spec_reads() {
         assert_eq!(
-            spec_fields(&UPDATE_FIGURES[1]),
+            lsmlab_harness::plot::spec_fields(&UPDATE_FIGURES[1]),
             vec!["dataset", "flushes", "merges", "strategy"]
         );
-        let q = spec_fields(&QUERY_FIGURES[0]);
+        let q = lsmlab_harness::plot::spec_fields(&QUERY_FIGURES[0]);
         assert!(q.contains(&"selectivity".to_string()) && q.contains(&"avg_query_us".to_string()));
         assert!(figure_specs("nope").is_empty());
         assert_eq!(text_of(&update_row("a", "b", 1), "flushes").as_deref(), Some("1"));

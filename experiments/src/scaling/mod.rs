@@ -15,9 +15,9 @@
 //! ([`fit`]); the verdict compares the slope of the counted work (deterministic) with the slope of
 //! n log n over the same n. The report also judges CPU time the same way, with a wider tolerance.
 
-pub mod components;
-pub mod fit;
-pub mod report;
+mod components;
+mod fit;
+mod report;
 
 use lsmlab_engine::cluster::Layout as ClusterLayout;
 use lsmlab_engine::series::Layout as SeriesLayout;
@@ -43,6 +43,7 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         claims: None,
         traces: Vec::new(),
         styles: &[],
+        figures: report::figure_specs,
     }
 }
 

@@ -29,7 +29,7 @@ pub(crate) use palette::canonical;
 pub use palette::{
     color_for, install as install_styles, marker_for, style_for, FixedStyle, Marker, Style, PALETTE,
 };
-pub use spec::{cores_note, facets, fill, render_specs, table_cells, FigureSpec, Filter, Mark};
+pub use spec::{cores_note, facets, fill, render_specs, spec_fields, table_cells, FigureSpec, Filter, Mark};
 pub use table::{markdown_table, table_figure};
 pub use timeline::{timeline, Panel, Shade};
 

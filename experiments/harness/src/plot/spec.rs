@@ -117,6 +117,44 @@ impl FigureSpec {
     }
 }
 
+/// The fields a spec reads from rows (facets, filters, template fields, x and y).
+pub fn spec_fields(spec: &FigureSpec) -> Vec<String> {
+    let mut out: Vec<String> = spec.facets.iter().map(|s| s.to_string()).collect();
+    let mut templates: Vec<&str> = vec![spec.stem, spec.title, spec.x, spec.series, spec.style];
+    match spec.mark {
+        Mark::Bars { y } | Mark::Lines { y } => out.push(y.to_string()),
+        Mark::StackedBars { parts } => out.extend(parts.iter().map(|(_, f)| f.to_string())),
+        Mark::Table { cell } => templates.push(cell),
+    }
+    for f in spec.filters {
+        match f {
+            Filter::In(k, _) | Filter::Prefix(k, _) => out.push(k.to_string()),
+        }
+    }
+    for t in templates {
+        let mut rest = t;
+        if !t.contains('{') {
+            if t == spec.x && matches!(spec.mark, Mark::Lines { .. }) {
+                out.push(t.to_string());
+            }
+            continue;
+        }
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else {
+                break;
+            };
+            let key = &rest[open + 1..open + close];
+            if key != "scale" {
+                out.push(key.to_string());
+            }
+            rest = &rest[open + close + 1..];
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// `template` with every `{field}` replaced by the row's text (`extra` pairs first, e.g. `scale`);
 /// a field the row lacks is left as `{field}`.
 pub fn fill(template: &str, row: &Row, extra: &[(&str, &str)]) -> String {
