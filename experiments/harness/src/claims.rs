@@ -29,7 +29,8 @@
 //! - `range lo..hi`: `[lo (1 - t), hi (1 + t)]`.
 //! - `at_least x`: `m >= x (1 - t)`, no upper bound; `at_most x`: `m <= x (1 + t)`, no lower bound.
 //! - `up_to x`: "up to" names the paper's best case, so the band is `[x (1 - t), x beyond]`
-//!   (`beyond` defaults to [`DEFAULT_BEYOND`]) and it applies to the claim's extreme entry.
+//!   (`beyond` defaults to `1 + t`, so the band is `about x`'s: a best case measured far above
+//!   the paper's is not its best case reproduced) and it applies to the claim's extreme entry.
 //! - `direction`: no band; only the side counts.
 //!
 //! A negative `x` (a cut in `%`) mirrors `at_least`, `at_most` and `up_to`: "at least" then means at
@@ -70,10 +71,6 @@ pub const SCHEMA: &str = "lsmlab.claims/2";
 
 /// File name of the evaluation written beside the result files of a scale.
 pub const FILE_NAME: &str = crate::result::CLAIMS_FILE_NAME;
-
-/// How far beyond its number an `up_to` claim's extreme entry may go and still be reproduced, when
-/// the claim states no `beyond`: twice the paper's best case.
-pub const DEFAULT_BEYOND: f64 = 2.0;
 
 /// One paper's claims (the contents of one file under `experiments/claims/`).
 #[derive(Clone, Debug, Deserialize)]
@@ -129,7 +126,7 @@ pub struct Claim {
     #[serde(default)]
     pub hi: Option<f64>,
     /// For `up_to`: how many times the paper's number the extreme entry may reach
-    /// ([`DEFAULT_BEYOND`] when absent).
+    /// (`1 + t`, the claim's tolerance, when absent).
     #[serde(default)]
     pub beyond: Option<f64>,
     /// The paper's side, in the claim's unit.
@@ -333,7 +330,7 @@ impl Claim {
             Form::AtMost if x? >= 0.0 => band(None, Some(up(x?))),
             Form::AtMost => band(Some(down(x?)), None),
             Form::UpTo => {
-                let cap = x? * self.beyond.unwrap_or(DEFAULT_BEYOND);
+                let cap = x? * self.beyond.unwrap_or(1.0 + tol);
                 if x? >= 0.0 {
                     band(Some(down(x?)), Some(cap))
                 } else {
@@ -657,7 +654,7 @@ pub struct Evaluation {
 pub const RULES: &str = "Every claim states its form, its unit and its tolerance t; paper value, band and \
 measurements are in that unit (x: a ratio; %: the change against the baseline, negative for a cut). \
 Bands: about x is [x(1-t), x(1+t)]; range lo..hi is [lo(1-t), hi(1+t)]; at_least x is m >= x(1-t); \
-at_most x is m <= x(1+t); up_to x is [x(1-t), x*beyond] (beyond 2 unless stated), applied to the \
+at_most x is m <= x(1+t); up_to x is [x(1-t), x*beyond] (beyond 1+t unless stated), applied to the \
 claim's extreme entry; direction has no band (edges widen away from zero, so negative numbers mirror). \
 Per entry (claim x group x variant x baseline): reproduced inside the band (a direction claim: on the \
 paper's side); direction-only outside it but on the paper's side; not-reproduced otherwise; not-measured \
@@ -1479,11 +1476,16 @@ mod tests {
     #[test]
     fn up_to_judges_the_extreme_entry_and_caps_it() {
         let up_to = r#""form": "up_to", "unit": "x", "value": 60.0, "direction": {"above": 1.0}"#;
-        // Band [45, 120] for the extreme entry; the others only need the paper's side.
+        // Band [45, 75] for the extreme entry; the others only need the paper's side.
         assert_eq!(judged(up_to, &[Some(30.0), Some(46.0)]), (vec![D, R], R));
         assert_eq!(judged(up_to, &[Some(30.0), Some(44.0)]), (vec![D, D], D));
-        assert_eq!(judged(up_to, &[Some(30.0), Some(119.0)]), (vec![D, R], R));
-        assert_eq!(judged(up_to, &[Some(30.0), Some(121.0)]), (vec![D, D], D));
+        assert_eq!(judged(up_to, &[Some(30.0), Some(74.0)]), (vec![D, R], R));
+        assert_eq!(judged(up_to, &[Some(30.0), Some(76.0)]), (vec![D, D], D));
+        assert_eq!(
+            judged(up_to, &[Some(116.0)]),
+            (vec![D], D),
+            "116x is not 'up to 60x'"
+        );
         assert_eq!(judged(up_to, &[Some(1e5)]), (vec![D], D), "far beyond");
         assert_eq!(
             judged(up_to, &[Some(0.5), Some(50.0), Some(55.0)]),
@@ -1496,7 +1498,7 @@ mod tests {
         assert_eq!(judged(stated, &[Some(89.0)]).1, R);
         assert_eq!(judged(stated, &[Some(91.0)]).1, D);
 
-        // A cut: the extreme entry is the smallest change, band [-184, -69].
+        // A cut: the extreme entry is the smallest change, band [-115, -69].
         let cut = r#""form": "up_to", "unit": "%", "value": -92.0, "direction": {"below": 0.0}"#;
         assert_eq!(judged(cut, &[Some(-94.0), Some(-30.0)]), (vec![R, D], R));
         assert_eq!(judged(cut, &[Some(-60.0)]), (vec![D], D));
@@ -1711,7 +1713,7 @@ mod tests {
         assert_eq!(json["schema"], SCHEMA);
         assert_eq!(json["claims"][1]["form"], "up_to");
         assert_eq!(json["claims"][1]["unit"], "%");
-        assert_eq!(json["claims"][1]["band"]["lo"], -180.0);
+        assert_eq!(json["claims"][1]["band"]["lo"], -112.5);
 
         // 0 / 0 is undefined: not measured, with a note.
         let eval = evaluate(&[set(claims)], &[result("e", base_zero)], Scale::Tiny);
