@@ -59,7 +59,8 @@ enum Command {
         #[arg(long, value_enum)]
         scale: Option<Scale>,
     },
-    /// Write a Markdown report: one section per result file, with links to its figures.
+    /// Write a Markdown report: the claim verdicts counted per paper, every claim judged against the
+    /// results, then one section per result file, with links to its figures.
     Report {
         /// Where the result files are.
         #[arg(long, value_name = "DIR", default_value = "results")]

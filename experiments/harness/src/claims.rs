@@ -8,30 +8,51 @@
 //! value of that dimension in the experiment's rows), optionally reduced (`reduce`: max, min, mean)
 //! over the cells of further dimensions (`over`), matched between variant and baseline.
 //!
-//! Measurements (`m`), oriented so that the paper's direction is up unless `expect.direction` says
-//! otherwise:
+//! Every claim states what the paper's words mean as data: the paper's words (`quote`), the
+//! [`Unit`] the comparison is made in, the [`Form`] of the paper's number, the number itself
+//! (`value`, or `lo` and `hi` for a range), the relative tolerance (the claim's, else the file's)
+//! and the paper's side ([`Direction`], in the same unit).
+//!
+//! Measurements, converted into the claim's unit:
 //! - `ratio`: baseline / variant (`"ratio": "baseline/variant"`, the default: how many times faster or
 //!   smaller the variant is) or variant / baseline; x / 0 with x > 0 is infinite, 0 / 0 is undefined.
-//! - `reduction`: 1 - variant / baseline (the fraction the variant cuts); undefined when baseline is 0.
-//! - `value`: the variant's field itself (e.g. flushes == 0); the baseline only serves the direction.
+//!   In unit `x` the ratio itself; in unit `%` the change `100 (ratio - 1)`.
+//! - `reduction`: `1 - variant / baseline`, undefined when the baseline is 0; only in unit `%`, as
+//!   the change of the variant against the baseline, `100 (variant / baseline - 1)`, so a cut is
+//!   negative, as papers write it ("-2.9%").
+//! - `value`: the variant's field itself, taken to be in the claim's unit; the baseline only serves
+//!   the direction `below_baseline`.
 //!
-//! Verdict of one entry (one claim, group, variant and baseline), with `lo` = `expect.min`,
-//! `hi` = `expect.max` and `tol` = the claim's tolerance (else the file's):
-//! - `reproduced`: `m >= lo x (1 - tol)` (when `lo` is given) and `m <= hi x (1 + tol)` (when `hi` is
-//!   given). "Up to X" and "X times" claims give `lo` only; "about X" gives `lo = hi = X`; a range gives
-//!   both.
-//! - `direction-only`: not reproduced, but `m` lies on the paper's side: `above: x` means `m > x`,
+//! The band of a claim, with `t` its tolerance: an edge `e` widens outwards by `|e| t` (for a positive
+//! `e`, the lower edge `e (1 - t)` and the upper `e (1 + t)`):
+//! - `about x`: `[x (1 - t), x (1 + t)]`, two-sided: a value far beyond "about x" is not reproduced.
+//! - `range lo..hi`: `[lo (1 - t), hi (1 + t)]`.
+//! - `at_least x`: `m >= x (1 - t)`, no upper bound; `at_most x`: `m <= x (1 + t)`, no lower bound.
+//! - `up_to x`: "up to" names the paper's best case, so the band is `[x (1 - t), x beyond]`
+//!   (`beyond` defaults to `1 + t`, so the band is `about x`'s: a best case measured far above
+//!   the paper's is not its best case reproduced) and it applies to the claim's extreme entry.
+//! - `direction`: no band; only the side counts.
+//!
+//! A negative `x` (a cut in `%`) mirrors `at_least`, `at_most` and `up_to`: "at least" then means at
+//! least as large a cut, and the extreme entry of `up_to` is the smallest.
+//!
+//! Verdict of one entry (one claim, group, variant and baseline) with measurement `m`:
+//! - `reproduced`: `m` lies inside the band (for `direction`, on the paper's side).
+//! - `direction-only`: outside the band, but on the paper's side: `above: x` means `m > x`,
 //!   `below: x` means `m < x`, `below_baseline` means the variant's value is below the baseline's,
-//!   `none` means a claim that has no direction (it is reproduced or not).
+//!   `none` means a claim that has no side (it is reproduced or not).
 //! - `not-reproduced`: neither.
 //! - `not-measured`: the experiment, a variant, a baseline, a filtered group value or a field is
 //!   missing from the results, or the measurement is undefined (0 / 0).
 //!
-//! A claim's summary verdict is `not-measured` when no entry was measured, else the best verdict that
-//! more than half of the measured entries reach (reproduced > direction-only > not-reproduced): a
-//! claim half of whose entries point the wrong way is not reproduced. Claims
-//! about time use wall time; where the rows count I/O, `secondary` names that field and the entry
-//! carries the same measurement and rule on it beside the primary one (it does not change the verdict).
+//! A claim's summary verdict is `not-measured` when no entry was measured. Otherwise it is
+//! `reproduced` when every measured entry is (for `up_to`: when the extreme entry lies in the band
+//! and no entry lies beyond it or on the wrong side), else `direction-only` when more than half of
+//! the measured entries lie on the paper's side, else `not-reproduced`: a claim half of whose entries
+//! point the wrong way is not reproduced. A claim that is not reproduced carries a `why` in its file,
+//! one sentence on what differs from the paper's setting. Claims about time use wall time; where the
+//! rows count I/O, `secondary` names that field and the entry carries the same measurement, in the
+//! same unit and under the same rule, beside the primary one (it does not change the verdict).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -46,7 +67,7 @@ use crate::rows::{distinct_of, fmt_num, text_of, Row};
 use crate::scale::Scale;
 
 /// The `schema` of a claims file (`results/<scale>/claims.json`).
-pub const SCHEMA: &str = "lsmlab.claims/1";
+pub const SCHEMA: &str = "lsmlab.claims/2";
 
 /// File name of the evaluation written beside the result files of a scale.
 pub const FILE_NAME: &str = crate::result::CLAIMS_FILE_NAME;
@@ -80,10 +101,10 @@ pub struct Claim {
     pub id: String,
     /// Where the paper shows it, e.g. `Fig. 5` or `Table 2`.
     pub source: String,
-    /// The claim in the paper's words (or a close paraphrase).
+    /// The claim as lsmlab reads it: what is compared, on which rows.
     pub text: String,
-    /// The paper's number as the paper states it, e.g. `3x-9.6x`.
-    pub paper: String,
+    /// The paper's own words the number comes from.
+    pub quote: String,
     /// The experiment (registry name) whose rows measure the claim.
     pub experiment: String,
     /// How the claim is measured from the experiment's rows.
@@ -91,11 +112,31 @@ pub struct Claim {
     /// A second field measured the same way, usually counted I/O beside a wall-time claim.
     #[serde(default)]
     pub secondary: Option<String>,
+    /// The form of the paper's number (see the module doc).
+    pub form: Form,
+    /// The unit the paper's number and the measurement are compared in.
+    pub unit: Unit,
+    /// The paper's number, for every form but `range` and `direction`.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// The lower end of a `range`.
+    #[serde(default)]
+    pub lo: Option<f64>,
+    /// The upper end of a `range`.
+    #[serde(default)]
+    pub hi: Option<f64>,
+    /// For `up_to`: how many times the paper's number the extreme entry may reach
+    /// (`1 + t`, the claim's tolerance, when absent).
+    #[serde(default)]
+    pub beyond: Option<f64>,
+    /// The paper's side, in the claim's unit.
+    pub direction: Direction,
     /// Relative tolerance of this claim, overriding the file's [`ClaimSet::tolerance`].
     #[serde(default)]
     pub tolerance: Option<f64>,
-    /// What the paper's number means for the measurement (bounds and direction).
-    pub expect: Expect,
+    /// One sentence on what differs from the paper's setting, for a claim that is not reproduced.
+    #[serde(default)]
+    pub why: Option<String>,
     /// The group (a key of [`ClaimSet::groups`]) this claim belongs to; none for the paper's claims.
     #[serde(default)]
     pub group: Option<String>,
@@ -174,22 +215,64 @@ pub enum Reduce {
     Mean,
 }
 
-/// What the paper's number means for a measurement.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expect {
-    /// Lower bound of a reproduced measurement (before tolerance), if any.
-    #[serde(default)]
-    pub min: Option<f64>,
-    /// Upper bound of a reproduced measurement (before tolerance), if any.
-    #[serde(default)]
-    pub max: Option<f64>,
-    /// The paper's side, for a direction-only verdict.
-    pub direction: Direction,
+/// The form of a paper's number: what "reproduced" means for it (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// "About x": a two-sided band around `value`.
+    About,
+    /// "lo to hi": the band from `lo` to `hi`.
+    Range,
+    /// "At least x" (or "x times" read as a floor): `value` is a lower bound only.
+    AtLeast,
+    /// "At most x": `value` is an upper bound only.
+    AtMost,
+    /// "Up to x": the paper's best case; the claim's extreme entry must reach it, and not exceed
+    /// `beyond` times it.
+    UpTo,
+    /// No number: only the side counts.
+    Direction,
 }
 
-/// The side of a measurement the paper's claim points to.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+impl Form {
+    /// The form as claims files write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Form::About => "about",
+            Form::Range => "range",
+            Form::AtLeast => "at_least",
+            Form::AtMost => "at_most",
+            Form::UpTo => "up_to",
+            Form::Direction => "direction",
+        }
+    }
+}
+
+/// The unit a claim is compared and printed in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Unit {
+    /// A ratio, printed `3.2x`.
+    #[serde(rename = "x")]
+    Times,
+    /// A change in percent of the baseline (or a field already in percent), printed `-2.9%`.
+    #[serde(rename = "%")]
+    Percent,
+    /// A count.
+    #[serde(rename = "count")]
+    Count,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Ms,
+    /// Pages.
+    #[serde(rename = "pages")]
+    Pages,
+    /// A fraction (a share between 0 and 1).
+    #[serde(rename = "fraction")]
+    Fraction,
+}
+
+/// The side of a measurement the paper's claim points to, in the claim's unit.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// The measurement is above this value.
@@ -198,8 +281,114 @@ pub enum Direction {
     Below(f64),
     /// The variant's value is below the baseline's.
     BelowBaseline,
-    /// The claim has no direction: it is reproduced or not.
+    /// The claim has no side: it is reproduced or not.
     None,
+}
+
+impl Direction {
+    /// Whether `m` (and the baseline's value, for `below_baseline`) lies on this side.
+    pub fn holds(self, m: f64, baseline: Option<f64>) -> bool {
+        match self {
+            Direction::Above(x) => m > x,
+            Direction::Below(x) => m < x,
+            Direction::BelowBaseline => baseline.is_some_and(|b| m < b),
+            Direction::None => false,
+        }
+    }
+}
+
+/// The values a claim counts as reproduced, in its unit; an absent edge is unbounded.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Band {
+    /// The lowest value inside the band, if bounded below.
+    pub lo: Option<f64>,
+    /// The highest value inside the band, if bounded above.
+    pub hi: Option<f64>,
+}
+
+impl Band {
+    /// Whether `m` lies inside the band (edges included).
+    pub fn contains(&self, m: f64) -> bool {
+        self.lo.is_none_or(|lo| m >= lo) && self.hi.is_none_or(|hi| m <= hi)
+    }
+}
+
+impl Claim {
+    /// The claim's band at tolerance `tol` (see the module doc); none for [`Form::Direction`] or a
+    /// claim missing its number (which [`parse`] refuses).
+    pub fn band(&self, tol: f64) -> Option<Band> {
+        let down = |e: f64| e - e.abs() * tol;
+        let up = |e: f64| e + e.abs() * tol;
+        let x = self.value;
+        let band = |lo, hi| Some(Band { lo, hi });
+        match self.form {
+            Form::Direction => None,
+            Form::Range => band(Some(down(self.lo?)), Some(up(self.hi?))),
+            Form::About => band(Some(down(x?)), Some(up(x?))),
+            Form::AtLeast if x? >= 0.0 => band(Some(down(x?)), None),
+            Form::AtLeast => band(None, Some(up(x?))),
+            Form::AtMost if x? >= 0.0 => band(None, Some(up(x?))),
+            Form::AtMost => band(Some(down(x?)), None),
+            Form::UpTo => {
+                let cap = x? * self.beyond.unwrap_or(1.0 + tol);
+                if x? >= 0.0 {
+                    band(Some(down(x?)), Some(cap))
+                } else {
+                    band(Some(cap), Some(up(x?)))
+                }
+            }
+        }
+    }
+
+    /// Whether the extreme entry of an `up_to` claim is the smallest (a negative number: a cut).
+    fn extreme_is_min(&self) -> bool {
+        self.value.is_some_and(|x| x < 0.0)
+    }
+
+    /// The paper's number as the claim's form and unit state it, e.g. `3x .. 9.6x`, `about -2.9%`
+    /// (`exactly 0` when the tolerance `tol` is 0).
+    pub fn paper_text(&self, tol: f64) -> String {
+        let f = |v: Option<f64>| fmt_in(self.unit, v);
+        match self.form {
+            Form::About if tol == 0.0 => format!("exactly {}", f(self.value)),
+            Form::About => format!("about {}", f(self.value)),
+            Form::Range => format!("{} .. {}", f(self.lo), f(self.hi)),
+            Form::AtLeast => format!("at least {}", f(self.value)),
+            Form::AtMost => format!("at most {}", f(self.value)),
+            Form::UpTo => format!("up to {}", f(self.value)),
+            Form::Direction => match self.direction {
+                Direction::Above(x) => format!("above {}", f(Some(x))),
+                Direction::Below(x) => format!("below {}", f(Some(x))),
+                Direction::BelowBaseline => "below the baseline".to_string(),
+                Direction::None => "-".to_string(),
+            },
+        }
+    }
+}
+
+/// A band as text in `unit`: `2.25x .. 12x`, `>= 1.05x`, `<= 5.85%`; `-` for none.
+pub fn band_text(unit: Unit, band: Option<&Band>) -> String {
+    let f = |v: f64| fmt_in(unit, Some(v));
+    match band {
+        None => "-".to_string(),
+        Some(Band {
+            lo: Some(lo),
+            hi: Some(hi),
+        }) if lo == hi => f(*lo),
+        Some(Band {
+            lo: Some(lo),
+            hi: Some(hi),
+        }) => format!("{} .. {}", f(*lo), f(*hi)),
+        Some(Band {
+            lo: Some(lo),
+            hi: None,
+        }) => format!(">= {}", f(*lo)),
+        Some(Band {
+            lo: None,
+            hi: Some(hi),
+        }) => format!("<= {}", f(*hi)),
+        Some(Band { lo: None, hi: None }) => "any".to_string(),
+    }
 }
 
 /// The outcome for one entry or one claim.
@@ -208,15 +397,23 @@ pub enum Direction {
 pub enum Verdict {
     /// Nothing to judge: the data is missing or the measurement undefined.
     NotMeasured,
-    /// Measured, and neither within the bounds nor on the paper's side.
+    /// Measured, and neither within the band nor on the paper's side.
     NotReproduced,
-    /// Outside the bounds, but on the paper's side.
+    /// Outside the band, but on the paper's side.
     DirectionOnly,
-    /// Within the bounds (with tolerance).
+    /// Within the band (with tolerance).
     Reproduced,
 }
 
 impl Verdict {
+    /// Every verdict, best first.
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Reproduced,
+        Verdict::DirectionOnly,
+        Verdict::NotReproduced,
+        Verdict::NotMeasured,
+    ];
+
     /// The verdict as written in claims files and reports (`reproduced`, `direction-only`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -260,19 +457,65 @@ fn check(set: &ClaimSet) -> anyhow::Result<()> {
         if m.kind != Kind::Value && m.baselines.is_empty() {
             return Err(fail("a ratio or reduction needs baselines"));
         }
-        if c.expect.direction == Direction::BelowBaseline && m.baselines.is_empty() {
-            return Err(fail("direction below_baseline needs baselines"));
+        if c.direction == Direction::BelowBaseline && (m.baselines.is_empty() || m.kind != Kind::Value) {
+            return Err(fail(
+                "direction below_baseline needs a value measured against baselines",
+            ));
         }
         if !m.over.is_empty() && m.reduce.is_none() {
             return Err(fail("`over` needs `reduce`"));
         }
-        if let (Some(lo), Some(hi)) = (c.expect.min, c.expect.max) {
-            if lo > hi {
-                return Err(fail("expect.min is above expect.max"));
+        match (m.kind, c.unit) {
+            (Kind::Ratio, Unit::Times | Unit::Percent)
+            | (Kind::Reduction, Unit::Percent)
+            | (Kind::Value, _) => {}
+            (kind, _) => {
+                return Err(fail(&format!(
+                    "a {kind:?} is compared in unit `x` or `%` (a reduction only in `%`)"
+                )))
             }
         }
-        if c.expect.min.is_none() && c.expect.max.is_none() {
-            return Err(fail("expect needs min or max"));
+        let numbers = (c.value.is_some(), c.lo.is_some() || c.hi.is_some());
+        match c.form {
+            Form::Range => {
+                let (Some(lo), Some(hi)) = (c.lo, c.hi) else {
+                    return Err(fail("a range needs `lo` and `hi`"));
+                };
+                if lo > hi {
+                    return Err(fail("`lo` is above `hi`"));
+                }
+                if numbers.0 {
+                    return Err(fail("a range takes `lo` and `hi`, not `value`"));
+                }
+            }
+            Form::Direction => {
+                if numbers != (false, false) {
+                    return Err(fail("a direction claim takes no number"));
+                }
+                if c.direction == Direction::None {
+                    return Err(fail("a direction claim needs a direction"));
+                }
+            }
+            _ => {
+                if numbers != (true, false) {
+                    return Err(fail(&format!("form {} takes `value` only", c.form.as_str())));
+                }
+            }
+        }
+        if c.beyond.is_some() && c.form != Form::UpTo {
+            return Err(fail("`beyond` applies to up_to only"));
+        }
+        if c.beyond.is_some_and(|b| b.is_nan() || b <= 1.0) {
+            return Err(fail("`beyond` must be above 1"));
+        }
+        if [c.value, c.lo, c.hi].iter().flatten().any(|v| !v.is_finite()) {
+            return Err(fail("the paper's number must be finite"));
+        }
+        if c.quote.trim().is_empty() {
+            return Err(fail("empty quote"));
+        }
+        if c.why.as_ref().is_some_and(|w| w.trim().is_empty()) {
+            return Err(fail("empty why"));
         }
         if let Some(g) = &c.group {
             if !set.groups.contains_key(g) {
@@ -309,10 +552,13 @@ pub struct Entry {
     pub group: String,
     /// The group's dimension values, the variant (under the variant key) and the baseline.
     pub dims: BTreeMap<String, String>,
-    /// The measurement: finite, infinite (x / 0) or none when undefined or missing.
+    /// The measurement in the claim's unit: finite, infinite (x / 0) or none when undefined or
+    /// missing.
     #[serde(serialize_with = "ser_measured")]
     pub measured: Option<f64>,
-    /// The paper's number as the paper states it.
+    /// The claim's unit.
+    pub unit: Unit,
+    /// The paper's number in the claim's unit ([`Claim::paper_text`]).
     pub paper: String,
     /// This entry's verdict.
     pub verdict: Verdict,
@@ -324,7 +570,7 @@ pub struct Entry {
     pub note: Option<String>,
 }
 
-/// The second measurement of an entry (counted I/O beside wall time).
+/// The second measurement of an entry (counted I/O beside wall time), in the claim's unit.
 #[derive(Clone, Debug, Serialize)]
 pub struct Secondary {
     /// The secondary field measured.
@@ -347,14 +593,26 @@ pub struct Summary {
     pub source: String,
     /// The claim's text.
     pub text: String,
+    /// The paper's words ([`Claim::quote`]).
+    pub quote: String,
     /// The experiment that measures it.
     pub experiment: String,
     /// The kind of measurement.
     pub kind: Kind,
     /// The measured field (or `+`-joined fields).
     pub field: String,
-    /// The paper's number as the paper states it.
+    /// The form of the paper's number.
+    pub form: Form,
+    /// The unit of the paper's number, the band and every measurement.
+    pub unit: Unit,
+    /// The tolerance the band was widened by.
+    pub tolerance: f64,
+    /// The paper's number in the claim's unit ([`Claim::paper_text`]).
     pub paper: String,
+    /// The band a reproduced entry lies in (none for a direction claim).
+    pub band: Option<Band>,
+    /// The paper's side.
+    pub direction: Direction,
     /// The smallest measurement over the claim's measured entries, if any.
     #[serde(serialize_with = "ser_measured")]
     pub measured_min: Option<f64>,
@@ -365,6 +623,11 @@ pub struct Summary {
     pub verdict: Verdict,
     /// How many entries got each verdict.
     pub counts: BTreeMap<Verdict, usize>,
+    /// Where the measured entries lie against the band and the side, in words.
+    pub condition: String,
+    /// What differs from the paper's setting ([`Claim::why`]), if the file says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
     /// The claim's group ([`Claim::group`]), if it is not one of the paper's own claims.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
@@ -388,13 +651,17 @@ pub struct Evaluation {
 }
 
 /// The rules in one paragraph, written into every claims file.
-pub const RULES: &str =
-    "Per entry (claim x group x variant x baseline), with lo = expect.min, hi = expect.max \
-and tol the claim's relative tolerance: reproduced when m >= lo*(1-tol) and m <= hi*(1+tol) (each bound \
-only when given); direction-only when not reproduced but m lies on the paper's side (above/below a value, \
-or below the baseline's value); not-reproduced otherwise; not-measured when the experiment, a variant, a \
-baseline, a group value or a field is missing, or the measurement is undefined (0/0). Per claim: \
-not-measured when nothing was measured, else the best verdict more than half of the measured entries reach.";
+pub const RULES: &str = "Every claim states its form, its unit and its tolerance t; paper value, band and \
+measurements are in that unit (x: a ratio; %: the change against the baseline, negative for a cut). \
+Bands: about x is [x(1-t), x(1+t)]; range lo..hi is [lo(1-t), hi(1+t)]; at_least x is m >= x(1-t); \
+at_most x is m <= x(1+t); up_to x is [x(1-t), x*beyond] (beyond 1+t unless stated), applied to the \
+claim's extreme entry; direction has no band (edges widen away from zero, so negative numbers mirror). \
+Per entry (claim x group x variant x baseline): reproduced inside the band (a direction claim: on the \
+paper's side); direction-only outside it but on the paper's side; not-reproduced otherwise; not-measured \
+when the experiment, a variant, a baseline, a group value or a field is missing, or the measurement is \
+undefined (0/0). Per claim: not-measured when nothing was measured; reproduced when every measured entry \
+is (up_to: the extreme entry is inside the band and none beyond it or on the wrong side); else \
+direction-only when more than half of the measured entries are on the paper's side; else not-reproduced.";
 
 /// Judges every claim of `sets` against `results` (the result files of one scale).
 pub fn evaluate(sets: &[ClaimSet], results: &[ResultFile], scale: Scale) -> Evaluation {
@@ -405,7 +672,7 @@ pub fn evaluate(sets: &[ClaimSet], results: &[ResultFile], scale: Scale) -> Eval
             let result = results.iter().find(|r| r.experiment == claim.experiment);
             let tol = claim.tolerance.unwrap_or(set.tolerance);
             let mine = evaluate_claim(claim, result, tol);
-            claims.push(summarise(set, claim, &mine));
+            claims.push(summarise(set, claim, tol, &mine));
             entries.extend(mine);
         }
     }
@@ -419,37 +686,128 @@ pub fn evaluate(sets: &[ClaimSet], results: &[ResultFile], scale: Scale) -> Eval
     }
 }
 
-fn summarise(set: &ClaimSet, claim: &Claim, entries: &[Entry]) -> Summary {
-    let measured: Vec<&Entry> = entries
+/// The summary verdict of a claim over its entries (see the module doc).
+pub fn summary_verdict(claim: &Claim, tol: f64, entries: &[Entry]) -> Verdict {
+    let measured: Vec<(f64, Verdict)> = entries
         .iter()
         .filter(|e| e.verdict != Verdict::NotMeasured)
+        .filter_map(|e| Some((e.measured?, e.verdict)))
         .collect();
-    let values = measured.iter().filter_map(|e| e.measured);
+    if measured.is_empty() {
+        return Verdict::NotMeasured;
+    }
+    let n = measured.len();
+    let on_side = measured
+        .iter()
+        .filter(|(_, v)| *v >= Verdict::DirectionOnly)
+        .count();
+    let reproduced = match (claim.form, claim.band(tol)) {
+        (Form::UpTo, Some(band)) => {
+            let values = measured.iter().map(|(m, _)| *m);
+            let extreme = if claim.extreme_is_min() {
+                values.fold(f64::INFINITY, f64::min)
+            } else {
+                values.fold(f64::NEG_INFINITY, f64::max)
+            };
+            let beyond = |m: f64| {
+                if claim.extreme_is_min() {
+                    band.lo.is_some_and(|lo| m < lo)
+                } else {
+                    band.hi.is_some_and(|hi| m > hi)
+                }
+            };
+            band.contains(extreme)
+                && measured
+                    .iter()
+                    .all(|(m, v)| *v >= Verdict::DirectionOnly && !beyond(*m))
+        }
+        _ => measured.iter().all(|(_, v)| *v == Verdict::Reproduced),
+    };
+    if reproduced {
+        Verdict::Reproduced
+    } else if 2 * on_side > n {
+        Verdict::DirectionOnly
+    } else {
+        Verdict::NotReproduced
+    }
+}
+
+/// Where the measured entries lie, in words: `2 of 12 in band, 9 below; 1 on the wrong side`.
+fn condition(claim: &Claim, tol: f64, entries: &[Entry]) -> String {
+    let measured: Vec<(f64, Verdict)> = entries
+        .iter()
+        .filter(|e| e.verdict != Verdict::NotMeasured)
+        .filter_map(|e| Some((e.measured?, e.verdict)))
+        .collect();
+    let missing = entries.len() - measured.len();
+    let n = measured.len();
+    let mut parts: Vec<String> = Vec::new();
+    match claim.band(tol) {
+        _ if n == 0 => {}
+        None => {
+            let side = measured.iter().filter(|(_, v)| *v == Verdict::Reproduced).count();
+            parts.push(format!("{side} of {n} on the paper's side"));
+        }
+        Some(band) => {
+            let inside = measured.iter().filter(|(m, _)| band.contains(*m)).count();
+            let above = measured
+                .iter()
+                .filter(|(m, _)| band.hi.is_some_and(|hi| *m > hi))
+                .count();
+            let below = n - inside - above;
+            let mut text = format!("{inside} of {n} in band");
+            if above > 0 {
+                let _ = write!(text, ", {above} above");
+            }
+            if below > 0 {
+                let _ = write!(text, ", {below} below");
+            }
+            parts.push(text);
+            let wrong = measured
+                .iter()
+                .filter(|(_, v)| *v == Verdict::NotReproduced)
+                .count();
+            if wrong > 0 && claim.direction != Direction::None {
+                parts.push(format!("{wrong} on the wrong side"));
+            }
+        }
+    }
+    if missing > 0 {
+        parts.push(format!("{missing} not measured"));
+    }
+    parts.join("; ")
+}
+
+fn summarise(set: &ClaimSet, claim: &Claim, tol: f64, entries: &[Entry]) -> Summary {
+    let values = entries
+        .iter()
+        .filter(|e| e.verdict != Verdict::NotMeasured)
+        .filter_map(|e| e.measured);
     let mut counts = BTreeMap::new();
     for e in entries {
         *counts.entry(e.verdict).or_insert(0) += 1;
     }
-    let mut verdicts: Vec<Verdict> = measured.iter().map(|e| e.verdict).collect();
-    verdicts.sort_by(|a, b| b.cmp(a));
-    let verdict = if verdicts.is_empty() {
-        Verdict::NotMeasured
-    } else {
-        // Sorted best first: the verdict at position n/2 is reached by n/2 + 1 entries, a majority.
-        verdicts[verdicts.len() / 2]
-    };
     Summary {
         claim: claim.id.clone(),
         paper_name: set.paper.clone(),
         source: claim.source.clone(),
         text: claim.text.clone(),
+        quote: claim.quote.clone(),
         experiment: claim.experiment.clone(),
         kind: claim.measure.kind,
         field: claim.measure.field.clone(),
-        paper: claim.paper.clone(),
+        form: claim.form,
+        unit: claim.unit,
+        tolerance: tol,
+        paper: claim.paper_text(tol),
+        band: claim.band(tol),
+        direction: claim.direction,
         measured_min: values.clone().reduce(f64::min),
         measured_max: values.reduce(f64::max),
-        verdict,
+        verdict: summary_verdict(claim, tol, entries),
         counts,
+        condition: condition(claim, tol, entries),
+        why: claim.why.clone(),
         group: claim.group.clone(),
     }
 }
@@ -497,7 +855,8 @@ fn evaluate_claim(claim: &Claim, result: Option<&ResultFile>, tol: f64) -> Vec<E
         group: group_text,
         dims,
         measured: None,
-        paper: claim.paper.clone(),
+        unit: claim.unit,
+        paper: claim.paper_text(tol),
         verdict: Verdict::NotMeasured,
         secondary: None,
         note: None,
@@ -573,9 +932,10 @@ fn evaluate_claim(claim: &Claim, result: Option<&ResultFile>, tol: f64) -> Vec<E
                 } else {
                     match measure(m, &m.field, &vrows, brows.as_deref()) {
                         Ok((value, base)) => {
+                            let value = value.map(|v| in_unit(m.kind, claim.unit, v));
                             e.measured = value;
                             e.verdict = match value {
-                                Some(x) => judge(&claim.expect, tol, x, base),
+                                Some(x) => judge(claim, tol, x, base),
                                 None => Verdict::NotMeasured,
                             };
                             if value.is_none() {
@@ -586,7 +946,10 @@ fn evaluate_claim(claim: &Claim, result: Option<&ResultFile>, tol: f64) -> Vec<E
                     }
                     if let Some(field) = &claim.secondary {
                         let (measured, verdict) = match measure(m, field, &vrows, brows.as_deref()) {
-                            Ok((Some(x), base)) => (Some(x), judge(&claim.expect, tol, x, base)),
+                            Ok((Some(x), base)) => {
+                                let x = in_unit(m.kind, claim.unit, x);
+                                (Some(x), judge(claim, tol, x, base))
+                            }
                             _ => (None, Verdict::NotMeasured),
                         };
                         e.secondary = Some(Secondary {
@@ -697,40 +1060,75 @@ fn reduce_with(reduce: Reduce, values: &[f64]) -> Option<f64> {
     })
 }
 
-/// The verdict for measured value `m` (and the baseline's value, for `below_baseline`).
-pub fn judge(expect: &Expect, tol: f64, m: f64, baseline: Option<f64>) -> Verdict {
-    let above_lo = expect.min.is_none_or(|lo| m >= lo * (1.0 - tol));
-    let below_hi = expect.max.is_none_or(|hi| m <= hi * (1.0 + tol));
-    if above_lo && below_hi {
-        return Verdict::Reproduced;
-    }
-    let direction = match expect.direction {
-        Direction::Above(x) => m > x,
-        Direction::Below(x) => m < x,
-        Direction::BelowBaseline => baseline.is_some_and(|b| m < b),
-        Direction::None => false,
-    };
-    if direction {
-        Verdict::DirectionOnly
-    } else {
-        Verdict::NotReproduced
+/// A measurement of `kind` in the claim's `unit` (see the module doc): a ratio as is (`x`) or as a
+/// change `100 (ratio - 1)` (`%`); a reduction `r` as the change `-100 r`; a value as is.
+pub fn in_unit(kind: Kind, unit: Unit, raw: f64) -> f64 {
+    match (kind, unit) {
+        (Kind::Ratio, Unit::Percent) => 100.0 * (raw - 1.0),
+        (Kind::Reduction, _) => -100.0 * raw,
+        _ => raw,
     }
 }
 
-/// A measured value as the claim's kind reads: `12.3x`, `85%`, or the plain number.
-pub fn fmt_measured(kind: Kind, value: Option<f64>) -> String {
-    match value {
-        None => "-".to_string(),
-        Some(v) if v.is_infinite() => match kind {
-            Kind::Ratio => "inf".to_string(),
-            _ => v.to_string(),
-        },
-        Some(v) => match kind {
-            Kind::Ratio => format!("{}x", fmt_ratio(v)),
-            Kind::Reduction => format!("{:.0}%", v * 100.0),
-            Kind::Value => fmt_num(v),
-        },
+/// The verdict of one entry of `claim` at tolerance `tol`, for measurement `m` in the claim's unit
+/// (and the baseline's value, for `below_baseline`).
+pub fn judge(claim: &Claim, tol: f64, m: f64, baseline: Option<f64>) -> Verdict {
+    let on_side = claim.direction.holds(m, baseline);
+    match claim.band(tol) {
+        Some(band) if band.contains(m) => Verdict::Reproduced,
+        None if on_side => Verdict::Reproduced,
+        Some(_) if on_side => Verdict::DirectionOnly,
+        _ => Verdict::NotReproduced,
     }
+}
+
+/// A number in `unit`: `12.3x`, `-2.9%`, `+10.4%`, `21 ms`, `2 pages`, or the plain number; `-` when
+/// absent.
+pub fn fmt_in(unit: Unit, value: Option<f64>) -> String {
+    let Some(v) = value else {
+        return "-".to_string();
+    };
+    if v.is_infinite() {
+        let text = if v > 0.0 { "inf" } else { "-inf" };
+        return match unit {
+            Unit::Percent if v > 0.0 => "+inf%".to_string(),
+            Unit::Percent => "-inf%".to_string(),
+            _ => text.to_string(),
+        };
+    }
+    match unit {
+        Unit::Times => format!("{}x", fmt_ratio(v)),
+        Unit::Percent => fmt_percent(v),
+        Unit::Count | Unit::Fraction => fmt_num(v),
+        Unit::Ms => format!("{} ms", fmt_num(v)),
+        Unit::Pages => format!("{} pages", fmt_num(v)),
+    }
+}
+
+/// A signed percentage with three significant digits from 1 up (`+4.68%`, `+10.4%`, `-121%`), two
+/// below (`-0.08%`), trailing zeros dropped; `0%` for zero.
+fn fmt_percent(v: f64) -> String {
+    let a = v.abs();
+    let digits = if a >= 100.0 || a == 0.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        (1.0 - a.log10().floor()) as usize
+    };
+    let text = format!("{a:.digits$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    if text == "0" {
+        return "0%".to_string();
+    }
+    let sign = if v > 0.0 { "+" } else { "-" };
+    format!("{sign}{text}%")
 }
 
 /// A ratio with two significant decimals below 10 (`1.18`, `0.63`, `0.0051`), one below 100
@@ -758,8 +1156,58 @@ impl Evaluation {
         crate::atomic::write(path, json.as_bytes())
     }
 
-    /// REPORT.md's claims: one table per paper in `papers` (claim, source, the paper's number, the
-    /// measured range over its entries, verdict), each followed by the entries in a folded block.
+    /// How many claims of each paper in `papers` (in the order of `sets`, groups included) got each
+    /// summary verdict.
+    pub fn tally(&self, sets: &[ClaimSet], papers: &[String]) -> Vec<(String, BTreeMap<Verdict, usize>)> {
+        sets.iter()
+            .filter(|s| papers.contains(&s.paper))
+            .map(|set| {
+                let mut counts = BTreeMap::new();
+                for s in self.claims.iter().filter(|s| s.paper_name == set.paper) {
+                    *counts.entry(s.verdict).or_insert(0) += 1;
+                }
+                (set.paper.clone(), counts)
+            })
+            .filter(|(_, counts)| !counts.is_empty())
+            .collect()
+    }
+
+    /// The tally as a Markdown table: one row per paper and a total, one column per verdict; empty
+    /// when no paper in `papers` has claims.
+    pub fn tally_markdown(&self, sets: &[ClaimSet], papers: &[String]) -> String {
+        let tally = self.tally(sets, papers);
+        if tally.is_empty() {
+            return String::new();
+        }
+        let mut headers = vec!["paper".to_string()];
+        headers.extend(Verdict::ALL.iter().map(|v| v.as_str().to_string()));
+        headers.push("total".to_string());
+        let row = |name: String, counts: &BTreeMap<Verdict, usize>| {
+            let mut line = vec![name];
+            line.extend(
+                Verdict::ALL
+                    .iter()
+                    .map(|v| counts.get(v).copied().unwrap_or(0).to_string()),
+            );
+            line.push(counts.values().sum::<usize>().to_string());
+            line
+        };
+        let mut all = BTreeMap::new();
+        let mut body = Vec::new();
+        for (paper, counts) in &tally {
+            for (v, n) in counts {
+                *all.entry(*v).or_insert(0) += n;
+            }
+            body.push(row(paper.clone(), counts));
+        }
+        body.push(row("**all**".to_string(), &all));
+        markdown_table(&headers, &body)
+    }
+
+    /// REPORT.md's claims: per paper in `papers`, a table of its claims (claim, source, the paper's
+    /// number and band, the measured range, verdict and where the entries lie, why), the entries in a
+    /// folded block, a table per claim group, and last the file's notes with each claim's reading and
+    /// the paper's words.
     pub fn markdown(&self, sets: &[ClaimSet], papers: &[String]) -> String {
         let mut md = String::new();
         for set in sets.iter().filter(|s| papers.contains(&s.paper)) {
@@ -787,41 +1235,45 @@ impl Evaluation {
                 }
                 self.claims_table(&mut md, &mine);
             }
+            let _ = writeln!(
+                md,
+                "### {} claims: notes ({})\n\n{}\n",
+                set.paper, self.scale, set.doc
+            );
+            for c in &set.claims {
+                let _ = writeln!(
+                    md,
+                    "- **{}** ({}): {} The paper: \"{}\"",
+                    c.id, c.source, c.text, c.quote
+                );
+            }
+            md += "\n";
         }
         md
     }
 
     /// One table of claims, followed by their entries in a folded block.
     fn claims_table(&self, md: &mut String, mine: &[&Summary]) {
-        let headers = [
-            "claim", "source", "text", "paper", "measured", "verdict", "entries",
-        ]
-        .map(String::from);
+        let headers = ["claim", "source", "paper", "measured", "verdict", "why"].map(String::from);
         let body: Vec<Vec<String>> = mine
             .iter()
             .map(|s| {
+                let f = |v| fmt_in(s.unit, v);
                 let range = match (s.measured_min, s.measured_max) {
-                    (Some(lo), Some(hi)) if lo == hi => fmt_measured(s.kind, Some(lo)),
-                    (lo, hi) => format!("{} .. {}", fmt_measured(s.kind, lo), fmt_measured(s.kind, hi)),
+                    (Some(lo), Some(hi)) if lo != hi => format!("{} .. {}", f(Some(lo)), f(Some(hi))),
+                    (lo, _) => f(lo),
                 };
-                let counts = [
-                    Verdict::Reproduced,
-                    Verdict::DirectionOnly,
-                    Verdict::NotReproduced,
-                    Verdict::NotMeasured,
-                ]
-                .iter()
-                .filter_map(|v| s.counts.get(v).map(|n| format!("{n} {}", v.as_str())))
-                .collect::<Vec<_>>()
-                .join(", ");
+                let paper = match &s.band {
+                    Some(band) => format!("{} (band {})", s.paper, band_text(s.unit, Some(band))),
+                    None => s.paper.clone(),
+                };
                 vec![
                     s.claim.clone(),
                     s.source.clone(),
-                    s.text.clone(),
-                    s.paper.clone(),
+                    paper,
                     format!("{range} ({})", s.field),
-                    format!("**{}**", s.verdict.as_str()),
-                    counts,
+                    format!("**{}**: {}", s.verdict.as_str(), s.condition),
+                    s.why.clone().unwrap_or_default(),
                 ]
             })
             .collect();
@@ -832,7 +1284,7 @@ impl Evaluation {
             "group",
             "measured",
             "verdict",
-            "counted I/O view",
+            "secondary (same unit)",
             "note",
         ]
         .map(String::from);
@@ -841,14 +1293,10 @@ impl Evaluation {
             .iter()
             .filter(|e| mine.iter().any(|s| s.claim == e.claim))
             .map(|e| {
-                let kind = mine
-                    .iter()
-                    .find(|s| s.claim == e.claim)
-                    .map_or(Kind::Value, |s| s.kind);
                 let secondary = e.secondary.as_ref().map_or(String::new(), |s| {
                     format!(
                         "{} ({}): {}",
-                        fmt_measured(kind, s.measured),
+                        fmt_in(e.unit, s.measured),
                         s.field,
                         s.verdict.as_str()
                     )
@@ -856,21 +1304,20 @@ impl Evaluation {
                 vec![
                     e.claim.clone(),
                     e.group.clone(),
-                    fmt_measured(kind, e.measured),
+                    fmt_in(e.unit, e.measured),
                     e.verdict.as_str().to_string(),
                     secondary,
                     e.note.clone().unwrap_or_default(),
                 ]
             })
             .collect();
-        // The note column only when some entry has a note.
-        let (headers, body): (Vec<String>, Vec<Vec<String>>) = if body.iter().all(|l| l[5].is_empty()) {
-            let trimmed = body.into_iter().map(|l| l[..5].to_vec()).collect();
-            (headers[..5].to_vec(), trimmed)
-        } else {
-            (headers.to_vec(), body)
-        };
-        *md += &markdown_table(&headers, &body);
+        // The secondary and note columns only when some entry has one.
+        let keep: Vec<usize> = (0..headers.len())
+            .filter(|&i| i < 4 || body.iter().any(|l| !l[i].is_empty()))
+            .collect();
+        let pick = |line: &[String]| keep.iter().map(|&i| line[i].clone()).collect::<Vec<_>>();
+        let body: Vec<Vec<String>> = body.iter().map(|l| pick(l)).collect();
+        *md += &markdown_table(&pick(&headers), &body);
         *md += "\n</details>\n\n";
     }
 }
@@ -907,11 +1354,11 @@ mod tests {
         .unwrap()
     }
 
-    const FASTER: &str = r#"{"id": "c1", "source": "Fig. 1", "text": "t", "paper": "4x-8x", "experiment": "e",
+    const FASTER: &str = r#"{"id": "c1", "source": "Fig. 1", "text": "t", "quote": "4x to 8x", "experiment": "e",
         "measure": {"kind": "ratio", "field": "ms", "variants": ["A", "B", "C", "D"], "baselines": ["Base"],
                     "group_by": ["dataset"], "filter": {"selectivity": ["0.5"]}},
         "secondary": "reads+writes",
-        "expect": {"min": 4.0, "max": 8.0, "direction": {"above": 1.0}}}"#;
+        "form": "range", "unit": "x", "lo": 4.0, "hi": 8.0, "direction": {"above": 1.0}}"#;
 
     fn rows_for_faster() -> Vec<Row> {
         let mut rows = Vec::new();
@@ -925,6 +1372,183 @@ mod tests {
         rows
     }
 
+    /// Judges one claim of variant `A` against `Base` with `fields` (form, unit, numbers, direction,
+    /// ...) on hand-made rows: dataset `d<i>` measures `values[i]` (None: 0 / 0). In unit `x` the
+    /// claim is a ratio Base / A (A's time is 100 / v); in `%` a reduction, so A's value is
+    /// 100 (1 + v / 100), a change of v%. Returns each entry's verdict and the claim's.
+    fn judged(fields: &str, values: &[Option<f64>]) -> (Vec<Verdict>, Verdict) {
+        let percent = fields.contains(r#""unit": "%""#);
+        let kind = if percent { "reduction" } else { "ratio" };
+        let claim = format!(
+            r#"{{"id": "f", "source": "s", "text": "t", "quote": "q", "experiment": "e",
+                "measure": {{"kind": "{kind}", "field": "ms", "variants": ["A"], "baselines": ["Base"],
+                             "group_by": ["dataset"]}}, {fields}}}"#
+        );
+        let mut rows = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            let d = format!("d{i}");
+            let (base, a) = match v {
+                None => (0.0, 0.0),
+                Some(v) if percent => (100.0, 100.0 * (1.0 + v / 100.0)),
+                Some(v) if v.is_infinite() => (100.0, 0.0),
+                Some(v) => (100.0, 100.0 / v),
+            };
+            rows.push(row(&d, "Base", 0.5, base, 1));
+            rows.push(row(&d, "A", 0.5, a, 1));
+        }
+        let eval = evaluate(&[set(&claim)], &[result("e", rows)], Scale::Tiny);
+        let mut entries: Vec<&Entry> = eval.entries.iter().collect();
+        entries.sort_by_key(|e| e.dims["dataset"][1..].parse::<usize>().unwrap());
+        (
+            entries.iter().map(|e| e.verdict).collect(),
+            eval.claims[0].verdict,
+        )
+    }
+
+    use Verdict::{DirectionOnly as D, NotMeasured as M, NotReproduced as N, Reproduced as R};
+
+    #[test]
+    fn about_is_a_two_sided_band() {
+        let about = r#""form": "about", "unit": "x", "value": 3.0, "direction": {"above": 1.0}"#;
+        // Band [2.25, 3.75]: inside, just outside each edge, far beyond, wrong side, undefined.
+        let values = [3.0, 2.26, 3.74, 2.24, 3.76, 300.0, 0.5];
+        let (v, claim) = judged(about, &values.map(Some));
+        assert_eq!(v, [R, R, R, D, D, D, N]);
+        assert_eq!(claim, D, "6 of 7 on the paper's side, not all in band");
+        assert_eq!(judged(about, &[Some(2.26), Some(3.74)]), (vec![R, R], R));
+        assert_eq!(
+            judged(about, &[Some(300.0)]),
+            (vec![D], D),
+            "far beyond is never reproduced"
+        );
+        assert_eq!(judged(about, &[Some(0.5), Some(0.9), Some(3.0)]).1, N);
+        assert_eq!(judged(about, &[None]), (vec![M], M));
+        // A measurement that cannot be undone does not count: one undefined, one in band.
+        assert_eq!(judged(about, &[None, Some(3.0)]), (vec![M, R], R));
+    }
+
+    #[test]
+    fn about_a_negative_change_mirrors_the_band() {
+        let cut = r#""form": "about", "unit": "%", "value": -2.9, "direction": {"below": 0.0}"#;
+        // Band [-3.625, -2.175].
+        let values = [-2.9, -3.6, -2.2, -3.7, -2.1, -14.0, 0.5];
+        let (v, claim) = judged(cut, &values.map(Some));
+        assert_eq!(v, [R, R, R, D, D, D, N]);
+        assert_eq!(claim, D);
+    }
+
+    #[test]
+    fn a_range_widens_each_end_by_the_tolerance() {
+        let range = r#""form": "range", "unit": "x", "lo": 4.0, "hi": 8.0, "direction": {"above": 1.0}"#;
+        // Band [3, 10].
+        let values = [4.0, 8.0, 3.01, 9.99, 2.99, 10.01, 1000.0, 0.9];
+        let (v, claim) = judged(range, &values.map(Some));
+        assert_eq!(v, [R, R, R, R, D, D, D, N]);
+        assert_eq!(claim, D);
+        assert_eq!(judged(range, &[Some(3.01), Some(9.99)]).1, R);
+        assert_eq!(judged(range, &[None, None]).1, M);
+        // A claim half of whose entries point the wrong way is not reproduced.
+        assert_eq!(judged(range, &[Some(5.0), Some(0.9)]).1, N);
+    }
+
+    #[test]
+    fn at_least_and_at_most_bound_one_side_only() {
+        let at_least = r#""form": "at_least", "unit": "x", "value": 10.0, "direction": {"above": 1.0}"#;
+        let values = [
+            Some(7.51),
+            Some(7.49),
+            Some(1e6),
+            Some(f64::INFINITY),
+            Some(0.5),
+            None,
+        ];
+        assert_eq!(judged(at_least, &values).0, [R, D, R, R, N, M]);
+        assert_eq!(judged(at_least, &[Some(7.51), Some(1e6)]).1, R);
+
+        let at_most = r#""form": "at_most", "unit": "%", "value": 4.0, "direction": "none""#;
+        // Band: m <= 5; no side, so outside is not reproduced.
+        let values = [Some(4.99), Some(5.01), Some(-50.0), Some(400.0), None];
+        assert_eq!(judged(at_most, &values).0, [R, N, R, N, M]);
+        assert_eq!(judged(at_most, &[Some(4.99), Some(-50.0)]).1, R);
+        assert_eq!(judged(at_most, &[Some(4.99), Some(5.01)]).1, N);
+    }
+
+    #[test]
+    fn up_to_judges_the_extreme_entry_and_caps_it() {
+        let up_to = r#""form": "up_to", "unit": "x", "value": 60.0, "direction": {"above": 1.0}"#;
+        // Band [45, 75] for the extreme entry; the others only need the paper's side.
+        assert_eq!(judged(up_to, &[Some(30.0), Some(46.0)]), (vec![D, R], R));
+        assert_eq!(judged(up_to, &[Some(30.0), Some(44.0)]), (vec![D, D], D));
+        assert_eq!(judged(up_to, &[Some(30.0), Some(74.0)]), (vec![D, R], R));
+        assert_eq!(judged(up_to, &[Some(30.0), Some(76.0)]), (vec![D, D], D));
+        assert_eq!(
+            judged(up_to, &[Some(116.0)]),
+            (vec![D], D),
+            "116x is not 'up to 60x'"
+        );
+        assert_eq!(judged(up_to, &[Some(1e5)]), (vec![D], D), "far beyond");
+        assert_eq!(
+            judged(up_to, &[Some(0.5), Some(50.0), Some(55.0)]),
+            (vec![N, R, R], D)
+        );
+        assert_eq!(judged(up_to, &[Some(0.5), Some(0.9), Some(55.0)]).1, N);
+        assert_eq!(judged(up_to, &[None, Some(50.0)]), (vec![M, R], R));
+        let stated =
+            r#""form": "up_to", "unit": "x", "value": 60.0, "beyond": 1.5, "direction": {"above": 1.0}"#;
+        assert_eq!(judged(stated, &[Some(89.0)]).1, R);
+        assert_eq!(judged(stated, &[Some(91.0)]).1, D);
+
+        // A cut: the extreme entry is the smallest change, band [-115, -69].
+        let cut = r#""form": "up_to", "unit": "%", "value": -92.0, "direction": {"below": 0.0}"#;
+        assert_eq!(judged(cut, &[Some(-94.0), Some(-30.0)]), (vec![R, D], R));
+        assert_eq!(judged(cut, &[Some(-60.0)]), (vec![D], D));
+        assert_eq!(judged(cut, &[Some(-200.0)]), (vec![D], D));
+        assert_eq!(judged(cut, &[Some(10.0), Some(-70.0)]).1, N);
+    }
+
+    #[test]
+    fn a_direction_claim_is_reproduced_on_the_papers_side() {
+        let slower = r#""form": "direction", "unit": "x", "direction": {"above": 1.0}"#;
+        assert_eq!(judged(slower, &[Some(1.01), Some(1e4)]), (vec![R, R], R));
+        assert_eq!(
+            judged(slower, &[Some(1.01), Some(0.99), Some(1.0)]),
+            (vec![R, N, N], N)
+        );
+        assert_eq!(
+            judged(slower, &[Some(1.01), Some(1.02), Some(0.5)]),
+            (vec![R, R, N], D)
+        );
+        assert_eq!(judged(slower, &[None]).1, M);
+    }
+
+    #[test]
+    fn measurements_take_the_claims_unit_and_sign() {
+        let base = row("x", "Base", 0.5, 200.0, 1);
+        let a = row("x", "A", 0.5, 194.2, 1);
+        let claim = |kind: &str, ratio: &str, unit: &str| {
+            format!(
+                r#"{{"id": "u", "source": "s", "text": "t", "quote": "q", "experiment": "e",
+                    "measure": {{"kind": "{kind}", "ratio": "{ratio}", "field": "ms", "variants": ["A"],
+                                 "baselines": ["Base"]}},
+                    "form": "about", "unit": "{unit}", "value": -2.9, "direction": {{"below": 0.0}}}}"#
+            )
+        };
+        let m = |c: String| {
+            let e = evaluate(
+                &[set(&c)],
+                &[result("e", vec![base.clone(), a.clone()])],
+                Scale::Tiny,
+            );
+            e.entries[0].measured.unwrap()
+        };
+        // A cut of 2.9% reads -2.9% as a reduction and as a variant/baseline ratio in `%`.
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-9;
+        assert!(close(m(claim("reduction", "baseline/variant", "%")), -2.9));
+        assert!(close(m(claim("ratio", "variant/baseline", "%")), -2.9));
+        assert!(close(m(claim("ratio", "variant/baseline", "x")), 0.971));
+        assert_eq!(fmt_in(Unit::Percent, Some(-2.9)), "-2.9%");
+    }
+
     #[test]
     fn a_claim_half_of_whose_entries_point_the_wrong_way_is_not_reproduced() {
         let verdict_of = |variants: &str| {
@@ -934,7 +1558,7 @@ mod tests {
         };
         // B is on the paper's side but outside its range, C on the wrong side: a tie is no majority.
         assert_eq!(verdict_of(r#"["B", "C"]"#), Verdict::NotReproduced);
-        // Two of four reproduced is no majority either; all four are at least direction-only.
+        // Two of four reproduced is not all of them; all four are at least direction-only.
         assert_eq!(verdict_of(r#"["A", "B"]"#), Verdict::DirectionOnly);
         assert_eq!(verdict_of(r#"["A"]"#), Verdict::Reproduced);
     }
@@ -966,7 +1590,7 @@ mod tests {
             d.note.as_deref().unwrap().contains("no rows for strategy D"),
             "{d:?}"
         );
-        // The secondary (counted) view: (99 + 1) / (4 + 1) = 20x, above the range (8 x 1.25 = 10).
+        // The secondary (counted) view: (99 + 1) / (4 + 1) = 20x, above the band (8 x 1.25 = 10).
         let a = eval
             .entries
             .iter()
@@ -974,11 +1598,22 @@ mod tests {
             .unwrap();
         let s = a.secondary.as_ref().unwrap();
         assert_eq!((s.measured, s.verdict), (Some(20.0), Verdict::DirectionOnly));
-        // Summary: 2 R, 2 D, 2 N measured -> the best verdict a majority (4) reach is direction-only.
+        // Summary: 2 R, 2 D, 2 N measured -> 4 of 6 on the paper's side: direction-only.
         let c = &eval.claims[0];
         assert_eq!(c.verdict, Verdict::DirectionOnly);
         assert_eq!((c.measured_min, c.measured_max), (Some(0.5), Some(5.0)));
         assert_eq!(c.counts[&Verdict::NotMeasured], 2);
+        assert_eq!(
+            c.band,
+            Some(Band {
+                lo: Some(3.0),
+                hi: Some(10.0)
+            })
+        );
+        assert_eq!(
+            c.condition,
+            "2 of 6 in band, 4 below; 2 on the wrong side; 2 not measured"
+        );
     }
 
     #[test]
@@ -988,6 +1623,9 @@ mod tests {
         assert!(eval.entries.iter().all(|e| e.verdict == Verdict::NotMeasured));
         assert!(eval.entries[0].note.as_deref().unwrap().contains("no e result"));
         assert_eq!(eval.claims[0].verdict, Verdict::NotMeasured);
+        assert_eq!(eval.claims[0].condition, "4 not measured");
+        let md = eval.markdown(&[set(FASTER)], &["P".to_string()]);
+        assert!(md.contains("| - (ms) "), "{md}");
 
         let only_x = set(&FASTER.replace(
             r#""filter": {"selectivity": ["0.5"]}"#,
@@ -1002,14 +1640,14 @@ mod tests {
 
     #[test]
     fn reductions_over_cells_and_the_largest_value_filter() {
-        let up_to = r#"{"id": "c2", "source": "Fig. 2", "text": "t", "paper": "up to 10x", "experiment": "e",
+        let up_to = r#"{"id": "c2", "source": "Fig. 2", "text": "t", "quote": "up to 40x", "experiment": "e",
             "measure": {"kind": "ratio", "field": "ms", "variants": ["A"], "baselines": ["Base"],
                         "over": ["dataset", "selectivity"], "reduce": "max"},
-            "expect": {"min": 10.0, "direction": {"above": 1.0}}}"#;
-        let largest = r#"{"id": "c3", "source": "Fig. 2", "text": "t", "paper": "slower", "experiment": "e",
+            "form": "up_to", "unit": "x", "value": 40.0, "direction": {"above": 1.0}}"#;
+        let largest = r#"{"id": "c3", "source": "Fig. 2", "text": "t", "quote": "slower", "experiment": "e",
             "measure": {"kind": "ratio", "ratio": "variant/baseline", "field": "ms", "variants": ["C"],
                         "baselines": ["Base"], "group_by": ["selectivity"], "filter": {"selectivity": ["$max"]}},
-            "tolerance": 0.0, "expect": {"min": 1.0, "direction": {"above": 1.0}}}"#;
+            "form": "direction", "unit": "x", "direction": {"above": 1.0}}"#;
         let mut rows = rows_for_faster();
         rows.push(row("x", "Base", 0.1, 50.0, 1));
         let eval = evaluate(
@@ -1030,18 +1668,18 @@ mod tests {
     #[test]
     fn counts_reductions_and_zero_denominators() {
         let claims = r#"
-            {"id": "none", "source": "Table 1", "text": "t", "paper": "0", "experiment": "e",
+            {"id": "none", "source": "Table 1", "text": "t", "quote": "no flush", "experiment": "e",
              "measure": {"kind": "value", "field": "ms", "variants": ["A", "B", "C"], "baselines": ["Base"],
                          "group_by": ["dataset"], "filter": {"dataset": ["x"]}},
-             "expect": {"min": 0.0, "max": 0.0, "direction": "below_baseline"}},
-            {"id": "cut", "source": "Table 2", "text": "t", "paper": "up to 90%", "experiment": "e",
+             "form": "about", "unit": "count", "value": 0.0, "direction": "below_baseline"},
+            {"id": "cut", "source": "Table 2", "text": "t", "quote": "up to 90%", "experiment": "e",
              "measure": {"kind": "reduction", "field": "ms", "variants": ["A", "B"], "baselines": ["Base"],
                          "group_by": ["dataset"], "filter": {"dataset": ["x"]}},
-             "expect": {"min": 0.9, "direction": {"above": 0.0}}},
-            {"id": "inf", "source": "Fig. 5", "text": "t", "paper": "60x", "experiment": "e",
+             "form": "up_to", "unit": "%", "value": -90.0, "direction": {"below": 0.0}},
+            {"id": "inf", "source": "Fig. 5", "text": "t", "quote": "60x", "experiment": "e",
              "measure": {"kind": "ratio", "field": "ms", "variants": ["A", "Z"], "baselines": ["Base"],
                          "group_by": ["dataset"], "filter": {"dataset": ["x"]}},
-             "expect": {"min": 60.0, "direction": {"above": 1.0}}}"#;
+             "form": "at_least", "unit": "x", "value": 60.0, "direction": {"above": 1.0}}"#;
         let rows = vec![
             row("x", "Base", 0.5, 100.0, 1),
             row("x", "A", 0.5, 0.0, 1),
@@ -1063,8 +1701,8 @@ mod tests {
         assert_eq!(get("none", "A"), (Some(0.0), Verdict::Reproduced));
         assert_eq!(get("none", "B"), (Some(40.0), Verdict::DirectionOnly));
         assert_eq!(get("none", "C"), (Some(300.0), Verdict::NotReproduced));
-        assert_eq!(get("cut", "A"), (Some(1.0), Verdict::Reproduced));
-        assert_eq!(get("cut", "B"), (Some(0.6), Verdict::DirectionOnly));
+        assert_eq!(get("cut", "A"), (Some(-100.0), Verdict::Reproduced));
+        assert_eq!(get("cut", "B"), (Some(-60.0), Verdict::DirectionOnly));
         assert_eq!(get("inf", "A"), (Some(f64::INFINITY), Verdict::Reproduced));
         let json = serde_json::to_value(&eval).unwrap();
         assert!(json["entries"]
@@ -1072,6 +1710,10 @@ mod tests {
             .unwrap()
             .iter()
             .any(|e| e["measured"] == "inf"));
+        assert_eq!(json["schema"], SCHEMA);
+        assert_eq!(json["claims"][1]["form"], "up_to");
+        assert_eq!(json["claims"][1]["unit"], "%");
+        assert_eq!(json["claims"][1]["band"]["lo"], -112.5);
 
         // 0 / 0 is undefined: not measured, with a note.
         let eval = evaluate(&[set(claims)], &[result("e", base_zero)], Scale::Tiny);
@@ -1085,46 +1727,37 @@ mod tests {
     }
 
     #[test]
-    fn judging_follows_the_documented_tolerance() {
-        let about = Expect {
-            min: Some(3.0),
-            max: Some(3.0),
-            direction: Direction::Above(1.0),
-        };
-        assert_eq!(judge(&about, 0.25, 2.25, None), Verdict::Reproduced);
-        assert_eq!(judge(&about, 0.25, 3.75, None), Verdict::Reproduced);
-        assert_eq!(judge(&about, 0.25, 2.2, None), Verdict::DirectionOnly);
-        assert_eq!(judge(&about, 0.25, 3.8, None), Verdict::DirectionOnly);
-        assert_eq!(judge(&about, 0.25, 1.0, None), Verdict::NotReproduced);
-        let same = Expect {
-            min: Some(1.0),
-            max: Some(1.0),
-            direction: Direction::None,
-        };
-        assert_eq!(judge(&same, 0.0, 1.0, None), Verdict::Reproduced);
-        assert_eq!(judge(&same, 0.0, 1.1, None), Verdict::NotReproduced);
-    }
-
-    #[test]
     fn bad_claim_files_are_refused_with_the_claim_named() {
-        let no_baseline = FASTER.replace(r#""baselines": ["Base"],"#, "");
-        let text = format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{no_baseline}]}}"#);
-        let err = format!("{:#}", parse("bad.json", &text).unwrap_err());
+        let refused = |claim: &str| {
+            let text = format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{claim}]}}"#);
+            format!("{:#}", parse("bad.json", &text).unwrap_err())
+        };
+        let err = refused(&FASTER.replace(r#""baselines": ["Base"],"#, ""));
         assert!(
             err.contains("bad.json") && err.contains("c1") && err.contains("baselines"),
             "{err}"
         );
-        let twice =
-            format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{FASTER}, {FASTER}]}}"#);
-        assert!(format!("{:#}", parse("t.json", &twice).unwrap_err()).contains("twice"));
-        let typo = FASTER.replace("\"field\"", "\"feild\"");
-        let text = format!(r#"{{"paper": "P", "doc": "d", "tolerance": 0.25, "claims": [{typo}]}}"#);
-        assert!(parse("typo.json", &text).is_err());
+        assert!(refused(&format!("{FASTER}, {FASTER}")).contains("twice"));
+        assert!(refused(&FASTER.replace("\"field\"", "\"feild\"")).contains("feild"));
+        assert!(refused(&FASTER.replace(r#""quote": "4x to 8x", "#, "")).contains("quote"));
+        assert!(refused(&FASTER.replace(r#""quote": "4x to 8x""#, r#""quote": " ""#)).contains("quote"));
+        assert!(refused(&FASTER.replace(r#""unit": "x", "#, "")).contains("unit"));
+        assert!(refused(&FASTER.replace(r#""form": "range""#, r#""form": "about""#)).contains("value"));
+        assert!(refused(&FASTER.replace(r#""lo": 4.0"#, r#""lo": 9.0"#)).contains("above"));
+        assert!(refused(&FASTER.replace(r#""lo": 4.0,"#, r#""lo": 4.0, "beyond": 2.0,"#)).contains("beyond"));
+        assert!(refused(&FASTER.replace(r#""kind": "ratio""#, r#""kind": "reduction""#)).contains("unit"));
+        let direction = FASTER.replace(r#""form": "range""#, r#""form": "direction""#);
+        assert!(refused(&direction).contains("no number"));
+        assert!(refused(&FASTER.replace(
+            r#""direction": {"above": 1.0}"#,
+            r#""direction": {"above": 1.0}, "why": """#
+        ))
+        .contains("why"));
     }
 
     #[test]
-    fn ratios_read_short() {
-        let r = |v| fmt_measured(Kind::Ratio, Some(v));
+    fn numbers_read_short_in_their_unit() {
+        let r = |v| fmt_in(Unit::Times, Some(v));
         assert_eq!(
             [
                 r(9.0),
@@ -1137,22 +1770,68 @@ mod tests {
             ],
             ["9x", "1.18x", "0.63x", "67.6x", "5,057x", "0.00035x", "inf"]
         );
-        assert_eq!(fmt_measured(Kind::Reduction, Some(0.9535)), "95%");
-        assert_eq!(fmt_measured(Kind::Value, None), "-");
+        let p = |v| fmt_in(Unit::Percent, Some(v));
+        assert_eq!(
+            [
+                p(-2.9),
+                p(10.4),
+                p(-94.07),
+                p(4.68),
+                p(-121.4),
+                p(0.0797),
+                p(-0.0002),
+                p(30.0),
+                p(0.0)
+            ],
+            ["-2.9%", "+10.4%", "-94.1%", "+4.68%", "-121%", "+0.08%", "-0.0002%", "+30%", "0%"]
+        );
+        assert_eq!(fmt_in(Unit::Ms, Some(21.0)), "21 ms");
+        assert_eq!(fmt_in(Unit::Pages, Some(2.0)), "2 pages");
+        assert_eq!(fmt_in(Unit::Count, None), "-");
+        let band = Band {
+            lo: Some(2.25),
+            hi: None,
+        };
+        assert_eq!(band_text(Unit::Times, Some(&band)), ">= 2.25x");
     }
 
     #[test]
-    fn markdown_shows_one_table_per_paper_with_results() {
+    fn markdown_shows_the_tally_and_one_table_per_paper_with_results() {
         let sets = [set(FASTER)];
         let eval = evaluate(&sets, &[result("e", rows_for_faster())], Scale::Tiny);
         let md = eval.markdown(&sets, &["P".to_string()]);
         assert!(md.contains("### P claims (tiny)"), "{md}");
         assert!(
-            md.contains("| c1") && md.contains("**direction-only**") && md.contains("0.5x .. 5x"),
+            md.contains("| claim | source | paper")
+                || md.lines().any(|l| l.starts_with("| claim") && l.contains("why")),
+            "{md}"
+        );
+        assert!(
+            md.contains("| c1")
+                && md.contains("**direction-only**: 2 of 6 in band")
+                && md.contains("0.5x .. 5x (ms)")
+                && md.contains("4x .. 8x (band 3x .. 10x)"),
             "{md}"
         );
         assert!(md.contains("dataset=x, A vs Base") && md.contains("20x (reads+writes): direction-only"));
+        // The notes come last: the file's doc and each claim's reading with the paper's words.
+        let notes = md.split_once("### P claims: notes (tiny)").expect("notes").1;
+        assert!(
+            notes.contains("- **c1** (Fig. 1): t The paper: \"4x to 8x\""),
+            "{md}"
+        );
         assert!(eval.markdown(&sets, &["Other".to_string()]).is_empty());
+
+        let tally = eval.tally_markdown(&sets, &["P".to_string()]);
+        let header = tally.lines().next().unwrap();
+        assert!(
+            header.contains("reproduced") && header.contains("not-measured") && header.contains("total"),
+            "{tally}"
+        );
+        let p = tally.lines().find(|l| l.starts_with("| P")).unwrap();
+        let cells: Vec<&str> = p.split('|').map(str::trim).collect();
+        assert_eq!(cells[1..7], ["P", "0", "1", "0", "0", "1"], "{tally}");
+        assert!(eval.tally_markdown(&sets, &["Other".to_string()]).is_empty());
     }
 
     #[test]
@@ -1171,6 +1850,7 @@ mod tests {
         let (paper, group) = md
             .split_once("### P: pairing (tiny)")
             .expect("a table for the group");
+        let group = group.split_once("### P claims: notes").unwrap().0;
         assert!(
             group.contains("why the pairing exists") && group.contains("| g1"),
             "{md}"

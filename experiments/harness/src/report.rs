@@ -1,4 +1,5 @@
-//! `lsmlab report`: REPORT.md, one section per result file, each with its figures.
+//! `lsmlab report`: REPORT.md, opening with the papers' claims counted by verdict, then the claims
+//! judged per paper, then one section per result file, each with its figures.
 //!
 //! The runner writes each section's level-2 heading and a line of run metadata; an experiment's
 //! [`Experiment::report`] supplies the body (use level-3 headings inside it). If the body starts
@@ -150,8 +151,42 @@ pub fn write_report(
     };
     fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
 
+    // The papers' claims, judged per scale; the evaluation goes beside the results it judged.
+    let sets = claims;
+    let mut scales: Vec<Scale> = results.iter().map(|r| r.scale).collect();
+    scales.dedup();
+    let mut tallies = String::new();
+    let mut claim_sections = String::new();
+    for scale in scales {
+        let here: Vec<ResultFile> = results.iter().filter(|r| r.scale == scale).cloned().collect();
+        let evaluation = crate::claims::evaluate(sets, &here, scale);
+        let path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
+        evaluation.write_atomic(&path)?;
+        let mut papers: Vec<String> = here.iter().map(|r| r.paper.clone()).collect();
+        papers.dedup();
+        let tables = evaluation.markdown(sets, &papers);
+        let link = relative_link(&path, &report_dir);
+        if !tables.is_empty() {
+            let heading = format!("Claims ({scale})");
+            writeln!(
+                tallies,
+                "The papers' claims at scale {scale}, by verdict ([{heading}](#{})):\n\n{}",
+                anchor(&heading),
+                evaluation.tally_markdown(sets, &papers)
+            )?;
+            writeln!(
+                claim_sections,
+                "\n## {heading}\n\nEach paper claim judged from the rows of this scale's results \
+                 ([{link}]({link})); the rules are in `experiments/harness/src/claims.rs`: {}\n",
+                crate::claims::RULES
+            )?;
+            claim_sections += &tables;
+        }
+    }
+
     let mut md = String::new();
     writeln!(md, "# lsmlab report\n")?;
+    md += &tallies;
     writeln!(
         md,
         "Generated {} by `lsmlab report` from the result files under `{}`, with figures from `{}`. \
@@ -185,30 +220,7 @@ pub fn write_report(
         "started",
     ];
     md += &markdown_table(&headers.map(String::from), &summary);
-
-    // The papers' claims, judged per scale; the evaluation goes beside the results it judged.
-    let sets = claims;
-    let mut scales: Vec<Scale> = results.iter().map(|r| r.scale).collect();
-    scales.dedup();
-    for scale in scales {
-        let here: Vec<ResultFile> = results.iter().filter(|r| r.scale == scale).cloned().collect();
-        let evaluation = crate::claims::evaluate(sets, &here, scale);
-        let path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
-        evaluation.write_atomic(&path)?;
-        let mut papers: Vec<String> = here.iter().map(|r| r.paper.clone()).collect();
-        papers.dedup();
-        let tables = evaluation.markdown(sets, &papers);
-        let link = relative_link(&path, &report_dir);
-        if !tables.is_empty() {
-            writeln!(
-                md,
-                "\n## Claims ({scale})\n\nEach paper claim judged from the rows of this scale's results \
-                 ([{link}]({link})); the rules are in `experiments/harness/src/claims.rs`: {}\n",
-                crate::claims::RULES
-            )?;
-            md += &tables;
-        }
-    }
+    md += &claim_sections;
 
     for result in &results {
         md += "\n";
@@ -519,6 +531,75 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("for scale paper"), "{err}");
+    }
+
+    #[test]
+    fn the_report_opens_with_the_claims_tally_and_ends_each_papers_claims_with_its_notes() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let request = RunRequest {
+            scale: Scale::Tiny,
+            seed: 42,
+            sets: vec![],
+            out_dir: results.clone(),
+            data: vec![],
+            sweep: Default::default(),
+        };
+        run(&FAKE, &request, &Progress::silent()).unwrap();
+        let claim = |id: &str, form: &str| {
+            format!(
+                r#"{{"id": "{id}", "source": "s", "text": "t", "quote": "q", "experiment": "fake",
+                    "measure": {{"kind": "ratio", "field": "update_s", "variants": ["Eager"],
+                                 "baselines": ["UM+F"]}},
+                    {form}, "unit": "x", "direction": {{"above": 1.0}}}}"#
+            )
+        };
+        // Eager takes about half of UM+F's time here: 2x, inside [1.5, 2.5]; a 10x claim is only
+        // on the paper's side.
+        let about2 = claim("two", r#""form": "about", "value": 2.0"#);
+        let about10 = claim("ten", r#""form": "about", "value": 10.0, "why": "because""#);
+        let text = format!(
+            r#"{{"paper": "Fake paper", "doc": "the long notes", "tolerance": 0.25, "claims": [{about2}, {about10}]}}"#
+        );
+        let sets = vec![crate::claims::parse("fake.json", &text).unwrap()];
+        let out = dir.path().join("REPORT.md");
+        let experiments: Vec<&dyn Experiment> = vec![&FAKE];
+        write_report(
+            &experiments,
+            &sets,
+            &results,
+            &dir.path().join("plots"),
+            &[],
+            &out,
+        )
+        .unwrap();
+        let md = fs::read_to_string(&out).unwrap();
+        let after_title = md.strip_prefix("# lsmlab report\n\n").unwrap();
+        assert!(
+            after_title
+                .starts_with("The papers' claims at scale tiny, by verdict ([Claims (tiny)](#claims-tiny)):"),
+            "{md}"
+        );
+        let row: Vec<&str> = md
+            .lines()
+            .find(|l| l.starts_with("| Fake paper"))
+            .unwrap()
+            .split('|')
+            .map(str::trim)
+            .collect();
+        assert_eq!(row[1..7], ["Fake paper", "1", "1", "0", "0", "2"], "{md}");
+        assert!(md.contains("## Claims (tiny)"), "{md}");
+        let claims = md.split_once("## Claims (tiny)").unwrap().1;
+        let table = claims.split_once("<details>").unwrap().0;
+        assert!(table.contains("| ten") && table.contains("because"), "{md}");
+        let notes = claims
+            .split_once("### Fake paper claims: notes (tiny)")
+            .unwrap()
+            .1;
+        assert!(notes.trim_start().starts_with("the long notes"), "{md}");
+        let claims_json: Value =
+            serde_json::from_str(&fs::read_to_string(results.join("tiny/claims.json")).unwrap()).unwrap();
+        assert_eq!(claims_json["claims"][1]["why"], "because");
     }
 
     #[test]
