@@ -166,7 +166,7 @@ fn stated_band(claim: &claims::Claim, tol: f64) -> Option<(f64, f64)> {
         Form::AtLeast => (x * (1.0 - tol), inf),
         Form::AtMost if neg => (x * (1.0 + tol), inf),
         Form::AtMost => (-inf, x * (1.0 + tol)),
-        Form::UpTo => sorted(x * (1.0 - tol), x * claim.beyond.unwrap_or(2.0)),
+        Form::UpTo => sorted(x * (1.0 - tol), x * claim.beyond.unwrap_or(1.0 + tol)),
     })
 }
 
