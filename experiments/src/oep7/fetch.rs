@@ -30,6 +30,9 @@ lsmlab_harness::config! {
         pub grown_fraction: f64,
         /// bytes added to each grown record
         pub growth_bytes: usize,
+        /// position-map pages in the cold one-by-one passes: cached (kept, as OrientDB's read cache
+        /// does), uncached (evicted after every fetch: a counterfactual)
+        pub map_cache: Vec<String>,
     }
 }
 
@@ -43,6 +46,7 @@ impl Config for FetchConfig {
             "fractions in (0, 1]",
         )?;
         check("batch_size", self.batch_size, self.batch_size >= 1, "at least 1")?;
+        super::check_map_cache(&self.map_cache)?;
         check(
             "grown_fraction",
             self.grown_fraction,
@@ -59,6 +63,7 @@ struct Pass<'a> {
     fraction: f64,
     order: &'a str,
     mode: &'a str,
+    map: &'a str,
 }
 
 /// Peak RSS per record for the memory check: an upper bound, rounded up from the slope of peak RSS
@@ -87,6 +92,7 @@ impl TypedExperiment for Oep7Fetch {
             batch_size: 1000,
             grown_fraction: 0.05,
             growth_bytes: 1024,
+            map_cache: super::MAP_CACHE_VALUES.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -101,7 +107,8 @@ impl TypedExperiment for Oep7Fetch {
         let ps = s.page_size;
         let mut rows = Vec::new();
         let mut per_page = Vec::new();
-        let passes_per_layout = 2 + cfg.cold_cache_fractions.len() * 2 + 1 + cfg.cold_cache_fractions.len();
+        let passes_per_layout =
+            2 + cfg.cold_cache_fractions.len() * 2 * cfg.map_cache.len() + 1 + cfg.cold_cache_fractions.len();
         ctx.progress.set_total(s.clusters.len() * passes_per_layout);
         for &layout in &s.clusters {
             let mut bed = Bed::new(layout, ps)?;
@@ -121,21 +128,25 @@ impl TypedExperiment for Oep7Fetch {
                         fraction: 1.0,
                         order,
                         mode: "one-by-one",
+                        map: super::MAP_CACHED,
                     },
                     0,
                 ));
             }
-            for &f in &cfg.cold_cache_fractions {
-                for order in ["random", "rid"] {
-                    passes.push((
-                        Pass {
-                            cache: "cold",
-                            fraction: f,
-                            order,
-                            mode: "one-by-one",
-                        },
-                        0,
-                    ));
+            for map in &cfg.map_cache {
+                for &f in &cfg.cold_cache_fractions {
+                    for order in ["random", "rid"] {
+                        passes.push((
+                            Pass {
+                                cache: "cold",
+                                fraction: f,
+                                order,
+                                mode: "one-by-one",
+                                map,
+                            },
+                            0,
+                        ));
+                    }
                 }
             }
             passes.push((
@@ -144,6 +155,7 @@ impl TypedExperiment for Oep7Fetch {
                     fraction: 1.0,
                     order: "random",
                     mode: "batch",
+                    map: super::MAP_CACHED,
                 },
                 0,
             ));
@@ -154,16 +166,17 @@ impl TypedExperiment for Oep7Fetch {
                         fraction: f,
                         order: "random",
                         mode: "batch",
+                        map: super::MAP_CACHED,
                     },
                     0,
                 ));
             }
             for (pass, _) in passes {
                 ctx.progress.begin(format!(
-                    "{layout} {} {} {} {}",
-                    pass.cache, pass.fraction, pass.order, pass.mode
+                    "{layout} {} {} {} {} map cache {}",
+                    pass.cache, pass.fraction, pass.order, pass.mode, pass.map
                 ));
-                let pages = bed.cache_pages_for(pass.fraction) + bed.cluster.map_page_ids().len();
+                let pages = bed.cache_pages_with(pass.fraction, pass.map);
                 bed.set_cache(pages)?;
                 if pass.cache == "warm" {
                     bed.warm()?;
@@ -172,7 +185,7 @@ impl TypedExperiment for Oep7Fetch {
                 let (cost, max_pages, one_page) = if pass.mode == "batch" {
                     (fetch_batches(&mut bed, list, cfg.batch_size)?, None, None)
                 } else {
-                    let (c, m, o) = fetch_each(&mut bed, list)?;
+                    let (c, m, o) = fetch_each(&mut bed, list, pass.map)?;
                     (c, Some(m), Some(o))
                 };
                 let n = list.len() as f64;
@@ -182,6 +195,7 @@ impl TypedExperiment for Oep7Fetch {
                     .num("cache_fraction", pass.fraction)
                     .str("order", pass.order)
                     .str("mode", pass.mode)
+                    .str("map_cache", pass.map)
                     .int("records", list.len() as u64)
                     .num("ms", cost.wall_ms())
                     .num("pages_per_fetch", cost.cluster.page_reads as f64 / n)
@@ -197,6 +211,7 @@ impl TypedExperiment for Oep7Fetch {
             }
         }
         let notes = vec![
+            super::MAP_CACHE_NOTE.to_string(),
             ratios_note(
                 ps,
                 &record_bytes_note(),
@@ -265,7 +280,7 @@ fn grow(bed: &mut Bed, ids: &[Rid], cfg: &FetchConfig, seed: u64) -> anyhow::Res
 }
 
 /// Fetches each id in turn: the cost, the most pages one fetch read, the share of 1-page fetches.
-fn fetch_each(bed: &mut Bed, ids: &[Rid]) -> anyhow::Result<(Cost, u64, f64)> {
+fn fetch_each(bed: &mut Bed, ids: &[Rid], map: &str) -> anyhow::Result<(Cost, u64, f64)> {
     let before = bed.snapshot();
     let mut max = 0;
     let mut one = 0usize;
@@ -275,6 +290,7 @@ fn fetch_each(bed: &mut Bed, ids: &[Rid]) -> anyhow::Result<(Cost, u64, f64)> {
         let got = bed.cluster.fetch(rid)?;
         anyhow::ensure!(got.is_found(), "record {rid:?} not found");
         let n = bed.cluster.stats().page_reads - r0;
+        bed.forget_map_pages(map)?;
         max = max.max(n);
         one += usize::from(n == 1);
     }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::experiment::Row;
-use crate::plot::{fill, render_specs, FigureSpec, Mark};
+use crate::plot::{fill, render_specs, FigureSpec, Filter, Mark};
 use crate::rows::{distinct_of, text_of};
 use crate::plot::{self, Labels};
 use crate::report::rows_table;
@@ -11,9 +11,13 @@ use crate::result::ResultFile;
 
 const FETCH_CATEGORY: &str = "{cache} {cache_fraction} {order}";
 
+/// The rows of the default setting (position-map pages cached).
+const MAP_CACHED_ROWS: &[Filter] = &[Filter::In("map_cache", &["cached"])];
+
 const FETCH_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["mode"],
+        filters: MAP_CACHED_ROWS,
         x: FETCH_CATEGORY,
         x_label: "cache, cached fraction, order",
         series: "{cluster}",
@@ -27,6 +31,7 @@ const FETCH_FIGURES: &[FigureSpec] = &[
     },
     FigureSpec {
         facets: &["mode"],
+        filters: MAP_CACHED_ROWS,
         x: FETCH_CATEGORY,
         x_label: "cache, cached fraction, order",
         series: "{cluster}",
@@ -39,6 +44,7 @@ const FETCH_FIGURES: &[FigureSpec] = &[
     },
     FigureSpec {
         facets: &["mode"],
+        filters: MAP_CACHED_ROWS,
         x: FETCH_CATEGORY,
         x_label: "cache, cached fraction, order",
         series: "{cluster}",
@@ -49,6 +55,19 @@ const FETCH_FIGURES: &[FigureSpec] = &[
             Mark::Bars { y: "device_reads" },
         )
     },
+    FigureSpec {
+        facets: &["map_cache"],
+        filters: &[Filter::In("mode", &["one-by-one"]), Filter::In("cache", &["cold"])],
+        x: "{cache_fraction} {order}",
+        x_label: "cached fraction, order",
+        series: "{cluster}",
+        y_label: "device reads",
+        ..FigureSpec::new(
+            "oep7-fetch-cold-map-{map_cache}",
+            "Cold fetch, map pages {map_cache}: device reads ({scale})",
+            Mark::Bars { y: "device_reads" },
+        )
+    },
 ];
 
 /// Every `oep7-fetch` figure: pages per fetch beside the physical minimum, then the specs.
@@ -56,7 +75,10 @@ pub fn fetch_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<
     let rows: Vec<Row> = result
         .rows
         .iter()
-        .filter(|r| text_of(r, "mode").as_deref() == Some("one-by-one"))
+        .filter(|r| {
+            text_of(r, "mode").as_deref() == Some("one-by-one")
+                && text_of(r, "map_cache").is_none_or(|m| m == "cached")
+        })
         .cloned()
         .collect();
     let rows = &rows;
@@ -123,6 +145,7 @@ pub(crate) fn fetch_report(result: &ResultFile) -> String {
             "cluster",
             "cache",
             "cache_fraction",
+            "map_cache",
             "order",
             "mode",
             "records",
@@ -143,6 +166,7 @@ pub(crate) fn fetch_report(result: &ResultFile) -> String {
 const YCSB_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         facets: &["workload"],
+        filters: MAP_CACHED_ROWS,
         x: "cache_fraction",
         series: "{cluster}",
         y_label: "modelled throughput (ops/s)",
@@ -156,6 +180,7 @@ const YCSB_FIGURES: &[FigureSpec] = &[
     },
     FigureSpec {
         facets: &["cache_fraction"],
+        filters: MAP_CACHED_ROWS,
         x: "{workload}",
         x_label: "workload",
         series: "{cluster}",
@@ -168,6 +193,7 @@ const YCSB_FIGURES: &[FigureSpec] = &[
     },
     FigureSpec {
         facets: &["cache_fraction"],
+        filters: MAP_CACHED_ROWS,
         x: "{workload}",
         x_label: "workload",
         series: "{cluster}",
@@ -176,6 +202,19 @@ const YCSB_FIGURES: &[FigureSpec] = &[
             "oep7-ycsb-reads-{cache_fraction}",
             "YCSB: device reads, {cache_fraction} of the data cached ({scale})",
             Mark::Bars { y: "page_reads" },
+        )
+    },
+    FigureSpec {
+        facets: &["map_cache"],
+        filters: &[Filter::In("cache_fraction", &["0.2"])],
+        x: "{workload}",
+        x_label: "workload",
+        series: "{cluster}",
+        y_label: "modelled throughput (ops/s)",
+        ..FigureSpec::new(
+            "oep7-ycsb-map-{map_cache}",
+            "YCSB, 20% cached, map pages {map_cache} ({scale})",
+            Mark::Bars { y: "modelled_ops_per_s" },
         )
     },
 ];
@@ -193,6 +232,7 @@ pub(crate) fn ycsb_report(result: &ResultFile) -> String {
             "cluster",
             "workload",
             "cache_fraction",
+            "map_cache",
             "ops",
             "pages_per_op",
             "page_reads",

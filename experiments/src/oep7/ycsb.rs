@@ -75,6 +75,9 @@ lsmlab_harness::config! {
         /// measured operations of workload E, whose operations scan up to 100 records each (half as many warm
         /// up)
         pub scan_operations: u64,
+        /// position-map pages: cached (kept, as OrientDB's read cache does), uncached (evicted after every
+        /// operation: a counterfactual)
+        pub map_cache: Vec<String>,
     }
 }
 
@@ -94,6 +97,7 @@ impl Config for YcsbConfig {
             "fractions in (0, 1]",
         )?;
         check("operations", self.operations, self.operations >= 1, "at least 1")?;
+        super::check_map_cache(&self.map_cache)?;
         check(
             "scan_operations",
             self.scan_operations,
@@ -136,6 +140,7 @@ impl TypedExperiment for Oep7Ycsb {
             operations: ops,
             warmup_operations: ops / 2,
             scan_operations: scans,
+            map_cache: super::MAP_CACHE_VALUES.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -180,13 +185,18 @@ impl TypedExperiment for Oep7Ycsb {
             traces.iter().map(|t| t.workload).collect()
         };
         let selected: Vec<Workload> = order.into_iter().filter(|w| workloads.contains(w)).collect();
-        ctx.progress
-            .set_total(s.clusters.len() * workloads.len() * cfg.cache_fractions.len());
+        ctx.progress.set_total(
+            s.clusters.len() * workloads.len() * cfg.cache_fractions.len() * cfg.map_cache.len(),
+        );
         for &layout in &s.clusters {
-            for &fraction in &cfg.cache_fractions {
+            for (map, &fraction) in cfg
+                .map_cache
+                .iter()
+                .flat_map(|m| cfg.cache_fractions.iter().map(move |f| (m.as_str(), f)))
+            {
                 let mut loaded: Option<(Bed, Driver, usize, u64)> = None;
                 for &w in &selected {
-                    ctx.progress.begin(format!("{layout} {w} cache {fraction}"));
+                    ctx.progress.begin(format!("{layout} {w} cache {fraction} map {map}"));
                     if loaded.is_none() || w == Workload::E {
                         let mut bed = Bed::new(layout, ps)?;
                         let (ids, keys) = load_ycsb_records(&mut bed, s.records, ctx.seed)?;
@@ -194,7 +204,7 @@ impl TypedExperiment for Oep7Ycsb {
                             let sp = bed.cluster.space();
                             per_page.push((layout, sp.live_records as f64 / sp.data_pages as f64));
                         }
-                        let cache_pages = bed.cache_pages_for(fraction) + bed.cluster.map_page_ids().len();
+                        let cache_pages = bed.cache_pages_with(fraction, map);
                         bed.set_cache(cache_pages)?;
                         loaded = Some((bed, Driver::new(&ids, &keys), cache_pages, s.records));
                     }
@@ -208,6 +218,7 @@ impl TypedExperiment for Oep7Ycsb {
                     };
                     for _ in 0..warmup {
                         driver.apply(bed, stream.next_op()?)?;
+                        bed.forget_map_pages(map)?;
                     }
                     let mut lat = LatencyRecorder::new();
                     let before = bed.snapshot();
@@ -216,6 +227,7 @@ impl TypedExperiment for Oep7Ycsb {
                         let op = stream.next_op()?;
                         let t = Instant::now();
                         driver.apply(bed, op)?;
+                        bed.forget_map_pages(map)?;
                         lat.record(t.elapsed());
                         if i % 1024 == 0 {
                             ctx.progress.tick(|| format!("{i} operations"));
@@ -229,6 +241,7 @@ impl TypedExperiment for Oep7Ycsb {
                         .str("cluster", layout.name())
                         .str("workload", w.name())
                         .num("cache_fraction", fraction)
+                        .str("map_cache", map)
                         .int("ops", operations)
                         .num("ops_per_s", ops / wall.as_secs_f64())
                         .num("pages_per_op", cost.cluster.page_reads as f64 / ops)
@@ -252,6 +265,7 @@ impl TypedExperiment for Oep7Ycsb {
             }
         }
         let mut notes = vec![
+            super::MAP_CACHE_NOTE.to_string(),
             ratios_note(
                 ps,
                 &record_bytes_note(),
