@@ -1156,14 +1156,37 @@ impl Evaluation {
         crate::atomic::write(path, json.as_bytes())
     }
 
-    /// How many claims of each paper in `papers` (in the order of `sets`, groups included) got each
-    /// summary verdict.
+    /// How many of each paper's own claims (in the order of `sets`, papers in `papers` only) got
+    /// each summary verdict. Claims in a group (lsmlab's own readings and counterfactuals, not the
+    /// paper's words as it measured them) are left out; [`Self::group_tally`] counts them.
     pub fn tally(&self, sets: &[ClaimSet], papers: &[String]) -> Vec<(String, BTreeMap<Verdict, usize>)> {
+        self.tally_where(sets, papers, |s| s.group.is_none())
+    }
+
+    /// [`Self::tally`] for the claims in groups.
+    pub fn group_tally(
+        &self,
+        sets: &[ClaimSet],
+        papers: &[String],
+    ) -> Vec<(String, BTreeMap<Verdict, usize>)> {
+        self.tally_where(sets, papers, |s| s.group.is_some())
+    }
+
+    fn tally_where(
+        &self,
+        sets: &[ClaimSet],
+        papers: &[String],
+        keep: impl Fn(&Summary) -> bool,
+    ) -> Vec<(String, BTreeMap<Verdict, usize>)> {
         sets.iter()
             .filter(|s| papers.contains(&s.paper))
             .map(|set| {
                 let mut counts = BTreeMap::new();
-                for s in self.claims.iter().filter(|s| s.paper_name == set.paper) {
+                for s in self
+                    .claims
+                    .iter()
+                    .filter(|s| s.paper_name == set.paper && keep(s))
+                {
                     *counts.entry(s.verdict).or_insert(0) += 1;
                 }
                 (set.paper.clone(), counts)
@@ -1172,8 +1195,9 @@ impl Evaluation {
             .collect()
     }
 
-    /// The tally as a Markdown table: one row per paper and a total, one column per verdict; empty
-    /// when no paper in `papers` has claims.
+    /// The tally as a Markdown table: one row per paper and a total of the papers' own claims, then
+    /// one row for the claims in groups (outside the total), one column per verdict; empty when no
+    /// paper in `papers` has claims.
     pub fn tally_markdown(&self, sets: &[ClaimSet], papers: &[String]) -> String {
         let tally = self.tally(sets, papers);
         if tally.is_empty() {
@@ -1201,6 +1225,18 @@ impl Evaluation {
             body.push(row(paper.clone(), counts));
         }
         body.push(row("**all**".to_string(), &all));
+        let mut grouped = BTreeMap::new();
+        for (_, counts) in self.group_tally(sets, papers) {
+            for (v, n) in counts {
+                *grouped.entry(v).or_insert(0) += n;
+            }
+        }
+        if !grouped.is_empty() {
+            body.push(row(
+                "groups (lsmlab's readings, counterfactuals)".to_string(),
+                &grouped,
+            ));
+        }
         markdown_table(&headers, &body)
     }
 
@@ -1861,5 +1897,14 @@ mod tests {
         );
         let e = parse("test.json", &file("{}")).unwrap_err();
         assert!(format!("{e:#}").contains("group `pairing`"), "{e:#}");
+        // The tally counts the paper's own claim in its row and total, the group's apart.
+        let tally = eval.tally_markdown(&sets, &["P".to_string()]);
+        let cells = |prefix: &str| -> Vec<String> {
+            let line = tally.lines().find(|l| l.starts_with(prefix)).expect(prefix);
+            line.split('|').map(|c| c.trim().to_string()).collect()
+        };
+        assert_eq!(cells("| P")[6], "1", "{tally}");
+        assert_eq!(cells("| **all**")[6], "1", "{tally}");
+        assert_eq!(cells("| groups")[6], "1", "{tally}");
     }
 }

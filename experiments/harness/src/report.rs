@@ -170,7 +170,9 @@ pub fn write_report(
             let heading = format!("Claims ({scale})");
             writeln!(
                 tallies,
-                "The papers' claims at scale {scale}, by verdict ([{heading}](#{})):\n\n{}",
+                "The papers' claims at scale {scale}, by verdict ([{heading}](#{})); the last row counts, apart \
+                 from the total, the claim groups lsmlab adds (like-for-like pairings, other readings of a rule, \
+                 counterfactual settings):\n\n{}",
                 anchor(&heading),
                 evaluation.tally_markdown(sets, &papers)
             )?;
@@ -577,7 +579,7 @@ mod tests {
         let after_title = md.strip_prefix("# lsmlab report\n\n").unwrap();
         assert!(
             after_title
-                .starts_with("The papers' claims at scale tiny, by verdict ([Claims (tiny)](#claims-tiny)):"),
+                .starts_with("The papers' claims at scale tiny, by verdict ([Claims (tiny)](#claims-tiny));"),
             "{md}"
         );
         let row: Vec<&str> = md
