@@ -55,7 +55,14 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
         ],
         claims: Some(("diol.json", include_str!("../../claims/diol.json"))),
         traces: vec![&crate::trace::DiolTraces],
-        styles: const { &[FixedStyle::colored("iotdb", 9), FixedStyle::colored("diol", 1)] },
+        styles: const {
+            &[
+                FixedStyle::colored("iotdb", 9),
+                FixedStyle::colored("iotdb-real", 19),
+                FixedStyle::colored("diol", 1),
+                FixedStyle::colored("diol-expired-ttl", 0),
+            ]
+        },
         figures: report::figure_specs,
     }
 }

@@ -56,6 +56,18 @@ pub fn paper() -> lsmlab_harness::paper::Paper {
                 FixedStyle::colored("noprefetch", 9),
                 FixedStyle::colored("warm-up", 0),
                 FixedStyle::colored("prepopulate", 4),
+                // The warm-up policies leaper-online compares, each its own hue.
+                FixedStyle::colored("lru", 9),
+                FixedStyle::colored("incremental-warmup", 0),
+                FixedStyle::colored("prepopulate-flush", 4),
+                FixedStyle::colored("prepopulate-all", 6),
+                // Table 4: one hue per metric, dark for lsmlab's value and light for the paper's.
+                FixedStyle::colored("QPS (lsmlab)", 0),
+                FixedStyle::colored("QPS (paper)", 10),
+                FixedStyle::colored("p95 latency (lsmlab)", 1),
+                FixedStyle::colored("p95 latency (paper)", 11),
+                FixedStyle::colored("cache misses (lsmlab)", 4),
+                FixedStyle::colored("cache misses (paper)", 14),
             ]
         },
         figures: report::figure_specs,

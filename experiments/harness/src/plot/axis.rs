@@ -97,6 +97,29 @@ pub fn axis_label(label: &str, unit: Option<&str>, log: bool) -> String {
     }
 }
 
+/// Tick labels of one axis that never print the same text twice in a row: on a log axis plotters
+/// may put two key points at one decade (the range is widened by a hair so that its ends keep their
+/// ticks), which would print `10` over `10`; the repeat prints nothing.
+pub(crate) struct TickLabels(std::cell::RefCell<Option<String>>);
+
+impl TickLabels {
+    /// Labels for a new axis.
+    pub(crate) fn new() -> Self {
+        TickLabels(std::cell::RefCell::new(None))
+    }
+
+    /// The label of the tick at `v`, empty when it repeats the previous one.
+    pub(crate) fn label(&self, v: f64) -> String {
+        let text = fmt_tick(v);
+        let mut last = self.0.borrow_mut();
+        if last.as_deref() == Some(text.as_str()) {
+            return String::new();
+        }
+        *last = Some(text.clone());
+        text
+    }
+}
+
 /// A tick label: [`fmt_num`], except that a whole power of ten too small or large for plain digits
 /// prints as `1e-4` rather than `1.00e-4`.
 pub fn fmt_tick(v: f64) -> String {

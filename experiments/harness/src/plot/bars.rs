@@ -226,6 +226,24 @@ impl Draw for Bars<'_> {
     }
 }
 
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word keeps its line).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
+}
+
 impl Bars<'_> {
     fn draw_chart<DB: DrawingBackend, Y>(
         &self,
@@ -239,22 +257,12 @@ impl Bars<'_> {
         Y::CoordDescType: ValueFormatter<f64>,
     {
         let n = self.categories.len();
-        let mut chart = ChartBuilder::on(area)
-            .margin(16)
-            .x_label_area_size(64)
-            .y_label_area_size(90)
-            // Integer ranges are inclusive in plotters: 0..n-1 gives exactly n segments.
-            .build_cartesian_2d((0..n - 1).into_segmented(), y_spec)
-            .map_err(plot_err)?;
         let categories = self.categories;
-        let x_format = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) => categories.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        };
-        let y_format = |v: &f64| fmt_tick(*v);
         // Category names share the axis: shrink their font (16 down to 11 px) until the longest
-        // fits its segment, at ~0.45 em per character.
-        let segment_px = chart.plotting_area().dim_in_pixel().0 as f64 / n as f64;
+        // fits its segment, at ~0.45 em per character; names that do not fit even at 11 px are
+        // wrapped at spaces onto as many lines as the longest needs, drawn under the axis below.
+        let (margin, y_area) = (16u32, 90u32);
+        let segment_px = area.dim_in_pixel().0.saturating_sub(2 * margin + y_area) as f64 / n as f64;
         let longest = categories
             .iter()
             .map(|c| c.chars().count())
@@ -262,6 +270,27 @@ impl Bars<'_> {
             .unwrap_or(1)
             .max(1) as f64;
         let x_font_size = (segment_px / (0.45 * longest)).clamp(11.0, 16.0);
+        let wrapped: Option<Vec<Vec<String>>> = (segment_px < 0.45 * x_font_size * longest).then(|| {
+            let width = ((segment_px / (0.45 * x_font_size)).floor() as usize).max(4);
+            categories.iter().map(|c| wrap_words(c, width)).collect()
+        });
+        let lines = wrapped
+            .as_ref()
+            .map_or(1, |w| w.iter().map(Vec::len).max().unwrap_or(1));
+        let line_px = (x_font_size * 1.2).ceil() as u32;
+        let mut chart = ChartBuilder::on(area)
+            .margin(margin)
+            .x_label_area_size(64 + line_px * (lines as u32 - 1))
+            .y_label_area_size(y_area)
+            // Integer ranges are inclusive in plotters: 0..n-1 gives exactly n segments.
+            .build_cartesian_2d((0..n - 1).into_segmented(), y_spec)
+            .map_err(plot_err)?;
+        let one_line = wrapped.is_none();
+        let x_format = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) if one_line => categories.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        };
+        let y_format = |v: &f64| fmt_tick(*v);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -279,6 +308,25 @@ impl Bars<'_> {
             .axis_desc_style(axis_desc_font())
             .draw()
             .map_err(plot_err)?;
+        if let Some(wrapped) = &wrapped {
+            let font = FontDesc::new(FontFamily::SansSerif, x_font_size, FontStyle::Normal)
+                .into_text_style(area)
+                .pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Top,
+                ));
+            let (base_x, base_y) = area.get_base_pixel();
+            let plot = chart.plotting_area();
+            let axis_y = plot.get_base_pixel().1 + plot.dim_in_pixel().1 as i32;
+            for (i, label) in wrapped.iter().enumerate() {
+                let (x, _) = chart.backend_coord(&(SegmentValue::CenterOf(i), baseline));
+                for (k, line) in label.iter().enumerate() {
+                    let y = axis_y + 8 + (k as u32 * line_px) as i32;
+                    area.draw(&Text::new(line.clone(), (x - base_x, y - base_y), font.clone()))
+                        .map_err(plot_err)?;
+                }
+            }
+        }
 
         let (plot_width, _) = chart.plotting_area().dim_in_pixel();
         let segment = plot_width as f64 / n as f64;

@@ -7,7 +7,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::axis::{axis_label, fmt_tick};
+use super::axis::{axis_label, TickLabels};
 use super::{
     axis_desc_font, draw_no_data, label_font, plot_err, render, titled_with_legend, Draw, Labels, Style,
     MARKER_RADIUS,
@@ -177,11 +177,13 @@ impl Lines<'_> {
             .y_label_area_size(90)
             .build_cartesian_2d(x_spec, y_spec)
             .map_err(plot_err)?;
-        let format = |v: &f64| fmt_tick(*v);
+        let (x_ticks, y_ticks) = (TickLabels::new(), TickLabels::new());
+        let x_format = |v: &f64| x_ticks.label(*v);
+        let y_format = |v: &f64| y_ticks.label(*v);
         chart
             .configure_mesh()
-            .x_label_formatter(&format)
-            .y_label_formatter(&format)
+            .x_label_formatter(&x_format)
+            .y_label_formatter(&y_format)
             .x_desc(self.labels.x)
             .y_desc(self.labels.y)
             .label_style(label_font())
