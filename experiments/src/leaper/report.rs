@@ -867,7 +867,7 @@ pub const SENSITIVITY_FIGURES: &[FigureSpec] = &[
         filters: &[Filter::In("kind", &["gain"])],
         facets: &["sweep"],
         x: "value",
-        x_label: "swept value",
+        x_label: "{sweep}",
         series: "leaper / incremental-warmup",
         y_label: "QPS speedup in compaction windows",
         ..FigureSpec::new(
@@ -880,7 +880,7 @@ pub const SENSITIVITY_FIGURES: &[FigureSpec] = &[
         filters: &[Filter::In("kind", &["summary"])],
         facets: &["sweep"],
         x: "value",
-        x_label: "swept value",
+        x_label: "{sweep}",
         series: "{policy}",
         y_label: "block cache hit ratio",
         ..FigureSpec::new(

@@ -168,6 +168,7 @@ const YCSB_FIGURES: &[FigureSpec] = &[
         facets: &["workload"],
         filters: MAP_CACHED_ROWS,
         x: "cache_fraction",
+        x_label: "cached fraction of the data pages",
         series: "{cluster}",
         y_label: "modelled throughput (ops/s)",
         ..FigureSpec::new(
@@ -249,6 +250,7 @@ pub(crate) fn ycsb_report(result: &ResultFile) -> String {
 const SPACE_FIGURES: &[FigureSpec] = &[
     FigureSpec {
         x: "round",
+        x_label: "churn round",
         series: "{cluster}",
         y_label: "file size (pages)",
         ..FigureSpec::new(
@@ -259,6 +261,7 @@ const SPACE_FIGURES: &[FigureSpec] = &[
     },
     FigureSpec {
         x: "round",
+        x_label: "churn round",
         series: "{cluster}",
         y_label: "data pages in use",
         ..FigureSpec::new(
@@ -271,6 +274,7 @@ const SPACE_FIGURES: &[FigureSpec] = &[
     },
     FigureSpec {
         x: "round",
+        x_label: "churn round",
         series: "{cluster}",
         y_label: "stale record ids detected",
         ..FigureSpec::new(

@@ -293,13 +293,12 @@ fn render_one(
     title: &str,
     note: Option<&str>,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    fn labels<'a>(spec: &'a FigureSpec, title: &'a str, y: &'a str, note: Option<&'a str>) -> Labels<'a> {
-        Labels {
-            title,
-            x: spec.x_label,
-            y,
-            note,
-        }
+    // The x-axis title may name the facet's fields (`{sweep}`), as the title does.
+    let x_label = rows
+        .first()
+        .map_or_else(|| spec.x_label.to_string(), |r| fill(spec.x_label, r, &[]));
+    fn labels<'a>(x: &'a str, title: &'a str, y: &'a str, note: Option<&'a str>) -> Labels<'a> {
+        Labels { title, x, y, note }
     }
     let series_of = |r: &Row| fill(spec.series, r, &[]);
     let x_of = |r: &Row| fill(spec.x, r, &[]);
@@ -365,7 +364,7 @@ fn render_one(
             let note = super::interval_note(note, !errors.is_empty());
             super::stacked_bars_with_intervals(
                 stem,
-                &labels(spec, title, &y_label, note.as_deref()),
+                &labels(&x_label, title, &y_label, note.as_deref()),
                 &categories,
                 &series,
                 &errors,
@@ -421,7 +420,7 @@ fn render_one(
             let note = super::interval_note(note, !errors.is_empty());
             super::grouped_bars_with_intervals(
                 stem,
-                &labels(spec, title, &y_label, note.as_deref()),
+                &labels(&x_label, title, &y_label, note.as_deref()),
                 &categories,
                 &series,
                 &errors,
@@ -477,7 +476,7 @@ fn render_one(
             let note = super::interval_note(note, !errors.is_empty());
             super::line_chart_with_intervals(
                 stem,
-                &labels(spec, title, &y_label, note.as_deref()),
+                &labels(&x_label, title, &y_label, note.as_deref()),
                 (spec.log_x, log_y),
                 &series,
                 &keys,
