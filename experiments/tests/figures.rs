@@ -170,6 +170,40 @@ fn no_committed_figure_prints_labels_over_each_other() {
     assert!(bad.is_empty(), "overlapping labels:\n{}", bad.join("\n"));
 }
 
+/// Neighbouring labels of one vertical axis (right-aligned at one x) that print the same text:
+/// ticks too close for the digits they are given.
+fn repeated_ticks(svg: &str) -> Vec<String> {
+    let mut axis: Vec<(f64, f64, String)> = labels(svg)
+        .into_iter()
+        .filter(|l| l.anchor == "end" && !l.rotated && !l.text.is_empty())
+        .map(|l| (l.x, l.y, l.text))
+        .collect();
+    axis.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    axis.windows(2)
+        .filter(|w| w[0].0 == w[1].0 && w[0].2 == w[1].2)
+        .map(|w| w[0].2.clone())
+        .collect()
+}
+
+#[test]
+fn no_committed_figure_repeats_a_tick_label_on_one_axis() {
+    let two = |a: &str, b: &str| {
+        format!(
+            r##"<text x="96" y="100" text-anchor="end" font-size="12">{a}</text><text x="96" y="130" text-anchor="end" font-size="12">{b}</text>"##
+        )
+    };
+    assert_eq!(repeated_ticks(&two("110.7", "110.7")), ["110.7"]);
+    assert!(repeated_ticks(&two("110.5", "111")).is_empty());
+    let mut bad = Vec::new();
+    for f in committed_figures() {
+        let svg = std::fs::read_to_string(&f).unwrap();
+        for t in repeated_ticks(&svg) {
+            bad.push(format!("{}: {t}", f.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    assert!(bad.is_empty(), "repeated tick labels:\n{}", bad.join("\n"));
+}
+
 #[test]
 fn no_committed_bar_chart_draws_two_series_in_colours_too_alike() {
     let mut bad = Vec::new();

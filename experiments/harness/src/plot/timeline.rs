@@ -188,6 +188,16 @@ impl Timeline<'_> {
             ys.iter().copied().reduce(f64::max),
         ) {
             (Some(a), Some(b)) if b > a => {
+                // A span under 2% of the values' size is below what a reader should take for a
+                // difference: the axis shows at least that much, centred, so near-equal series
+                // read as near-equal and neighbouring ticks keep distinct labels.
+                let least = 0.02 * a.abs().max(b.abs());
+                let (a, b) = if b - a < least {
+                    let mid = (a + b) / 2.0;
+                    (mid - least / 2.0, mid + least / 2.0)
+                } else {
+                    (a, b)
+                };
                 let pad = (b - a) * 0.05;
                 (if a >= 0.0 { (a - pad).max(0.0) } else { a - pad }, b + pad)
             }
