@@ -132,7 +132,19 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
 
 impl Draw for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
-        let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
+        // A series with nothing to draw (every value zero on a log axis, say) keeps its legend
+        // entry, saying so, rather than a swatch for a line the reader will not find.
+        let names: Vec<String> = self
+            .series
+            .iter()
+            .map(|(n, pts)| {
+                if self.points(pts).is_empty() {
+                    format!("{n}: none")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect();
         let (plot, styles) = titled_with_legend(root, &self.labels, &names, self.keys, true)?;
         let mut all: Vec<(f64, f64)> = self.series.iter().flat_map(|(_, pts)| self.points(pts)).collect();
         // The axis makes room for the intervals' upper ends.
