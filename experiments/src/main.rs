@@ -2,6 +2,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::fmt;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -228,12 +230,54 @@ struct RunArgs {
     repeat: u32,
 }
 
+/// Standard output was closed by its reader (a broken pipe): the command stops printing and exits
+/// quietly with status 0.
+#[derive(Debug)]
+struct StdoutClosed;
+
+impl fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes `text` to standard output. A closed pipe is [`StdoutClosed`] (never a panic, as
+/// `println!` would give); any other write error names stdout.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+    }
+}
+
+/// `println!` that ends the command quietly when standard output is closed ([`emit`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        emit(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `eprintln!` that ignores a closed or failing standard error: what it says is for a reader that
+/// may have gone, and it must never stop a command (a run above all).
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match execute(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`lsmlab params X | head -1`): what it read was all it wanted, and
+        // whatever the command had to do (a run's result file) is done by the time it prints.
+        Err(e) if e.is::<StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            note!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -251,7 +295,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             lsmlab_harness::atomic::remove_stale(&out);
             let paths = runner::plot(&experiments, &results, &out, &scales)?;
             for path in paths {
-                println!("{}", path.display());
+                out!("{}", path.display());
             }
             Ok(())
         }
@@ -260,15 +304,12 @@ fn execute(command: Command) -> anyhow::Result<()> {
             let rb = ResultFile::read(&b)?;
             let comparison = lsmlab_harness::compare::compare(&ra, &rb)
                 .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
-            print!(
-                "{}",
-                lsmlab_harness::compare::render(
-                    &comparison,
-                    &a.display().to_string(),
-                    &b.display().to_string(),
-                    &ra.experiment
-                )
-            );
+            emit(&lsmlab_harness::compare::render(
+                &comparison,
+                &a.display().to_string(),
+                &b.display().to_string(),
+                &ra.experiment,
+            ))?;
             if check && comparison.counted_differ() {
                 anyhow::bail!(
                     "counted fields differ between {} and {}",
@@ -289,8 +330,8 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 lsmlab_harness::runner::add_summary_notes(experiment, &mut merged);
             }
             merged.write_atomic(&out)?;
-            println!("{}", out.display());
-            eprintln!(
+            out!("{}", out.display());
+            note!(
                 "merged {} shard files: {} cells, {} rows",
                 shards.len(),
                 merged.cells.as_ref().map_or(0, |c| c.done.len()),
@@ -309,7 +350,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             if list {
                 for (name, about) in lsmlab::trace::workloads() {
-                    println!("{name:18}  {about}");
+                    out!("{name:18}  {about}");
                 }
                 return Ok(());
             }
@@ -324,19 +365,22 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 ops,
             };
             let n = lsmlab::trace::generate(&request, &out)?;
-            println!("{}", out.display());
-            eprintln!("{n} operations of {workload} (scale {scale}, seed {seed})");
+            out!("{}", out.display());
+            note!("{n} operations of {workload} (scale {scale}, seed {seed})");
             Ok(())
         }
         Command::BenchSummary { criterion, out } => {
             let summary = lsmlab_harness::bench::write_summary(&criterion, &out)?;
             for r in &summary.rows {
-                println!(
+                out!(
                     "{:32} {:14} vs {:20} {:>6.2}x",
-                    r.operation, r.lsmlab, r.peer, r.ratio
+                    r.operation,
+                    r.lsmlab,
+                    r.peer,
+                    r.ratio
                 );
             }
-            eprintln!(
+            note!(
                 "{} rows, {} below the peer; written to {}",
                 summary.rows.len(),
                 summary.below_peer.len(),
@@ -358,8 +402,8 @@ fn execute(command: Command) -> anyhow::Result<()> {
             }
             let claims = registry::claims()?;
             let n = report::write_report(&experiments, &claims, &results, &plots, &scales, &out)?;
-            println!("{}", out.display());
-            eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
+            out!("{}", out.display());
+            note!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
             Ok(())
         }
     }
@@ -376,7 +420,7 @@ fn list_target(target: &str) -> anyhow::Result<()> {
         );
     };
     for name in names {
-        println!("{name}");
+        out!("{name}");
     }
     Ok(())
 }
@@ -384,18 +428,18 @@ fn list_target(target: &str) -> anyhow::Result<()> {
 fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()> {
     if names_only {
         for e in experiments {
-            println!("{}", e.name());
+            out!("{}", e.name());
         }
         return Ok(());
     }
     if experiments.is_empty() {
-        println!("no experiments are registered in this build");
+        out!("no experiments are registered in this build");
         return Ok(());
     }
     let name_width = experiments.iter().map(|e| e.name().len()).max().unwrap_or(0);
     let paper_width = experiments.iter().map(|e| e.paper().len()).max().unwrap_or(0);
     for e in experiments {
-        println!(
+        out!(
             "{:name_width$}  {:paper_width$}  {}",
             e.name(),
             e.paper(),
@@ -408,7 +452,7 @@ fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()>
 fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, name)?;
     let keys = experiment.keys(scale)?;
-    println!(
+    out!(
         "{} ({}) parameters at scale {scale}; change with --set KEY=VALUE or --config FILE:",
         experiment.name(),
         experiment.paper()
@@ -427,9 +471,11 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
         .collect();
     let default_width = defaults.iter().map(String::len).max().unwrap_or(0);
     for (key, default) in keys.iter().zip(&defaults) {
-        println!(
+        out!(
             "  {:key_width$}  {:default_width$}  {}",
-            key.key, default, key.help
+            key.key,
+            default,
+            key.help
         );
     }
     Ok(())
@@ -477,7 +523,7 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     if args.print_config {
         let config =
             runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;
-        println!("{}", serde_json::to_string_pretty(&config)?);
+        out!("{}", serde_json::to_string_pretty(&config)?);
         return Ok(());
     }
     let progress = Progress::new(args.quiet);
@@ -486,6 +532,6 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     progress.finish();
     let path =
         path.with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
-    println!("{}", path.display());
+    out!("{}", path.display());
     Ok(())
 }

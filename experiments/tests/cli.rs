@@ -820,3 +820,53 @@ fn memory_estimates_cover_the_measured_peak_of_a_tiny_run() {
         );
     }
 }
+
+/// `lsmlab ARGS` with stdout (and, with `stderr_too`, stderr) a pipe whose reader is already gone,
+/// as `| head -1` leaves it once head has read its line.
+fn lsmlab_into_closed_pipe(args: &[&str], stderr_too: bool) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lsmlab"));
+    cmd.args(args);
+    if stderr_too {
+        cmd.stderr(writer.try_clone().unwrap());
+    } else {
+        cmd.stderr(std::process::Stdio::piped());
+    }
+    cmd.stdout(writer).output().expect("lsmlab runs")
+}
+
+/// `params X | head -1`, `run X --print-config | head`, `run X 2>&1 | head`: no panic ("failed
+/// printing to stdout"), exit 0, and the run still writes its result.
+#[test]
+fn a_closed_stdout_ends_printing_quietly_and_never_stops_a_run() {
+    for args in [
+        &["params", "rum-update"][..],
+        &["list"],
+        &["run", "rum-update", "--scale", "tiny", "--print-config"],
+        &["gen", "--list"],
+    ] {
+        let out = lsmlab_into_closed_pipe(args, false);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let out = lsmlab_into_closed_pipe(
+        &[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--set",
+            "datasets=gowalla",
+            "--set",
+            "strategies=UM,Eager",
+            "--out",
+            results.to_str().unwrap(),
+        ],
+        true,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(results.join("tiny/rum-update.json").is_file());
+}

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 use std::fs;
+use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -121,7 +122,8 @@ pub fn write_report(
         match ResultFile::read(file) {
             Ok(result) => results.push(result),
             Err(e) => {
-                eprintln!("warning: skipping {}: {e:#}", file.display());
+                // A closed stderr must not stop the report (nor panic, as eprintln! would).
+                let _ = writeln!(std::io::stderr(), "warning: skipping {}: {e:#}", file.display());
                 unreadable.push(format!("{e:#}"));
             }
         }
