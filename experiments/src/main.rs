@@ -70,11 +70,13 @@ enum Command {
         /// Where `lsmlab plot` wrote the figures.
         #[arg(long, value_name = "DIR", default_value = "plots")]
         plots: PathBuf,
-        /// Only this scale (default: every scale found).
+        /// The scale to report (default: every scale found, each in its own report; a report never
+        /// mixes scales).
         #[arg(long, value_enum)]
         scale: Option<Scale>,
-        /// The report file (default: REPORT.md for --scale small or no --scale, else
-        /// DIR/<scale>/REPORT.md beside that scale's results).
+        /// The report file (default: REPORT.md for the small scale, the committed reference, else
+        /// DIR/<scale>/REPORT.md beside that scale's results). Not a .json path, and not REPORT.md
+        /// for another scale. A report whose results are unchanged is left as it was.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -320,6 +322,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Merge { shards, out } => {
+            lsmlab_harness::merge::check_out(&shards, &out)?;
             let mut read = Vec::with_capacity(shards.len());
             for path in &shards {
                 read.push((path.as_path(), ResultFile::read(path)?));
@@ -329,6 +332,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             if let Ok(experiment) = lsmlab::registry::find(&merged.experiment) {
                 lsmlab_harness::runner::add_summary_notes(experiment, &mut merged);
             }
+            lsmlab_harness::merge::check_replaces(&merged, &out)?;
             merged.write_atomic(&out)?;
             out!("{}", out.display());
             note!(
@@ -394,16 +398,75 @@ fn execute(command: Command) -> anyhow::Result<()> {
             scale,
             out,
         } => {
-            let out = out.unwrap_or_else(|| report::default_report_path(&results, scale));
-            let scales: Vec<Scale> = scale.into_iter().collect();
             lsmlab_harness::atomic::remove_stale(&results);
-            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-                lsmlab_harness::atomic::remove_stale(dir);
+            // One report per scale, never one mixing scales: the scale asked for, else each scale
+            // found, each to its own default file (small: REPORT.md, the committed reference).
+            let scales = match scale {
+                Some(scale) => vec![scale],
+                None => report::scales_found(&results)?,
+            };
+            if scales.is_empty() {
+                anyhow::bail!(
+                    "no result files under {}; run `lsmlab run EXPERIMENT` or `make` first",
+                    results.display()
+                );
+            }
+            if out.is_some() && scales.len() > 1 {
+                let names: Vec<&str> = scales.iter().map(|s| s.as_str()).collect();
+                anyhow::bail!(
+                    "{} holds results of scales {}, and a report covers one scale: give --scale {} \
+                     with --out, or leave out --out to write each scale's report to its own file ({})",
+                    results.display(),
+                    names.join(", "),
+                    names.join(" or --scale "),
+                    scales
+                        .iter()
+                        .map(|&s| format!(
+                            "{s}: {}",
+                            report::default_report_path(&results, Some(s)).display()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            if !plots.is_dir() {
+                anyhow::bail!(
+                    "--plots {}: no such folder, so the report would link no figures; run `lsmlab plot \
+                     --results {} --out {}` first, or give the folder `lsmlab plot` wrote",
+                    plots.display(),
+                    results.display(),
+                    plots.display()
+                );
+            }
+            let targets: Vec<(Scale, PathBuf)> = scales
+                .iter()
+                .map(|&s| {
+                    let file = out
+                        .clone()
+                        .unwrap_or_else(|| report::default_report_path(&results, Some(s)));
+                    (s, file)
+                })
+                .collect();
+            // Every path checked before any is written.
+            for (s, file) in &targets {
+                report::check_report_path(&results, *s, file)?;
             }
             let claims = registry::claims()?;
-            let n = report::write_report(&experiments, &claims, &results, &plots, &scales, &out)?;
-            out!("{}", out.display());
-            note!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
+            for (s, file) in &targets {
+                if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    lsmlab_harness::atomic::remove_stale(dir);
+                }
+                let done = report::write_report(&experiments, &claims, &results, &plots, *s, file)?;
+                out!("{}", file.display());
+                note!(
+                    "{s} report: {} ({} result file{}); {} {}",
+                    done.report.as_str(),
+                    done.results,
+                    if done.results == 1 { "" } else { "s" },
+                    done.claims_path.display(),
+                    done.claims.as_str()
+                );
+            }
             Ok(())
         }
     }

@@ -870,3 +870,149 @@ fn a_closed_stdout_ends_printing_quietly_and_never_stops_a_run() {
     assert_eq!(out.status.code(), Some(0));
     assert!(results.join("tiny/rum-update.json").is_file());
 }
+
+/// `lsmlab ARGS` run in `dir` (where a bare `lsmlab report` writes REPORT.md).
+fn lsmlab_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("lsmlab runs")
+}
+
+/// A bare `lsmlab report` after a tiny run reports each scale on its own: the small reference
+/// (REPORT.md) and its claims evaluation are left byte for byte as they were, the tiny report goes
+/// beside the tiny results. Paths that would overwrite an input or the reference are refused, and
+/// so is `merge --out` onto one of its own shards; nothing changes under any of them.
+#[test]
+fn report_and_merge_never_rewrite_the_reference_or_their_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let small = d.join("results/small");
+    std::fs::create_dir_all(&small).unwrap();
+    std::fs::create_dir_all(d.join("plots")).unwrap();
+    let committed = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/small/oep7-graph.json");
+    std::fs::copy(committed, small.join("oep7-graph.json")).unwrap();
+    let first = lsmlab_in(d, &["report"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let reference = std::fs::read(d.join("REPORT.md")).unwrap();
+    let claims = std::fs::read(small.join("claims.json")).unwrap();
+    let snapshot = || {
+        (
+            std::fs::read(d.join("REPORT.md")).unwrap(),
+            std::fs::read(small.join("claims.json")).unwrap(),
+            std::fs::read(small.join("oep7-graph.json")).unwrap(),
+        )
+    };
+    let before = snapshot();
+    assert_eq!((&before.0, &before.1), (&reference, &claims));
+
+    // A tiny run, then a bare report: one report per scale, the reference unchanged.
+    let tiny = run_tiny(
+        &d.join("results"),
+        &["--set", "datasets=gowalla", "--set", "strategies=UM,Eager"],
+    );
+    assert!(tiny.status.success(), "{}", stderr(&tiny));
+    let again = lsmlab_in(d, &["report"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("small report: unchanged") && stderr(&again).contains("tiny report: written"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(snapshot(), before, "a bare report changed the small reference");
+    let tiny_report = std::fs::read_to_string(d.join("results/tiny/REPORT.md")).unwrap();
+    assert!(
+        tiny_report.contains("rum-update") && !tiny_report.contains("oep7-graph"),
+        "the tiny report mixes scales"
+    );
+
+    // Refused: several scales into one --out, the tiny report onto REPORT.md, a report onto a
+    // result, figures from a missing folder.
+    let refusals: [(&[&str], &[&str]); 4] = [
+        (&["report", "--out", "R.md"], &["tiny, small", "--scale"]),
+        (
+            &["report", "--scale", "tiny", "--out", "REPORT.md"],
+            &["REPORT.md", "scale small", "results/tiny/REPORT.md"],
+        ),
+        (
+            &[
+                "report",
+                "--scale",
+                "small",
+                "--out",
+                "results/small/oep7-graph.json",
+            ],
+            &["oep7-graph.json", ".md"],
+        ),
+        (
+            &["report", "--scale", "small", "--plots", "figs"],
+            &["--plots figs", "no such folder", "lsmlab plot"],
+        ),
+    ];
+    for (args, needles) in refusals {
+        let out = lsmlab_in(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?} was accepted");
+        for needle in needles {
+            assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        }
+        assert_eq!(snapshot(), before, "{args:?} changed a file");
+        assert!(!d.join("R.md").exists());
+    }
+
+    // merge --out onto one of its shards, and shards of different splits.
+    let shard = |k: &str| {
+        let out = run_tiny(
+            &d.join("shards"),
+            &[
+                "--set",
+                "datasets=gowalla",
+                "--set",
+                "strategies=UM,Eager",
+                "--shard",
+                k,
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let name = format!("rum-update.shard-{}.json", k.replace('/', "-of-"));
+        d.join("shards/tiny").join(name).to_str().unwrap().to_string()
+    };
+    let (one, two, two_of_three) = (shard("1/2"), shard("2/2"), shard("2/3"));
+    let one_bytes = std::fs::read(&one).unwrap();
+    let out = lsmlab_in(d, &["merge", &one, &two, "--out", &one]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is one of the shard files being merged"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&one).unwrap(), one_bytes);
+    let merged = d.join("merged.json");
+    let out = lsmlab_in(
+        d,
+        &["merge", &one, &two_of_three, "--out", merged.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not shards of one split")
+            && stderr(&out).contains("shard 1/2")
+            && stderr(&out).contains("shard 2/3"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!merged.exists());
+    // Onto another experiment's result: refused; a new file: written.
+    let out = lsmlab_in(
+        d,
+        &["merge", &one, &two, "--out", "results/small/oep7-graph.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("holds a result of `oep7-graph`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(), before);
+    let out = lsmlab_in(d, &["merge", &one, &two, "--out", merged.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
