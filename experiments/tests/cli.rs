@@ -1016,3 +1016,65 @@ fn report_and_merge_never_rewrite_the_reference_or_their_inputs() {
     let out = lsmlab_in(d, &["merge", &one, &two, "--out", merged.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The Makefile's build step runs cargo only when a file the binary is built from is newer than
+/// the binary, and when cargo finds everything fresh (leaving the binary's date alone) the binary
+/// is touched, so the next `make` is a no-op instead of asking cargo again. Run on a copy of the
+/// Makefile with a stand-in cargo that logs its calls; skipped where `make` is not installed.
+#[test]
+fn the_makefile_build_step_is_a_no_op_once_cargo_said_fresh() {
+    use std::os::unix::fs::PermissionsExt;
+    if Command::new("make").arg("--version").output().is_err() {
+        eprintln!("make is not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    std::fs::copy(format!("{root}/Makefile"), d.join("Makefile")).unwrap();
+    for f in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "engine/src/lib.rs",
+        "experiments/claims/rum.json",
+    ] {
+        let p = d.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    // Builds the binary when it is missing; otherwise "fresh": nothing written.
+    let cargo = d.join("fake-cargo");
+    std::fs::write(
+        &cargo,
+        "#!/bin/sh\necho \"$@\" >> cargo.log\nif [ ! -f target/release/lsmlab ]; then \
+         mkdir -p target/release && echo bin > target/release/lsmlab; fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let make = || {
+        let out = Command::new("make")
+            .current_dir(d)
+            .env_remove("MAKEFLAGS")
+            .args(["build", &format!("CARGO={}", cargo.display())])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::read_to_string(d.join("cargo.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(make(), 1, "a missing binary is built");
+    assert_eq!(make(), 1, "nothing newer than the binary: cargo is not asked");
+    // A source newer than the binary (its date set back): cargo is asked, says fresh (the stand-in
+    // leaves the binary alone), and the binary is touched, so cargo is not asked again.
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    std::fs::File::options()
+        .append(true)
+        .open(d.join("target/release/lsmlab"))
+        .unwrap()
+        .set_modified(earlier)
+        .unwrap();
+    assert_eq!(make(), 2, "a newer source: cargo decides");
+    assert_eq!(make(), 2, "cargo said fresh: the next make is a no-op");
+}
