@@ -181,9 +181,10 @@ struct RunArgs {
     /// and how many records it kept.
     #[arg(long, value_name = "PATH")]
     data: Vec<PathBuf>,
-    /// Format of the --data files: snap-gowalla, chicago-csv, csv or geolife-plt.
+    /// Format of the --data files: snap-gowalla, chicago-csv, csv or geolife-plt (or delays).
     ///
-    /// By default guessed from each PATH's name and first line.
+    /// By default guessed from each PATH's name and first line; the diol experiments read only a
+    /// file of delays, one integer per line, so for them `delays` is implied.
     #[arg(long, value_name = "F", requires = "data")]
     format: Option<String>,
     /// Columns of csv --data files, e.g. `oid=user,time=ts,x=lon,y=lat`; guessed from the header
@@ -577,12 +578,14 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     };
     // Every trace the run would replay (`--trace`, or a config file's data) is one of the
     // experiment's kind and is read whole, every line checked, before anything runs.
-    let traces: Vec<std::path::PathBuf> =
-        lsmlab::trace::trace_paths(&request.data_files(config_file.as_ref())?)
-            .into_iter()
-            .map(std::path::Path::to_path_buf)
-            .collect();
+    // `--data` is checked against what the experiment reads (refused where it would be ignored).
+    let data = runner::data_for(experiment, &request, config_file.as_ref())?;
+    let traces: Vec<std::path::PathBuf> = lsmlab::trace::trace_paths(&data)
+        .into_iter()
+        .map(std::path::Path::to_path_buf)
+        .collect();
     lsmlab::trace::check_for(experiment.name(), &traces)?;
+    lsmlab_harness::trace::check_seed(&traces, request.seed)?;
     if args.print_config {
         let config =
             runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;

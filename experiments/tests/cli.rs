@@ -210,7 +210,7 @@ fn out_of_range_and_unknown_values_are_refused_before_running() {
     for (set, needles) in [
         (
             "vacuum_threshold=4294967297",
-            &["vacuum_threshold", "4294967297", "0 to 4294967295"][..],
+            &["vacuum_threshold", "4294967297", "1 to 4294967295"][..],
         ),
         ("records=-1", &["records", "-1"]),
         ("profile=floppy", &["profile", "floppy", "sata-ssd"]),
@@ -629,7 +629,7 @@ fn hostile_inputs_are_refused_and_clobber_nothing() {
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
             vec!["--data", &empty],
-            vec!["empty.csv", "cannot tell the format", "--format"],
+            vec!["empty.csv", "is empty (0 bytes)", "nothing to load"],
         ),
         (vec!["--data", &empty, "--format", "csv"], vec!["empty.csv"]),
         (
@@ -696,6 +696,8 @@ fn hostile_inputs_are_refused_and_clobber_nothing() {
         "{}",
         stderr(&res)
     );
+    // The folder is there (a report refuses a missing one), the corrupt result's figures not.
+    std::fs::create_dir_all(&plots).unwrap();
     let report = dir.path().join("REPORT.md");
     let res = lsmlab(&[
         "report",
@@ -1077,4 +1079,414 @@ fn the_makefile_build_step_is_a_no_op_once_cargo_said_fresh() {
         .unwrap();
     assert_eq!(make(), 2, "a newer source: cargo decides");
     assert_eq!(make(), 2, "cargo said fresh: the next make is a no-op");
+}
+
+/// The refusal of `args` (a run of rum-update at tiny unless they say otherwise): exit 1, every
+/// needle in the message, nothing run, nothing written under `out`.
+fn refused(out: &std::path::Path, args: &[&str], needles: &[&str]) {
+    let res = lsmlab(args);
+    let err = stderr(&res);
+    assert_eq!(res.status.code(), Some(1), "{args:?} was accepted: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
+    }
+    assert!(!ran_anything(&err), "{args:?} ran: {err}");
+    assert!(
+        !out.join("tiny").exists(),
+        "{args:?} wrote under {}",
+        out.display()
+    );
+}
+
+/// Options that were accepted and then ignored (or silently resolved one way) are refused, the
+/// message naming both values: `--data` to an experiment that reads none, a trace whose records
+/// or seed are not the run's, a list naming a value twice, a JSON config naming a key twice.
+#[test]
+fn ignored_or_conflicting_options_are_refused_naming_both_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = out.to_str().unwrap();
+    let data = dir.path().join("trips.csv");
+    std::fs::write(&data, trips_csv(50)).unwrap();
+    let data = data.to_str().unwrap();
+    for experiment in [
+        "leaper-online",
+        "leaper-model",
+        "oep7-ycsb",
+        "oep7-graph",
+        "combined",
+    ] {
+        refused(
+            &out,
+            &["run", experiment, "--scale", "tiny", "--out", o, "--data", data],
+            &[
+                &format!("`{experiment}` reads no --data files"),
+                "trips.csv",
+                "ignored",
+            ],
+        );
+        refused(
+            &out,
+            &[
+                "run",
+                experiment,
+                "--scale",
+                "tiny",
+                "--data",
+                data,
+                "--print-config",
+            ],
+            &["reads no --data files"],
+        );
+    }
+    // A trace with other records, or another seed, than the run.
+    let trace = dir.path().join("gowalla.csv");
+    let t = trace.to_str().unwrap();
+    let gen = lsmlab(&[
+        "gen",
+        "rum-gowalla",
+        "--scale",
+        "tiny",
+        "--seed",
+        "42",
+        "--out",
+        t,
+    ]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "rum-update", "--scale", "tiny", "--set", "strategies=UM"];
+        args.extend_from_slice(&["--out", o, "--trace", t]);
+        args.extend_from_slice(extra);
+        lsmlab(&args)
+    };
+    let res = run(&["--set", "records=100"]);
+    assert_eq!(res.status.code(), Some(1));
+    let err = stderr(&res);
+    assert!(
+        err.contains("records = 20000")
+            && err.contains("records = 100")
+            && err.contains("--set records=20000"),
+        "{err}"
+    );
+    assert!(!out.join("tiny/rum-update.json").exists());
+    let res = run(&["--seed", "7"]);
+    assert_eq!(res.status.code(), Some(1));
+    let err = stderr(&res);
+    assert!(
+        err.contains("written with seed 42") && err.contains("--seed 7") && !ran_anything(&err),
+        "{err}"
+    );
+    // Repeats in lists, in any case; repeated keys in a JSON config.
+    for (set, needles) in [
+        ("strategies=UM,UM", ["`strategies`", "`UM` is listed twice"]),
+        (
+            "strategies=UM,um+f,UM+F",
+            ["`strategies`", "`UM+F` is listed twice"],
+        ),
+        (
+            "datasets=gowalla,gowalla",
+            ["`datasets`", "`gowalla` is listed twice"],
+        ),
+    ] {
+        refused(
+            &out,
+            &["run", "rum-update", "--scale", "tiny", "--out", o, "--set", set],
+            &needles,
+        );
+    }
+    let config = dir.path().join("twice.json");
+    std::fs::write(
+        &config,
+        "{\"records\": 100, \"strategies\": [\"UM\"], \"records\": 200}",
+    )
+    .unwrap();
+    refused(
+        &out,
+        &[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--out",
+            o,
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &["twice.json", "key `records` appears twice", "100", "200"],
+    );
+}
+
+/// Inputs whose message used to mislead now say what was wrong (and a BOM is simply read).
+#[test]
+fn misleading_inputs_get_messages_that_say_what_was_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("results");
+    let o = out.to_str().unwrap();
+    let path = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let tiny = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["run", "rum-update", "--scale", "tiny", "--set", "strategies=UM"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(["--out".to_string(), o.to_string()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let refuse = |extra: &[&str], needles: &[&str]| {
+        let args = tiny(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&out, &args, needles);
+    };
+    // An empty file or folder: said so, not "cannot tell the format".
+    std::fs::write(d.join("empty.txt"), "").unwrap();
+    std::fs::create_dir(d.join("nothing")).unwrap();
+    refuse(&["--data", &path("empty.txt")], &["empty.txt is empty (0 bytes)"]);
+    refuse(
+        &["--data", &path("nothing")],
+        &["folder", "nothing holds no files"],
+    );
+    // A repeated trace is named as --trace.
+    let trace = path("g.csv");
+    assert!(
+        lsmlab(&["gen", "rum-gowalla", "--scale", "tiny", "--out", &trace])
+            .status
+            .success()
+    );
+    refuse(
+        &["--trace", &trace, "--trace", &trace],
+        &["--trace", "g.csv and --trace", "the same path"],
+    );
+    // The range a refusal gives is the one the config accepts, not the type's.
+    refuse(
+        &["--set", "vacuum_threshold=-1"],
+        &["`vacuum_threshold`", "`-1`", "from 1 to 4294967295"],
+    );
+    // file_dir where no file can be created: refused before running, naming key and value.
+    refuse(
+        &["--set", "device=file", "--set", "file_dir=/proc"],
+        &["`file_dir`", "`/proc`", "a directory where files can be created"],
+    );
+    // A result path that is a directory: found before the run, not after.
+    std::fs::create_dir_all(out.join("tiny/rum-update.json")).unwrap();
+    let res = lsmlab(
+        &tiny(&["--set", "datasets=gowalla"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("rum-update.json exists and is not a file") && !ran_anything(&stderr(&res)),
+        "{}",
+        stderr(&res)
+    );
+    std::fs::remove_dir_all(out.join("tiny")).unwrap();
+    // Coordinates that parse but overflow the extent: said in words, no `Rect { .. }` dump.
+    std::fs::write(
+        d.join("huge.csv"),
+        "uid,lat,lon,time\n1,1e308,5,100\n2,-1e308,6,200\n3,bad,7,300\n",
+    )
+    .unwrap();
+    let res = lsmlab(
+        &tiny(&["--data", &path("huge.csv"), "--skip-malformed"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let err = stderr(&res);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        err.contains("huge.csv: the records span") && err.contains("1e308") && !err.contains("Rect {"),
+        "{err}"
+    );
+    assert!(!out.join("tiny/rum-update.json").exists());
+    // Another experiment's result as --config.
+    let other = d.join("other/tiny/rum-update.json");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    let res = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--set",
+        "datasets=gowalla",
+        "--set",
+        "strategies=UM",
+        "--out",
+        d.join("other").to_str().unwrap(),
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let res = lsmlab(&[
+        "run",
+        "rum-query",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--config",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("is a result of `rum-update`, not of `rum-query`"),
+        "{}",
+        stderr(&res)
+    );
+    // compare on a field edited into another type: named, not "0 rows matched".
+    let text = std::fs::read_to_string(&other).unwrap();
+    let edited = text.replacen("\"flushes\": ", "\"flushes\": \"", 1);
+    let edited = {
+        let at = edited.find("\"flushes\": \"").unwrap() + "\"flushes\": \"".len();
+        let end = at + edited[at..].find([',', '\n']).unwrap();
+        format!("{}\"{}", &edited[..end], &edited[end..])
+    };
+    let b = d.join("b.json");
+    std::fs::write(&b, edited).unwrap();
+    let res = lsmlab(&["compare", other.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("field `flushes` is a number in A") && stderr(&res).contains("text in B"),
+        "{}",
+        stderr(&res)
+    );
+    // A UTF-8 BOM in a CSV or a JSON config is read, not part of the first name.
+    let csv = format!(
+        "\u{feff}uid,lng,lat,datetime\n{}",
+        (0..40)
+            .map(|i| format!("{},{}.5,{}.25,{}\n", i % 5, i, i, 1000 + i))
+            .collect::<String>()
+    );
+    std::fs::write(d.join("bom.csv"), csv).unwrap();
+    let res = lsmlab(
+        &tiny(&["--data", &path("bom.csv")])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(res.status.success(), "{}", stderr(&res));
+    std::fs::write(d.join("bom.json"), "\u{feff}{\"records\": 123}").unwrap();
+    let res = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--config",
+        &path("bom.json"),
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    assert!(stdout(&res).contains("\"records\": 123"));
+    // Choice names are case-insensitive everywhere, as strategies always were.
+    let res = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--set",
+        "merge_policy=PREFIX",
+        "--set",
+        "strategies=um+f",
+        "--set",
+        "datasets=Gowalla",
+        "--set",
+        "device=MEM",
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let config = stdout(&res);
+    for canonical in [
+        "\"merge_policy\": \"prefix\"",
+        "\"UM+F\"",
+        "\"gowalla\"",
+        "\"device\": \"mem\"",
+    ] {
+        assert!(config.contains(canonical), "{canonical}: {config}");
+    }
+}
+
+/// `diol --data` of a delays file needs no `--format delays` (diol reads nothing else); a file of
+/// locations is refused before any cell starts, and so is a second file or another format.
+#[test]
+fn diol_infers_its_delays_format_and_refuses_other_data_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = out.to_str().unwrap();
+    let delays = dir.path().join("delays_ms.txt");
+    std::fs::write(
+        &delays,
+        (0..500)
+            .map(|i| format!("{}\n", (i * 37) % 400))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let delays = delays.to_str().unwrap();
+    let locations = dir.path().join("checkins.tsv");
+    std::fs::write(&locations, "0\t2010-10-12T00:21:28Z\t40.6\t-73.7\t1\n").unwrap();
+    let locations = locations.to_str().unwrap();
+    let res = lsmlab(&[
+        "run",
+        "diol",
+        "--scale",
+        "tiny",
+        "--data",
+        delays,
+        "--print-config",
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let res = Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args([
+            "run",
+            "diol",
+            "--scale",
+            "tiny",
+            "--out",
+            o,
+            "--data",
+            delays,
+            "--set",
+            "workloads=A",
+        ])
+        .args(["--set", "layouts=diol", "--set", "o3_ratios=0.1"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", stderr(&res));
+    let result = std::fs::read_to_string(out.join("tiny/diol.json")).unwrap();
+    assert!(result.contains("\"format\": \"delays\"") && result.contains("delays_ms.txt"));
+    std::fs::remove_dir_all(&out).unwrap();
+    refused(
+        &out,
+        &["run", "diol", "--scale", "tiny", "--out", o, "--data", locations],
+        &["checkins.tsv", "as a file of delays", "integer"],
+    );
+    refused(
+        &out,
+        &[
+            "run", "diol", "--scale", "tiny", "--out", o, "--data", delays, "--data", locations,
+        ],
+        &["reads one file of delays", "delays_ms.txt", "checkins.tsv"],
+    );
+    refused(
+        &out,
+        &[
+            "run", "diol", "--scale", "tiny", "--out", o, "--data", delays, "--format", "csv",
+        ],
+        &["--format csv does not apply", "delays_ms.txt"],
+    );
+    refused(
+        &out,
+        &[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--out",
+            o,
+            "--data",
+            delays,
+            "--format",
+            "delays",
+        ],
+        &["`rum-update` reads location records", "delays_ms.txt"],
+    );
 }
