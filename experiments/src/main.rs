@@ -2,6 +2,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::fmt;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -68,11 +70,13 @@ enum Command {
         /// Where `lsmlab plot` wrote the figures.
         #[arg(long, value_name = "DIR", default_value = "plots")]
         plots: PathBuf,
-        /// Only this scale (default: every scale found).
+        /// The scale to report (default: every scale found, each in its own report; a report never
+        /// mixes scales).
         #[arg(long, value_enum)]
         scale: Option<Scale>,
-        /// The report file (default: REPORT.md for --scale small or no --scale, else
-        /// DIR/<scale>/REPORT.md beside that scale's results).
+        /// The report file (default: REPORT.md for the small scale, the committed reference, else
+        /// DIR/<scale>/REPORT.md beside that scale's results). Not a .json path, and not REPORT.md
+        /// for another scale. A report whose results are unchanged is left as it was.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -177,9 +181,10 @@ struct RunArgs {
     /// and how many records it kept.
     #[arg(long, value_name = "PATH")]
     data: Vec<PathBuf>,
-    /// Format of the --data files: snap-gowalla, chicago-csv, csv or geolife-plt.
+    /// Format of the --data files: snap-gowalla, chicago-csv, csv or geolife-plt (or delays).
     ///
-    /// By default guessed from each PATH's name and first line.
+    /// By default guessed from each PATH's name and first line; the diol experiments read only a
+    /// file of delays, one integer per line, so for them `delays` is implied.
     #[arg(long, value_name = "F", requires = "data")]
     format: Option<String>,
     /// Columns of csv --data files, e.g. `oid=user,time=ts,x=lon,y=lat`; guessed from the header
@@ -228,12 +233,54 @@ struct RunArgs {
     repeat: u32,
 }
 
+/// Standard output was closed by its reader (a broken pipe): the command stops printing and exits
+/// quietly with status 0.
+#[derive(Debug)]
+struct StdoutClosed;
+
+impl fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes `text` to standard output. A closed pipe is [`StdoutClosed`] (never a panic, as
+/// `println!` would give); any other write error names stdout.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+    }
+}
+
+/// `println!` that ends the command quietly when standard output is closed ([`emit`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        emit(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `eprintln!` that ignores a closed or failing standard error: what it says is for a reader that
+/// may have gone, and it must never stop a command (a run above all).
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match execute(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`lsmlab params X | head -1`): what it read was all it wanted, and
+        // whatever the command had to do (a run's result file) is done by the time it prints.
+        Err(e) if e.is::<StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            note!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -251,7 +298,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             lsmlab_harness::atomic::remove_stale(&out);
             let paths = runner::plot(&experiments, &results, &out, &scales)?;
             for path in paths {
-                println!("{}", path.display());
+                out!("{}", path.display());
             }
             Ok(())
         }
@@ -260,15 +307,12 @@ fn execute(command: Command) -> anyhow::Result<()> {
             let rb = ResultFile::read(&b)?;
             let comparison = lsmlab_harness::compare::compare(&ra, &rb)
                 .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
-            print!(
-                "{}",
-                lsmlab_harness::compare::render(
-                    &comparison,
-                    &a.display().to_string(),
-                    &b.display().to_string(),
-                    &ra.experiment
-                )
-            );
+            emit(&lsmlab_harness::compare::render(
+                &comparison,
+                &a.display().to_string(),
+                &b.display().to_string(),
+                &ra.experiment,
+            ))?;
             if check && comparison.counted_differ() {
                 anyhow::bail!(
                     "counted fields differ between {} and {}",
@@ -279,6 +323,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Merge { shards, out } => {
+            lsmlab_harness::merge::check_out(&shards, &out)?;
             let mut read = Vec::with_capacity(shards.len());
             for path in &shards {
                 read.push((path.as_path(), ResultFile::read(path)?));
@@ -288,9 +333,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
             if let Ok(experiment) = lsmlab::registry::find(&merged.experiment) {
                 lsmlab_harness::runner::add_summary_notes(experiment, &mut merged);
             }
+            lsmlab_harness::merge::check_replaces(&merged, &out)?;
             merged.write_atomic(&out)?;
-            println!("{}", out.display());
-            eprintln!(
+            out!("{}", out.display());
+            note!(
                 "merged {} shard files: {} cells, {} rows",
                 shards.len(),
                 merged.cells.as_ref().map_or(0, |c| c.done.len()),
@@ -309,7 +355,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             if list {
                 for (name, about) in lsmlab::trace::workloads() {
-                    println!("{name:18}  {about}");
+                    out!("{name:18}  {about}");
                 }
                 return Ok(());
             }
@@ -324,19 +370,22 @@ fn execute(command: Command) -> anyhow::Result<()> {
                 ops,
             };
             let n = lsmlab::trace::generate(&request, &out)?;
-            println!("{}", out.display());
-            eprintln!("{n} operations of {workload} (scale {scale}, seed {seed})");
+            out!("{}", out.display());
+            note!("{n} operations of {workload} (scale {scale}, seed {seed})");
             Ok(())
         }
         Command::BenchSummary { criterion, out } => {
             let summary = lsmlab_harness::bench::write_summary(&criterion, &out)?;
             for r in &summary.rows {
-                println!(
+                out!(
                     "{:32} {:14} vs {:20} {:>6.2}x",
-                    r.operation, r.lsmlab, r.peer, r.ratio
+                    r.operation,
+                    r.lsmlab,
+                    r.peer,
+                    r.ratio
                 );
             }
-            eprintln!(
+            note!(
                 "{} rows, {} below the peer; written to {}",
                 summary.rows.len(),
                 summary.below_peer.len(),
@@ -350,16 +399,75 @@ fn execute(command: Command) -> anyhow::Result<()> {
             scale,
             out,
         } => {
-            let out = out.unwrap_or_else(|| report::default_report_path(&results, scale));
-            let scales: Vec<Scale> = scale.into_iter().collect();
             lsmlab_harness::atomic::remove_stale(&results);
-            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-                lsmlab_harness::atomic::remove_stale(dir);
+            // One report per scale, never one mixing scales: the scale asked for, else each scale
+            // found, each to its own default file (small: REPORT.md, the committed reference).
+            let scales = match scale {
+                Some(scale) => vec![scale],
+                None => report::scales_found(&results)?,
+            };
+            if scales.is_empty() {
+                anyhow::bail!(
+                    "no result files under {}; run `lsmlab run EXPERIMENT` or `make` first",
+                    results.display()
+                );
+            }
+            if out.is_some() && scales.len() > 1 {
+                let names: Vec<&str> = scales.iter().map(|s| s.as_str()).collect();
+                anyhow::bail!(
+                    "{} holds results of scales {}, and a report covers one scale: give --scale {} \
+                     with --out, or leave out --out to write each scale's report to its own file ({})",
+                    results.display(),
+                    names.join(", "),
+                    names.join(" or --scale "),
+                    scales
+                        .iter()
+                        .map(|&s| format!(
+                            "{s}: {}",
+                            report::default_report_path(&results, Some(s)).display()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            if !plots.is_dir() {
+                anyhow::bail!(
+                    "--plots {}: no such folder, so the report would link no figures; run `lsmlab plot \
+                     --results {} --out {}` first, or give the folder `lsmlab plot` wrote",
+                    plots.display(),
+                    results.display(),
+                    plots.display()
+                );
+            }
+            let targets: Vec<(Scale, PathBuf)> = scales
+                .iter()
+                .map(|&s| {
+                    let file = out
+                        .clone()
+                        .unwrap_or_else(|| report::default_report_path(&results, Some(s)));
+                    (s, file)
+                })
+                .collect();
+            // Every path checked before any is written.
+            for (s, file) in &targets {
+                report::check_report_path(&results, *s, file)?;
             }
             let claims = registry::claims()?;
-            let n = report::write_report(&experiments, &claims, &results, &plots, &scales, &out)?;
-            println!("{}", out.display());
-            eprintln!("report covers {n} result file{}", if n == 1 { "" } else { "s" });
+            for (s, file) in &targets {
+                if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    lsmlab_harness::atomic::remove_stale(dir);
+                }
+                let done = report::write_report(&experiments, &claims, &results, &plots, *s, file)?;
+                out!("{}", file.display());
+                note!(
+                    "{s} report: {} ({} result file{}); {} {}",
+                    done.report.as_str(),
+                    done.results,
+                    if done.results == 1 { "" } else { "s" },
+                    done.claims_path.display(),
+                    done.claims.as_str()
+                );
+            }
             Ok(())
         }
     }
@@ -376,7 +484,7 @@ fn list_target(target: &str) -> anyhow::Result<()> {
         );
     };
     for name in names {
-        println!("{name}");
+        out!("{name}");
     }
     Ok(())
 }
@@ -384,18 +492,18 @@ fn list_target(target: &str) -> anyhow::Result<()> {
 fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()> {
     if names_only {
         for e in experiments {
-            println!("{}", e.name());
+            out!("{}", e.name());
         }
         return Ok(());
     }
     if experiments.is_empty() {
-        println!("no experiments are registered in this build");
+        out!("no experiments are registered in this build");
         return Ok(());
     }
     let name_width = experiments.iter().map(|e| e.name().len()).max().unwrap_or(0);
     let paper_width = experiments.iter().map(|e| e.paper().len()).max().unwrap_or(0);
     for e in experiments {
-        println!(
+        out!(
             "{:name_width$}  {:paper_width$}  {}",
             e.name(),
             e.paper(),
@@ -408,7 +516,7 @@ fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()>
 fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::Result<()> {
     let experiment = registry::find_in(experiments, name)?;
     let keys = experiment.keys(scale)?;
-    println!(
+    out!(
         "{} ({}) parameters at scale {scale}; change with --set KEY=VALUE or --config FILE:",
         experiment.name(),
         experiment.paper()
@@ -427,9 +535,11 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
         .collect();
     let default_width = defaults.iter().map(String::len).max().unwrap_or(0);
     for (key, default) in keys.iter().zip(&defaults) {
-        println!(
+        out!(
             "  {:key_width$}  {:default_width$}  {}",
-            key.key, default, key.help
+            key.key,
+            default,
+            key.help
         );
     }
     Ok(())
@@ -468,16 +578,18 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     };
     // Every trace the run would replay (`--trace`, or a config file's data) is one of the
     // experiment's kind and is read whole, every line checked, before anything runs.
-    let traces: Vec<std::path::PathBuf> =
-        lsmlab::trace::trace_paths(&request.data_files(config_file.as_ref())?)
-            .into_iter()
-            .map(std::path::Path::to_path_buf)
-            .collect();
+    // `--data` is checked against what the experiment reads (refused where it would be ignored).
+    let data = runner::data_for(experiment, &request, config_file.as_ref())?;
+    let traces: Vec<std::path::PathBuf> = lsmlab::trace::trace_paths(&data)
+        .into_iter()
+        .map(std::path::Path::to_path_buf)
+        .collect();
     lsmlab::trace::check_for(experiment.name(), &traces)?;
+    lsmlab_harness::trace::check_seed(&traces, request.seed)?;
     if args.print_config {
         let config =
             runner::resolve_config(experiment, request.scale, &request.overlay(config_file.as_ref()))?;
-        println!("{}", serde_json::to_string_pretty(&config)?);
+        out!("{}", serde_json::to_string_pretty(&config)?);
         return Ok(());
     }
     let progress = Progress::new(args.quiet);
@@ -486,6 +598,6 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
     progress.finish();
     let path =
         path.with_context(|| format!("lsmlab run {} failed; no result file written", experiment.name()))?;
-    println!("{}", path.display());
+    out!("{}", path.display());
     Ok(())
 }

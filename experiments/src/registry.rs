@@ -186,7 +186,7 @@ mod tests {
             &claims().unwrap(),
             &results,
             &dir.path().join("plots"),
-            &[],
+            Scale::Tiny,
             &out,
         )
         .unwrap();

@@ -475,8 +475,14 @@ pub fn read_rum(path: &Path) -> anyhow::Result<Trajectories> {
 }
 
 /// The datasets of a run given `--trace` files ([`TRACE_FORMAT`] among its data files): each trace
-/// replayed as written, under the dataset name it records.
-pub fn load_rum_traces(ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
+/// replayed as written, under the dataset name it records. The run's `records` and `objects`
+/// must be the trace's (they shaped the stream it holds): a mismatch is refused naming the `--set`
+/// that fixes it, rather than replaying a stream of another size under the run's config.
+pub fn load_rum_traces(
+    ctx: &RunContext,
+    records: usize,
+    objects: usize,
+) -> anyhow::Result<(Vec<Trajectories>, Vec<String>)> {
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for spec in ctx.data {
@@ -486,6 +492,19 @@ pub fn load_rum_traces(ctx: &RunContext) -> anyhow::Result<(Vec<Trajectories>, V
                 spec.path.display()
             );
         }
+        let (meta, _) = read_header(&spec.path)?;
+        must_match(
+            &spec.path,
+            "records",
+            param_u64(&spec.path, &meta, "records")?,
+            records,
+        )?;
+        must_match(
+            &spec.path,
+            "objects",
+            param_u64(&spec.path, &meta, "objects")?,
+            objects,
+        )?;
         let t = read_rum(&spec.path)?;
         notes.push(format!(
             "{}: replayed from trace {} ({} records, {} objects), as written by `lsmlab gen`",

@@ -210,7 +210,7 @@ fn out_of_range_and_unknown_values_are_refused_before_running() {
     for (set, needles) in [
         (
             "vacuum_threshold=4294967297",
-            &["vacuum_threshold", "4294967297", "0 to 4294967295"][..],
+            &["vacuum_threshold", "4294967297", "1 to 4294967295"][..],
         ),
         ("records=-1", &["records", "-1"]),
         ("profile=floppy", &["profile", "floppy", "sata-ssd"]),
@@ -629,7 +629,7 @@ fn hostile_inputs_are_refused_and_clobber_nothing() {
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
             vec!["--data", &empty],
-            vec!["empty.csv", "cannot tell the format", "--format"],
+            vec!["empty.csv", "is empty (0 bytes)", "nothing to load"],
         ),
         (vec!["--data", &empty, "--format", "csv"], vec!["empty.csv"]),
         (
@@ -696,6 +696,8 @@ fn hostile_inputs_are_refused_and_clobber_nothing() {
         "{}",
         stderr(&res)
     );
+    // The folder is there (a report refuses a missing one), the corrupt result's figures not.
+    std::fs::create_dir_all(&plots).unwrap();
     let report = dir.path().join("REPORT.md");
     let res = lsmlab(&[
         "report",
@@ -819,4 +821,672 @@ fn memory_estimates_cover_the_measured_peak_of_a_tiny_run() {
             estimate.bytes
         );
     }
+}
+
+/// `lsmlab ARGS` with stdout (and, with `stderr_too`, stderr) a pipe whose reader is already gone,
+/// as `| head -1` leaves it once head has read its line.
+fn lsmlab_into_closed_pipe(args: &[&str], stderr_too: bool) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lsmlab"));
+    cmd.args(args);
+    if stderr_too {
+        cmd.stderr(writer.try_clone().unwrap());
+    } else {
+        cmd.stderr(std::process::Stdio::piped());
+    }
+    cmd.stdout(writer).output().expect("lsmlab runs")
+}
+
+/// `params X | head -1`, `run X --print-config | head`, `run X 2>&1 | head`: no panic ("failed
+/// printing to stdout"), exit 0, and the run still writes its result.
+#[test]
+fn a_closed_stdout_ends_printing_quietly_and_never_stops_a_run() {
+    for args in [
+        &["params", "rum-update"][..],
+        &["list"],
+        &["run", "rum-update", "--scale", "tiny", "--print-config"],
+        &["gen", "--list"],
+    ] {
+        let out = lsmlab_into_closed_pipe(args, false);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let out = lsmlab_into_closed_pipe(
+        &[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--set",
+            "datasets=gowalla",
+            "--set",
+            "strategies=UM,Eager",
+            "--out",
+            results.to_str().unwrap(),
+        ],
+        true,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(results.join("tiny/rum-update.json").is_file());
+}
+
+/// `lsmlab ARGS` run in `dir` (where a bare `lsmlab report` writes REPORT.md).
+fn lsmlab_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("lsmlab runs")
+}
+
+/// A bare `lsmlab report` after a tiny run reports each scale on its own: the small reference
+/// (REPORT.md) and its claims evaluation are left byte for byte as they were, the tiny report goes
+/// beside the tiny results. Paths that would overwrite an input or the reference are refused, and
+/// so is `merge --out` onto one of its own shards; nothing changes under any of them.
+#[test]
+fn report_and_merge_never_rewrite_the_reference_or_their_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let small = d.join("results/small");
+    std::fs::create_dir_all(&small).unwrap();
+    std::fs::create_dir_all(d.join("plots")).unwrap();
+    let committed = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/small/oep7-graph.json");
+    std::fs::copy(committed, small.join("oep7-graph.json")).unwrap();
+    let first = lsmlab_in(d, &["report"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let reference = std::fs::read(d.join("REPORT.md")).unwrap();
+    let claims = std::fs::read(small.join("claims.json")).unwrap();
+    let snapshot = || {
+        (
+            std::fs::read(d.join("REPORT.md")).unwrap(),
+            std::fs::read(small.join("claims.json")).unwrap(),
+            std::fs::read(small.join("oep7-graph.json")).unwrap(),
+        )
+    };
+    let before = snapshot();
+    assert_eq!((&before.0, &before.1), (&reference, &claims));
+
+    // A tiny run, then a bare report: one report per scale, the reference unchanged.
+    let tiny = run_tiny(
+        &d.join("results"),
+        &["--set", "datasets=gowalla", "--set", "strategies=UM,Eager"],
+    );
+    assert!(tiny.status.success(), "{}", stderr(&tiny));
+    let again = lsmlab_in(d, &["report"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("small report: unchanged") && stderr(&again).contains("tiny report: written"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(snapshot(), before, "a bare report changed the small reference");
+    let tiny_report = std::fs::read_to_string(d.join("results/tiny/REPORT.md")).unwrap();
+    assert!(
+        tiny_report.contains("rum-update") && !tiny_report.contains("oep7-graph"),
+        "the tiny report mixes scales"
+    );
+
+    // Refused: several scales into one --out, the tiny report onto REPORT.md, a report onto a
+    // result, figures from a missing folder.
+    let refusals: [(&[&str], &[&str]); 4] = [
+        (&["report", "--out", "R.md"], &["tiny, small", "--scale"]),
+        (
+            &["report", "--scale", "tiny", "--out", "REPORT.md"],
+            &["REPORT.md", "scale small", "results/tiny/REPORT.md"],
+        ),
+        (
+            &[
+                "report",
+                "--scale",
+                "small",
+                "--out",
+                "results/small/oep7-graph.json",
+            ],
+            &["oep7-graph.json", ".md"],
+        ),
+        (
+            &["report", "--scale", "small", "--plots", "figs"],
+            &["--plots figs", "no such folder", "lsmlab plot"],
+        ),
+    ];
+    for (args, needles) in refusals {
+        let out = lsmlab_in(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?} was accepted");
+        for needle in needles {
+            assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        }
+        assert_eq!(snapshot(), before, "{args:?} changed a file");
+        assert!(!d.join("R.md").exists());
+    }
+
+    // merge --out onto one of its shards, and shards of different splits.
+    let shard = |k: &str| {
+        let out = run_tiny(
+            &d.join("shards"),
+            &[
+                "--set",
+                "datasets=gowalla",
+                "--set",
+                "strategies=UM,Eager",
+                "--shard",
+                k,
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let name = format!("rum-update.shard-{}.json", k.replace('/', "-of-"));
+        d.join("shards/tiny").join(name).to_str().unwrap().to_string()
+    };
+    let (one, two, two_of_three) = (shard("1/2"), shard("2/2"), shard("2/3"));
+    let one_bytes = std::fs::read(&one).unwrap();
+    let out = lsmlab_in(d, &["merge", &one, &two, "--out", &one]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is one of the shard files being merged"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&one).unwrap(), one_bytes);
+    let merged = d.join("merged.json");
+    let out = lsmlab_in(
+        d,
+        &["merge", &one, &two_of_three, "--out", merged.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not shards of one split")
+            && stderr(&out).contains("shard 1/2")
+            && stderr(&out).contains("shard 2/3"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!merged.exists());
+    // Onto another experiment's result: refused; a new file: written.
+    let out = lsmlab_in(
+        d,
+        &["merge", &one, &two, "--out", "results/small/oep7-graph.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("holds a result of `oep7-graph`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(), before);
+    let out = lsmlab_in(d, &["merge", &one, &two, "--out", merged.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The Makefile's build step runs cargo only when a file the binary is built from is newer than
+/// the binary, and when cargo finds everything fresh (leaving the binary's date alone) the binary
+/// is touched, so the next `make` is a no-op instead of asking cargo again. Run on a copy of the
+/// Makefile with a stand-in cargo that logs its calls; skipped where `make` is not installed.
+#[test]
+fn the_makefile_build_step_is_a_no_op_once_cargo_said_fresh() {
+    use std::os::unix::fs::PermissionsExt;
+    if Command::new("make").arg("--version").output().is_err() {
+        eprintln!("make is not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    std::fs::copy(format!("{root}/Makefile"), d.join("Makefile")).unwrap();
+    for f in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "engine/src/lib.rs",
+        "experiments/claims/rum.json",
+    ] {
+        let p = d.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    // Builds the binary when it is missing; otherwise "fresh": nothing written.
+    let cargo = d.join("fake-cargo");
+    std::fs::write(
+        &cargo,
+        "#!/bin/sh\necho \"$@\" >> cargo.log\nif [ ! -f target/release/lsmlab ]; then \
+         mkdir -p target/release && echo bin > target/release/lsmlab; fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let make = || {
+        let out = Command::new("make")
+            .current_dir(d)
+            .env_remove("MAKEFLAGS")
+            .args(["build", &format!("CARGO={}", cargo.display())])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::read_to_string(d.join("cargo.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(make(), 1, "a missing binary is built");
+    assert_eq!(make(), 1, "nothing newer than the binary: cargo is not asked");
+    // A source newer than the binary (its date set back): cargo is asked, says fresh (the stand-in
+    // leaves the binary alone), and the binary is touched, so cargo is not asked again.
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    std::fs::File::options()
+        .append(true)
+        .open(d.join("target/release/lsmlab"))
+        .unwrap()
+        .set_modified(earlier)
+        .unwrap();
+    assert_eq!(make(), 2, "a newer source: cargo decides");
+    assert_eq!(make(), 2, "cargo said fresh: the next make is a no-op");
+}
+
+/// The refusal of `args` (a run of rum-update at tiny unless they say otherwise): exit 1, every
+/// needle in the message, nothing run, nothing written under `out`.
+fn refused(out: &std::path::Path, args: &[&str], needles: &[&str]) {
+    let res = lsmlab(args);
+    let err = stderr(&res);
+    assert_eq!(res.status.code(), Some(1), "{args:?} was accepted: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
+    }
+    assert!(!ran_anything(&err), "{args:?} ran: {err}");
+    assert!(
+        !out.join("tiny").exists(),
+        "{args:?} wrote under {}",
+        out.display()
+    );
+}
+
+/// Options that were accepted and then ignored (or silently resolved one way) are refused, the
+/// message naming both values: `--data` to an experiment that reads none, a trace whose records
+/// or seed are not the run's, a list naming a value twice, a JSON config naming a key twice.
+#[test]
+fn ignored_or_conflicting_options_are_refused_naming_both_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = out.to_str().unwrap();
+    let data = dir.path().join("trips.csv");
+    std::fs::write(&data, trips_csv(50)).unwrap();
+    let data = data.to_str().unwrap();
+    for experiment in [
+        "leaper-online",
+        "leaper-model",
+        "oep7-ycsb",
+        "oep7-graph",
+        "combined",
+    ] {
+        refused(
+            &out,
+            &["run", experiment, "--scale", "tiny", "--out", o, "--data", data],
+            &[
+                &format!("`{experiment}` reads no --data files"),
+                "trips.csv",
+                "ignored",
+            ],
+        );
+        refused(
+            &out,
+            &[
+                "run",
+                experiment,
+                "--scale",
+                "tiny",
+                "--data",
+                data,
+                "--print-config",
+            ],
+            &["reads no --data files"],
+        );
+    }
+    // A trace with other records, or another seed, than the run.
+    let trace = dir.path().join("gowalla.csv");
+    let t = trace.to_str().unwrap();
+    let gen = lsmlab(&[
+        "gen",
+        "rum-gowalla",
+        "--scale",
+        "tiny",
+        "--seed",
+        "42",
+        "--out",
+        t,
+    ]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "rum-update", "--scale", "tiny", "--set", "strategies=UM"];
+        args.extend_from_slice(&["--out", o, "--trace", t]);
+        args.extend_from_slice(extra);
+        lsmlab(&args)
+    };
+    let res = run(&["--set", "records=100"]);
+    assert_eq!(res.status.code(), Some(1));
+    let err = stderr(&res);
+    assert!(
+        err.contains("records = 20000")
+            && err.contains("records = 100")
+            && err.contains("--set records=20000"),
+        "{err}"
+    );
+    assert!(!out.join("tiny/rum-update.json").exists());
+    let res = run(&["--seed", "7"]);
+    assert_eq!(res.status.code(), Some(1));
+    let err = stderr(&res);
+    assert!(
+        err.contains("written with seed 42") && err.contains("--seed 7") && !ran_anything(&err),
+        "{err}"
+    );
+    // Repeats in lists, in any case; repeated keys in a JSON config.
+    for (set, needles) in [
+        ("strategies=UM,UM", ["`strategies`", "`UM` is listed twice"]),
+        (
+            "strategies=UM,um+f,UM+F",
+            ["`strategies`", "`UM+F` is listed twice"],
+        ),
+        (
+            "datasets=gowalla,gowalla",
+            ["`datasets`", "`gowalla` is listed twice"],
+        ),
+    ] {
+        refused(
+            &out,
+            &["run", "rum-update", "--scale", "tiny", "--out", o, "--set", set],
+            &needles,
+        );
+    }
+    let config = dir.path().join("twice.json");
+    std::fs::write(
+        &config,
+        "{\"records\": 100, \"strategies\": [\"UM\"], \"records\": 200}",
+    )
+    .unwrap();
+    refused(
+        &out,
+        &[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--out",
+            o,
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &["twice.json", "key `records` appears twice", "100", "200"],
+    );
+}
+
+/// Inputs whose message used to mislead now say what was wrong (and a BOM is simply read).
+#[test]
+fn misleading_inputs_get_messages_that_say_what_was_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("results");
+    let o = out.to_str().unwrap();
+    let path = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let tiny = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["run", "rum-update", "--scale", "tiny", "--set", "strategies=UM"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(["--out".to_string(), o.to_string()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let refuse = |extra: &[&str], needles: &[&str]| {
+        let args = tiny(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&out, &args, needles);
+    };
+    // An empty file or folder: said so, not "cannot tell the format".
+    std::fs::write(d.join("empty.txt"), "").unwrap();
+    std::fs::create_dir(d.join("nothing")).unwrap();
+    refuse(&["--data", &path("empty.txt")], &["empty.txt is empty (0 bytes)"]);
+    refuse(
+        &["--data", &path("nothing")],
+        &["folder", "nothing holds no files"],
+    );
+    // A repeated trace is named as --trace.
+    let trace = path("g.csv");
+    assert!(
+        lsmlab(&["gen", "rum-gowalla", "--scale", "tiny", "--out", &trace])
+            .status
+            .success()
+    );
+    refuse(
+        &["--trace", &trace, "--trace", &trace],
+        &["--trace", "g.csv and --trace", "the same path"],
+    );
+    // The range a refusal gives is the one the config accepts, not the type's.
+    refuse(
+        &["--set", "vacuum_threshold=-1"],
+        &["`vacuum_threshold`", "`-1`", "from 1 to 4294967295"],
+    );
+    // file_dir where no file can be created: refused before running, naming key and value.
+    refuse(
+        &["--set", "device=file", "--set", "file_dir=/proc"],
+        &["`file_dir`", "`/proc`", "a directory where files can be created"],
+    );
+    // A result path that is a directory: found before the run, not after.
+    std::fs::create_dir_all(out.join("tiny/rum-update.json")).unwrap();
+    let res = lsmlab(
+        &tiny(&["--set", "datasets=gowalla"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("rum-update.json exists and is not a file") && !ran_anything(&stderr(&res)),
+        "{}",
+        stderr(&res)
+    );
+    std::fs::remove_dir_all(out.join("tiny")).unwrap();
+    // Coordinates that parse but overflow the extent: said in words, no `Rect { .. }` dump.
+    std::fs::write(
+        d.join("huge.csv"),
+        "uid,lat,lon,time\n1,1e308,5,100\n2,-1e308,6,200\n3,bad,7,300\n",
+    )
+    .unwrap();
+    let res = lsmlab(
+        &tiny(&["--data", &path("huge.csv"), "--skip-malformed"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let err = stderr(&res);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        err.contains("huge.csv: the records span") && err.contains("1e308") && !err.contains("Rect {"),
+        "{err}"
+    );
+    assert!(!out.join("tiny/rum-update.json").exists());
+    // Another experiment's result as --config.
+    let other = d.join("other/tiny/rum-update.json");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    let res = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--set",
+        "datasets=gowalla",
+        "--set",
+        "strategies=UM",
+        "--out",
+        d.join("other").to_str().unwrap(),
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let res = lsmlab(&[
+        "run",
+        "rum-query",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--config",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("is a result of `rum-update`, not of `rum-query`"),
+        "{}",
+        stderr(&res)
+    );
+    // compare on a field edited into another type: named, not "0 rows matched".
+    let text = std::fs::read_to_string(&other).unwrap();
+    let edited = text.replacen("\"flushes\": ", "\"flushes\": \"", 1);
+    let edited = {
+        let at = edited.find("\"flushes\": \"").unwrap() + "\"flushes\": \"".len();
+        let end = at + edited[at..].find([',', '\n']).unwrap();
+        format!("{}\"{}", &edited[..end], &edited[end..])
+    };
+    let b = d.join("b.json");
+    std::fs::write(&b, edited).unwrap();
+    let res = lsmlab(&["compare", other.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        stderr(&res).contains("field `flushes` is a number in A") && stderr(&res).contains("text in B"),
+        "{}",
+        stderr(&res)
+    );
+    // A UTF-8 BOM in a CSV or a JSON config is read, not part of the first name.
+    let csv = format!(
+        "\u{feff}uid,lng,lat,datetime\n{}",
+        (0..40)
+            .map(|i| format!("{},{}.5,{}.25,{}\n", i % 5, i, i, 1000 + i))
+            .collect::<String>()
+    );
+    std::fs::write(d.join("bom.csv"), csv).unwrap();
+    let res = lsmlab(
+        &tiny(&["--data", &path("bom.csv")])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(res.status.success(), "{}", stderr(&res));
+    std::fs::write(d.join("bom.json"), "\u{feff}{\"records\": 123}").unwrap();
+    let res = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--config",
+        &path("bom.json"),
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    assert!(stdout(&res).contains("\"records\": 123"));
+    // Choice names are case-insensitive everywhere, as strategies always were.
+    let res = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--print-config",
+        "--set",
+        "merge_policy=PREFIX",
+        "--set",
+        "strategies=um+f",
+        "--set",
+        "datasets=Gowalla",
+        "--set",
+        "device=MEM",
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let config = stdout(&res);
+    for canonical in [
+        "\"merge_policy\": \"prefix\"",
+        "\"UM+F\"",
+        "\"gowalla\"",
+        "\"device\": \"mem\"",
+    ] {
+        assert!(config.contains(canonical), "{canonical}: {config}");
+    }
+}
+
+/// `diol --data` of a delays file needs no `--format delays` (diol reads nothing else); a file of
+/// locations is refused before any cell starts, and so is a second file or another format.
+#[test]
+fn diol_infers_its_delays_format_and_refuses_other_data_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = out.to_str().unwrap();
+    let delays = dir.path().join("delays_ms.txt");
+    std::fs::write(
+        &delays,
+        (0..500)
+            .map(|i| format!("{}\n", (i * 37) % 400))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let delays = delays.to_str().unwrap();
+    let locations = dir.path().join("checkins.tsv");
+    std::fs::write(&locations, "0\t2010-10-12T00:21:28Z\t40.6\t-73.7\t1\n").unwrap();
+    let locations = locations.to_str().unwrap();
+    let res = lsmlab(&[
+        "run",
+        "diol",
+        "--scale",
+        "tiny",
+        "--data",
+        delays,
+        "--print-config",
+    ]);
+    assert!(res.status.success(), "{}", stderr(&res));
+    let res = Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args([
+            "run",
+            "diol",
+            "--scale",
+            "tiny",
+            "--out",
+            o,
+            "--data",
+            delays,
+            "--set",
+            "workloads=A",
+        ])
+        .args(["--set", "layouts=diol", "--set", "o3_ratios=0.1"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", stderr(&res));
+    let result = std::fs::read_to_string(out.join("tiny/diol.json")).unwrap();
+    assert!(result.contains("\"format\": \"delays\"") && result.contains("delays_ms.txt"));
+    std::fs::remove_dir_all(&out).unwrap();
+    refused(
+        &out,
+        &["run", "diol", "--scale", "tiny", "--out", o, "--data", locations],
+        &["checkins.tsv", "as a file of delays", "integer"],
+    );
+    refused(
+        &out,
+        &[
+            "run", "diol", "--scale", "tiny", "--out", o, "--data", delays, "--data", locations,
+        ],
+        &["reads one file of delays", "delays_ms.txt", "checkins.tsv"],
+    );
+    refused(
+        &out,
+        &[
+            "run", "diol", "--scale", "tiny", "--out", o, "--data", delays, "--format", "csv",
+        ],
+        &["--format csv does not apply", "delays_ms.txt"],
+    );
+    refused(
+        &out,
+        &[
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--out",
+            o,
+            "--data",
+            delays,
+            "--format",
+            "delays",
+        ],
+        &["`rum-update` reads location records", "delays_ms.txt"],
+    );
 }

@@ -124,11 +124,16 @@ fn a_leaper_trace_replays_to_the_generated_leaper_online_and_leaper_model_runs()
     );
     assert!(!result(&out, "leaper-online").exists());
 
-    // Parameters that shaped the data the run loads: refused, naming the --set that fixes it.
+    // Parameters that shaped the data the run loads: refused, naming the --set that fixes it (the
+    // trace's seed given, which is checked first).
     let err = fails(&run(
         "leaper-online",
         &out,
-        &[&LEAPER_SETS[..], &["--trace", trace.to_str().unwrap()]].concat(),
+        &[
+            &LEAPER_SETS[..],
+            &["--seed", "7", "--trace", trace.to_str().unwrap()],
+        ]
+        .concat(),
     ));
     assert!(
         err.contains("the trace was written with records = 2000, the run has records = 5000: run with --set records=2000"),

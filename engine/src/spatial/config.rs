@@ -110,7 +110,11 @@ impl SpatialConfig {
             return bad("cleaning thresholds must be at least 1".into());
         }
         if self.extent.is_empty() || !self.extent.width().is_finite() || !self.extent.height().is_finite() {
-            return bad(format!("extent {:?} is empty or not finite", self.extent));
+            let e = self.extent;
+            return bad(format!(
+                "extent x {:?}..{:?}, y {:?}..{:?} is empty or its width or height is not finite",
+                e.min.x, e.max.x, e.min.y, e.max.y
+            ));
         }
         if let Some(fp) = self.bloom_fp {
             if !(fp > 0.0 && fp < 1.0) {

@@ -127,6 +127,7 @@ pub fn compare(a: &ResultFile, b: &ResultFile) -> anyhow::Result<Comparison> {
     };
     let own = |rows: &[Row]| -> Vec<Row> { rows.iter().filter(|r| !is_peer_row(r)).cloned().collect() };
     let (rows_a, rows_b) = (own(&a.rows), own(&b.rows));
+    same_field_types(&rows_a, &rows_b)?;
     out.peer_rows = (a.rows.len() - rows_a.len(), b.rows.len() - rows_b.len());
     let keyed_b: BTreeMap<String, &Row> = keyed_rows(&rows_b).into_iter().collect();
     let keys_a: Vec<String> = keyed_rows(&rows_a).into_iter().map(|(k, _)| k).collect();
@@ -163,6 +164,47 @@ pub fn compare(a: &ResultFile, b: &ResultFile) -> anyhow::Result<Comparison> {
         }
     }
     Ok(out)
+}
+
+/// What a field holds, as matching sees it: a key (text or a boolean) or a measure (a number).
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "null",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Refuses two results in which one field holds values of different kinds (a number in A, text in
+/// B): keys are the text and boolean fields, so such a field would silently turn measures into
+/// keys and leave every row unmatched. lsmlab writes each field with one kind; a file that breaks
+/// that was edited or written by something else.
+fn same_field_types(a: &[Row], b: &[Row]) -> anyhow::Result<()> {
+    let mut seen: BTreeMap<&str, (&'static str, &Value, char)> = BTreeMap::new();
+    for (side, rows) in [('A', a), ('B', b)] {
+        for row in rows {
+            for (field, value) in row {
+                match seen.get(field.as_str()) {
+                    None => {
+                        seen.insert(field, (kind(value), value, side));
+                    }
+                    Some(&(k, first, first_side)) if k != kind(value) => bail!(
+                        "field `{field}` is {k} in {first_side} ({}) and {} in {side} ({}): a field holds \
+                         one kind of value in results lsmlab writes, so one of the files was edited or \
+                         written by something else; compare needs both as `lsmlab run` wrote them",
+                        first,
+                        kind(value),
+                        value
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn context(a: &ResultFile, b: &ResultFile) -> Vec<String> {

@@ -112,11 +112,20 @@ pub fn dataset_names(data: &[DataSpec]) -> anyhow::Result<(Vec<String>, Vec<Stri
         .iter()
         .map(|d| std::fs::canonicalize(&d.path).unwrap_or_else(|_| d.path.clone()))
         .collect();
+    let option = |d: &DataSpec| {
+        if d.format.as_deref() == Some(TRACE_FORMAT) {
+            "--trace"
+        } else {
+            "--data"
+        }
+    };
     for (i, p) in full.iter().enumerate() {
         if let Some(j) = full[..i].iter().position(|q| q == p) {
             bail!(
-                "--data {} and --data {} are the same path; give each data file once",
+                "{} {} and {} {} are the same path; give each file once",
+                option(&data[j]),
                 data[j].path.display(),
+                option(&data[i]),
                 data[i].path.display()
             );
         }
@@ -261,6 +270,19 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
         if !path.is_file() && !path.is_dir() {
             bail!("data file {} is neither a file nor a directory", path.display());
         }
+        if path.is_file() && std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            bail!(
+                "data file {} is empty (0 bytes): there is nothing to load; give a file of records",
+                path.display()
+            );
+        }
+        if path.is_dir() && !holds_a_file(path, 8) {
+            bail!(
+                "data folder {} holds no files: there is nothing to load; give a folder of data files \
+                 (or one file)",
+                path.display()
+            );
+        }
         if spec.format.as_deref() == Some(TRACE_FORMAT) {
             // A trace of `lsmlab gen` (`--trace`, or a config file's data): its family, above the
             // harness, reads it whole before the run (the binary's `lsmlab::trace::check_for`).
@@ -268,8 +290,12 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
         }
         if spec.format.as_deref() == Some(DELAYS_FORMAT) {
             // One integer per line (the DIOL experiments); read whole, so a bad line fails here.
-            lsmlab_workloads::ts::load_delays(path)
-                .with_context(|| format!("checking --data {}", path.display()))?;
+            lsmlab_workloads::ts::load_delays(path).with_context(|| {
+                format!(
+                    "checking --data {} as a file of delays (one integer per line)",
+                    path.display()
+                )
+            })?;
             continue;
         }
         let checked = options(spec, None).and_then(|opts| Ok(probe(path, &opts, CsvDialect::default())?));
@@ -277,6 +303,17 @@ pub fn preflight(data: &[DataSpec]) -> anyhow::Result<()> {
     }
     dataset_names(data)?;
     Ok(())
+}
+
+/// Whether `dir` holds a file, looking at most `depth` folders down.
+fn holds_a_file(dir: &Path, depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        p.is_file() || (depth > 0 && p.is_dir() && holds_a_file(&p, depth - 1))
+    })
 }
 
 /// Loads the plan's data files (keeping the first `records` of each in time order, 0 = all),
@@ -325,6 +362,23 @@ fn load_one(
     ));
     let (mut t, report) =
         load(&spec.path, &opts).with_context(|| format!("loading {}", spec.path.display()))?;
+    let e = t.extent;
+    if !(e.width().is_finite() && e.height().is_finite()) {
+        bail!(
+            "{}: the records span x from {:?} to {:?} and y from {:?} to {:?}, a width or height too large for \
+             a number (coordinates near 1e308 are no locations): check the x and y columns{}",
+            spec.path.display(),
+            e.min.x,
+            e.max.x,
+            e.min.y,
+            e.max.y,
+            if spec.skip_malformed {
+                " (--skip-malformed skips lines that do not parse; these parse, as numbers too large)"
+            } else {
+                ""
+            }
+        );
+    }
     t.name = file.name.clone();
     let name = &file.name;
     let mut lines = Vec::new();

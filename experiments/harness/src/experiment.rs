@@ -41,6 +41,19 @@ pub struct MemoryEstimate {
     pub basis: String,
 }
 
+/// What `--data` files an experiment reads ([`TypedExperiment::data_kind`]); the runner refuses
+/// the others before anything runs ([`crate::runner::data_for`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataKind {
+    /// None: its data is generated from its parameters, so `--data` is refused (not ignored).
+    None,
+    /// Location records (`--format` snap-gowalla, chicago-csv, csv, geolife-plt), each path one
+    /// dataset replacing the generated ones.
+    Locations,
+    /// One file of delays, one integer per line (`--format delays`, implied).
+    Delays,
+}
+
 /// What names an experiment and where its figures and report come from: data, so that an
 /// experiment states it in one struct literal instead of five methods.
 #[derive(Clone, Copy)]
@@ -70,6 +83,10 @@ pub trait TypedExperiment: Sync {
     fn defaults(&self, scale: Scale) -> Self::Config;
     /// Runs the experiment with a resolved, validated config.
     fn run(&self, config: &Self::Config, ctx: &RunContext) -> anyhow::Result<RunOutput>;
+    /// The `--data` files it reads; by default none, so `--data` is refused.
+    fn data_kind(&self) -> DataKind {
+        DataKind::None
+    }
     /// Renders this experiment's figures from a result file into out_dir: [`Meta::figures`]
     /// unless the experiment needs more than the result file.
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
@@ -114,6 +131,8 @@ pub trait Experiment: Sync {
     fn resolve(&self, scale: Scale, overlay: &Overlay) -> anyhow::Result<ConfigMap>;
     /// Runs with a config [`Experiment::resolve`] returned.
     fn run(&self, config: &ConfigMap, ctx: &RunContext) -> anyhow::Result<RunOutput>;
+    /// The `--data` files it reads ([`TypedExperiment::data_kind`]).
+    fn data_kind(&self) -> DataKind;
     /// Renders the result's figures into `out_dir`; returns the files written.
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>;
     /// The result's section of the Markdown report.
@@ -160,6 +179,10 @@ impl<T: TypedExperiment> Experiment for T {
 
     fn figures(&self, result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         TypedExperiment::figures(self, result, out_dir)
+    }
+
+    fn data_kind(&self) -> DataKind {
+        TypedExperiment::data_kind(self)
     }
 
     fn report(&self, result: &ResultFile) -> String {

@@ -5,12 +5,79 @@
 //! grid size and repetitions; no cell may appear twice, and every cell of the grid must be present.
 //! Notes are kept once each; `duration_s` is the sum of the shards' (machine time, not elapsed).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
 use crate::config::DERIVED_KEY;
 use crate::result::{CellLog, Provenance, ResultFile};
+
+/// Refuses a `--out` that is one of the shards (the merge would overwrite its own input, and a
+/// failed or partial merge would lose it) or a directory; checked before anything is read.
+pub fn check_out(shards: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+    if let Some(shard) = shards.iter().find(|s| crate::report::same_file(s, out)) {
+        bail!(
+            "--out {} is one of the shard files being merged ({}); write the merged result to a new \
+             file, e.g. {}",
+            out.display(),
+            shard.display(),
+            merged_name(shard).display()
+        );
+    }
+    if out.is_dir() {
+        let name = shards
+            .first()
+            .map(|s| merged_name(s))
+            .and_then(|m| m.file_name().map(|n| n.to_os_string()))
+            .unwrap_or_else(|| "EXPERIMENT.json".into());
+        bail!(
+            "--out {} is a directory; give the merged result's file name, e.g. {}",
+            out.display(),
+            out.join(name).display()
+        );
+    }
+    Ok(())
+}
+
+/// Refuses to replace an existing `out` that is not an earlier result of the merged run's
+/// experiment and scale (another experiment's result, or a file that is no result at all).
+pub fn check_replaces(merged: &ResultFile, out: &Path) -> anyhow::Result<()> {
+    if !out.exists() {
+        return Ok(());
+    }
+    match ResultFile::read(out) {
+        Ok(old) if old.experiment == merged.experiment && old.scale == merged.scale => Ok(()),
+        Ok(old) => bail!(
+            "--out {} holds a result of `{}` at scale {}, and the shards are `{}` at scale {}; \
+             nothing written: give the merged result its own file (e.g. {})",
+            out.display(),
+            old.experiment,
+            old.scale,
+            merged.experiment,
+            merged.scale,
+            out.with_file_name(format!("{}.json", merged.experiment))
+                .display()
+        ),
+        Err(e) => bail!(
+            "--out {} exists and is not a result file lsmlab can read ({e:#}); nothing written: give \
+             a new file or remove it first",
+            out.display()
+        ),
+    }
+}
+
+/// The unsharded result's name beside a shard: `x.shard-1-of-2.json` -> `x.json`.
+fn merged_name(shard: &Path) -> PathBuf {
+    let name = shard
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let merged = match name.find(".shard-") {
+        Some(i) => format!("{}.json", &name[..i]),
+        None => format!("merged-{name}"),
+    };
+    shard.with_file_name(merged)
+}
 
 /// Joins `shards` (each with the path it was read from, for messages) into one result.
 pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
@@ -65,6 +132,20 @@ pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
             );
         }
         let log = log_of(path, shard)?;
+        let split = |l: &CellLog| match l.shard {
+            Some(s) => format!("shard {s}"),
+            None => "no shard (a whole run)".to_string(),
+        };
+        if first_log.shard.map(|s| s.count) != log.shard.map(|s| s.count) {
+            bail!(
+                "{} and {} are not shards of one split: {} and {}; merge the files of one \
+                 `--shard K/N` split, every K from 1 to N with the same N",
+                name(first_path),
+                name(path),
+                split(&first_log),
+                split(&log)
+            );
+        }
         differ("grid sizes", first_log.total.to_string(), log.total.to_string())?;
         differ(
             "repetitions",

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 use std::fs;
+use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -88,28 +89,154 @@ pub fn default_report_path(results_dir: &Path, scale: Option<Scale>) -> PathBuf 
     }
 }
 
-/// Writes the report for the results under `results_dir` of `scales` (every scale when empty) to
-/// `out_file`, linking figures found under `plots_dir` by paths relative to the report's directory;
-/// returns how many results it covers.
+/// The scales that have result files under `results_dir`, in [`Scale::ALL`] order.
+pub fn scales_found(results_dir: &Path) -> anyhow::Result<Vec<Scale>> {
+    let mut found = Vec::new();
+    for scale in Scale::ALL {
+        if !find_result_files(results_dir, &[scale])?.is_empty() {
+            found.push(scale);
+        }
+    }
+    Ok(found)
+}
+
+/// Whether [`write_report`] replaced a file or left it as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The file was written (it was missing, or what it says changed).
+    Written,
+    /// The file already said exactly this (only its generation time would have changed), so it
+    /// was left as it was: a report of unchanged results changes no committed file.
+    Unchanged,
+}
+
+impl Outcome {
+    /// `written` or `unchanged`, as the command says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Written => "written",
+            Outcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// What [`write_report`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The result files the report covers.
+    pub results: usize,
+    /// The report file.
+    pub report: Outcome,
+    /// The claims evaluation beside the results ([`crate::claims::FILE_NAME`]).
+    pub claims_path: PathBuf,
+    /// Whether the claims evaluation was rewritten.
+    pub claims: Outcome,
+}
+
+/// Refuses a report path that would replace one of the report's inputs or the reference report of
+/// another scale: a `.json` path (result files and the claims evaluation are JSON; a report is
+/// Markdown), an existing directory, and, for a scale other than small, the small scale's
+/// [`default_report_path`] (`REPORT.md`, the committed reference).
+pub fn check_report_path(results_dir: &Path, scale: Scale, out_file: &Path) -> anyhow::Result<()> {
+    if out_file.is_dir() {
+        bail!(
+            "--out {} is a directory; give the report's file name, e.g. {}",
+            out_file.display(),
+            out_file.join("REPORT.md").display()
+        );
+    }
+    if out_file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        bail!(
+            "--out {}: a report is Markdown, and a .json path is where results and the claims \
+             evaluation live (a report there would replace one, or be read as one); give a .md path such as {}",
+            out_file.display(),
+            default_report_path(results_dir, Some(scale)).display()
+        );
+    }
+    let reference = default_report_path(results_dir, Some(Scale::Small));
+    if scale != Scale::Small && same_file(out_file, &reference) {
+        bail!(
+            "--out {}: that is the report of scale small (the committed reference), and this is the \
+             {scale} report; leave out --out to write {}, or give another file",
+            out_file.display(),
+            default_report_path(results_dir, Some(scale)).display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same file (both absolute, through the working directory, with `.`
+/// and `..` resolved as far as the paths exist).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let full = |p: &Path| -> PathBuf {
+        if let Ok(c) = p.canonicalize() {
+            return c;
+        }
+        // A missing file: its directory resolved, then its name.
+        match (p.parent(), p.file_name()) {
+            (Some(dir), Some(name)) => {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                dir.canonicalize()
+                    .map(|d| d.join(name))
+                    .unwrap_or_else(|_| p.to_path_buf())
+            }
+            _ => p.to_path_buf(),
+        }
+    };
+    full(a) == full(b)
+}
+
+/// Writes `text` to `path` unless the file already holds it with only its generation time
+/// (`stamp`, which occurs in `text`) different; `old_stamp` finds that time in the old text.
+fn write_unless_same(
+    path: &Path,
+    text: &str,
+    stamp: &str,
+    old_stamp: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Outcome> {
+    if let Ok(old) = fs::read_to_string(path) {
+        if let Some(old_stamp) = old_stamp(&old) {
+            if text.replacen(stamp, &old_stamp, 1) == old {
+                return Ok(Outcome::Unchanged);
+            }
+        }
+    }
+    crate::atomic::write(path, text.as_bytes())?;
+    Ok(Outcome::Written)
+}
+
+/// The text between `before` and `after` in `text`, when both are there.
+fn between(text: &str, before: &str, after: &str) -> Option<String> {
+    let start = text.find(before)? + before.len();
+    let len = text[start..].find(after)?;
+    Some(text[start..start + len].to_string())
+}
+
+/// Writes the report of the results of `scale` under `results_dir` to `out_file` (one scale per
+/// report: a report never mixes scales), linking figures found under `plots_dir` by paths
+/// relative to the report's directory, and the claims evaluation beside those results. A file
+/// that would change only in its generation time is left as it was ([`Outcome::Unchanged`]).
 pub fn write_report(
     experiments: &[&dyn Experiment],
     claims: &[ClaimSet],
     results_dir: &Path,
     plots_dir: &Path,
-    scales: &[Scale],
+    scale: Scale,
     out_file: &Path,
-) -> anyhow::Result<usize> {
-    let files = find_result_files(results_dir, scales)?;
+) -> anyhow::Result<Written> {
+    check_report_path(results_dir, scale, out_file)?;
+    let files = find_result_files(results_dir, &[scale])?;
     if files.is_empty() {
-        let which = match scales {
-            [] => String::new(),
-            some => format!(
-                " for scale {}",
-                some.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-        };
         bail!(
-            "no result files under {}{which}; run `lsmlab run EXPERIMENT` or `make` first",
+            "no result files under {} for scale {scale}; run `lsmlab run EXPERIMENT --scale {scale}` or \
+             `make SCALE={scale}` first",
             results_dir.display()
         );
     }
@@ -121,7 +248,8 @@ pub fn write_report(
         match ResultFile::read(file) {
             Ok(result) => results.push(result),
             Err(e) => {
-                eprintln!("warning: skipping {}: {e:#}", file.display());
+                // A closed stderr must not stop the report (nor panic, as eprintln! would).
+                let _ = writeln!(std::io::stderr(), "warning: skipping {}: {e:#}", file.display());
                 unreadable.push(format!("{e:#}"));
             }
         }
@@ -151,17 +279,22 @@ pub fn write_report(
     };
     fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
 
-    // The papers' claims, judged per scale; the evaluation goes beside the results it judged.
+    // The papers' claims, judged; the evaluation goes beside the results it judged.
     let sets = claims;
-    let mut scales: Vec<Scale> = results.iter().map(|r| r.scale).collect();
-    scales.dedup();
     let mut tallies = String::new();
     let mut claim_sections = String::new();
-    for scale in scales {
-        let here: Vec<ResultFile> = results.iter().filter(|r| r.scale == scale).cloned().collect();
-        let evaluation = crate::claims::evaluate(sets, &here, scale);
-        let path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
-        evaluation.write_atomic(&path)?;
+    let claims_path = results_dir.join(scale.as_str()).join(crate::claims::FILE_NAME);
+    let claims_outcome;
+    {
+        let here = &results;
+        let evaluation = crate::claims::evaluate(sets, here, scale);
+        let path = claims_path.clone();
+        let mut json = serde_json::to_string_pretty(&evaluation)?;
+        json.push('\n');
+        let stamp = format!("\"generated_at\": \"{}\"", evaluation.generated_at);
+        claims_outcome = write_unless_same(&path, &json, &stamp, |old| {
+            between(old, "\"generated_at\": \"", "\"").map(|t| format!("\"generated_at\": \"{t}\""))
+        })?;
         let mut papers: Vec<String> = here.iter().map(|r| r.paper.clone()).collect();
         papers.dedup();
         let tables = evaluation.markdown(sets, &papers);
@@ -189,12 +322,12 @@ pub fn write_report(
     let mut md = String::new();
     writeln!(md, "# lsmlab report\n")?;
     md += &tallies;
+    let generated = now_rfc3339();
     writeln!(
         md,
-        "Generated {} by `lsmlab report` from the result files under `{}`, with figures from `{}`. \
+        "Generated {generated} by `lsmlab report` from the result files under `{}`, with figures from `{}`. \
          Counted figures (pages, hits, flushes) are deterministic for a seed; times depend on the \
          machine named in each section.\n",
-        now_rfc3339(),
         results_dir.display(),
         plots_dir.display()
     )?;
@@ -228,7 +361,11 @@ pub fn write_report(
         md += "\n";
         md += &section(experiments, result, plots_dir, &report_dir)?;
     }
-    crate::atomic::write(out_file, md.as_bytes())?;
+    let stamp = format!("Generated {generated} by `lsmlab report`");
+    let report = write_unless_same(out_file, &md, &stamp, |old| {
+        between(old, "\nGenerated ", " by `lsmlab report`")
+            .map(|t| format!("Generated {t} by `lsmlab report`"))
+    })?;
     if !unreadable.is_empty() {
         bail!(
             "wrote {} covering {} result files, but skipped {} it could not read:\n  {}",
@@ -238,7 +375,12 @@ pub fn write_report(
             unreadable.join("\n  ")
         );
     }
-    Ok(results.len())
+    Ok(Written {
+        results: results.len(),
+        report,
+        claims_path,
+        claims: claims_outcome,
+    })
 }
 
 fn heading(result: &ResultFile) -> String {
@@ -393,7 +535,9 @@ mod tests {
 
         let out = dir.path().join("REPORT.md");
         assert_eq!(
-            write_report(&experiments, &[], &results, &plots, &[], &out).unwrap(),
+            write_report(&experiments, &[], &results, &plots, Scale::Tiny, &out)
+                .unwrap()
+                .results,
             2
         );
         let md = fs::read_to_string(&out).unwrap();
@@ -420,7 +564,7 @@ mod tests {
         // Only the registered experiment known: the other gets the generic section.
         let only_fake: Vec<&dyn Experiment> = vec![&FAKE];
         let nested = dir.path().join("docs/REPORT.md");
-        write_report(&only_fake, &[], &results, &plots, &[], &nested).unwrap();
+        write_report(&only_fake, &[], &results, &plots, Scale::Tiny, &nested).unwrap();
         let md = fs::read_to_string(&nested).unwrap();
         assert!(md.contains("no experiment of this name"), "{md}");
         assert!(md.contains("(../plots/tiny/fake-time.png)"), "{md}");
@@ -437,8 +581,15 @@ mod tests {
         fs::write(&bad, "{ \"schema\": ").unwrap();
         let out = dir.path().join("REPORT.md");
         let experiments: Vec<&dyn Experiment> = vec![&FAKE];
-        let err =
-            write_report(&experiments, &[], &results, &dir.path().join("plots"), &[], &out).unwrap_err();
+        let err = write_report(
+            &experiments,
+            &[],
+            &results,
+            &dir.path().join("plots"),
+            Scale::Tiny,
+            &out,
+        )
+        .unwrap_err();
         let msg = format!("{err:#}");
         assert!(msg.contains("broken.json") && msg.contains("skipped 1"), "{msg}");
         let md = fs::read_to_string(&out).unwrap();
@@ -447,8 +598,15 @@ mod tests {
         // With nothing readable, no report is written.
         fs::remove_file(&out).unwrap();
         fs::remove_file(ResultFile::path_in(&results, Scale::Tiny, &good.experiment)).unwrap();
-        let err =
-            write_report(&experiments, &[], &results, &dir.path().join("plots"), &[], &out).unwrap_err();
+        let err = write_report(
+            &experiments,
+            &[],
+            &results,
+            &dir.path().join("plots"),
+            Scale::Tiny,
+            &out,
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("no report was written"), "{err:#}");
         assert!(!out.exists());
     }
@@ -495,7 +653,9 @@ mod tests {
         let tiny = results.join("tiny").join("REPORT.md");
         assert_eq!(tiny, default_report_path(&results, Some(Scale::Tiny)));
         assert_eq!(
-            write_report(&experiments, &[], &results, &plots, &[Scale::Tiny], &tiny).unwrap(),
+            write_report(&experiments, &[], &results, &plots, Scale::Tiny, &tiny)
+                .unwrap()
+                .results,
             1
         );
         assert!(!reference.exists());
@@ -512,7 +672,9 @@ mod tests {
         assert_eq!(find_result_files(&results, &[Scale::Tiny]).unwrap().len(), 1);
 
         assert_eq!(
-            write_report(&experiments, &[], &results, &plots, &[Scale::Small], &reference).unwrap(),
+            write_report(&experiments, &[], &results, &plots, Scale::Small, &reference)
+                .unwrap()
+                .results,
             1
         );
         let md = fs::read_to_string(&reference).unwrap();
@@ -527,7 +689,7 @@ mod tests {
             &[],
             &results,
             &plots,
-            &[Scale::Paper],
+            Scale::Paper,
             &dir.path().join("p.md"),
         )
         .unwrap_err()
@@ -571,7 +733,7 @@ mod tests {
             &sets,
             &results,
             &dir.path().join("plots"),
-            &[],
+            Scale::Tiny,
             &out,
         )
         .unwrap();
@@ -607,9 +769,16 @@ mod tests {
     #[test]
     fn report_without_results_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = write_report(&[], &[], dir.path(), dir.path(), &[], &dir.path().join("R.md"))
-            .unwrap_err()
-            .to_string();
+        let err = write_report(
+            &[],
+            &[],
+            dir.path(),
+            dir.path(),
+            Scale::Tiny,
+            &dir.path().join("R.md"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("no result files"), "{err}");
     }
 

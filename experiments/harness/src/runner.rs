@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigFile, ConfigMap, Overlay, DATA_KEY, DERIVED_KEY};
 use crate::experiment::find_in;
-use crate::experiment::{DataSpec, Experiment, MemoryEstimate, RunContext, Scale};
+use crate::experiment::{DataKind, DataSpec, Experiment, MemoryEstimate, RunContext, Scale};
 use crate::progress::Progress;
 use crate::result::{
     find_result_files, now_rfc3339, CellLog, CellRecord, GitInfo, Machine, Provenance, ResultFile, SCHEMA,
@@ -23,6 +23,9 @@ pub fn resolve_config(
     scale: Scale,
     overlay: &Overlay,
 ) -> anyhow::Result<ConfigMap> {
+    if let Some(file) = &overlay.file {
+        file.check_experiment(experiment.name())?;
+    }
     let config = experiment
         .resolve(scale, overlay)
         .with_context(|| format!("experiment `{}` at scale {scale}", experiment.name()))?;
@@ -101,6 +104,74 @@ impl RunRequest {
     }
 }
 
+/// The data files of a run of `experiment` ([`RunRequest::data_files`]), checked against what the
+/// experiment reads ([`Experiment::data_kind`]) before anything runs: `--data` to an experiment
+/// that reads none is refused (it would be ignored, yet recorded in the result as if used); a
+/// delays reader takes one file, whose `--format delays` is implied; a locations reader refuses
+/// `--format delays`. Traces (`--trace`) pass: their family checks them.
+pub fn data_for(
+    experiment: &dyn Experiment,
+    request: &RunRequest,
+    config_file: Option<&ConfigFile>,
+) -> anyhow::Result<Vec<DataSpec>> {
+    let mut data = request.data_files(config_file)?;
+    let name = experiment.name();
+    let is_trace = |d: &DataSpec| d.format.as_deref() == Some(crate::data::TRACE_FORMAT);
+    let given: Vec<usize> = (0..data.len()).filter(|&i| !is_trace(&data[i])).collect();
+    let Some(&first) = given.first() else {
+        return Ok(data);
+    };
+    match experiment.data_kind() {
+        DataKind::None => bail!(
+            "`{name}` reads no --data files (it generates its data from its parameters: `lsmlab params \
+             {name}`), so --data {} would be ignored; `lsmlab gen --list` shows the traces an experiment \
+             may replay with --trace",
+            data[first].path.display()
+        ),
+        DataKind::Delays => {
+            if let [_, second, ..] = given[..] {
+                bail!(
+                    "`{name}` reads one file of delays, and got two: --data {} and --data {}",
+                    data[first].path.display(),
+                    data[second].path.display()
+                );
+            }
+            let spec = &mut data[first];
+            match spec.format.as_deref() {
+                None => spec.format = Some(crate::data::DELAYS_FORMAT.to_string()),
+                Some(crate::data::DELAYS_FORMAT) => {}
+                Some(other) => bail!(
+                    "`{name}` reads --data as a file of delays (one integer per line, --format {}); \
+                     --format {other} does not apply to {}",
+                    crate::data::DELAYS_FORMAT,
+                    spec.path.display()
+                ),
+            }
+            if let Some(columns) = &spec.columns {
+                bail!(
+                    "`{name}` reads --data as a file of delays, one integer per line: it has no columns \
+                     for --columns {columns} to name"
+                );
+            }
+        }
+        DataKind::Locations => {
+            if let Some(spec) = data
+                .iter()
+                .find(|d| d.format.as_deref() == Some(crate::data::DELAYS_FORMAT))
+            {
+                bail!(
+                    "`{name}` reads location records (--format {}), and --format {} is a file of \
+                     delays (for diol): {}",
+                    lsmlab_workloads::load::Format::NAMES.join(", "),
+                    crate::data::DELAYS_FORMAT,
+                    spec.path.display()
+                );
+            }
+        }
+    }
+    Ok(data)
+}
+
 /// [`run_with`] without a config file.
 pub fn run(
     experiment: &dyn Experiment,
@@ -122,7 +193,7 @@ pub fn run_with(
     progress: &Progress,
 ) -> anyhow::Result<PathBuf> {
     let resolved = resolve_config(experiment, request.scale, &request.overlay(config_file))?;
-    let data = request.data_files(config_file)?;
+    let data = data_for(experiment, request, config_file)?;
     crate::data::preflight(&data)?;
     if std::env::var_os(NO_MEMORY_CHECK).is_none() {
         let estimate = experiment.memory_estimate(&resolved, &data)?;
@@ -140,6 +211,17 @@ pub fn run_with(
         ),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
+    // The result (and the partial file beside it) must be writable as files: a directory of that
+    // name would be found only when the run is over.
+    for p in [path.clone(), partial_path(&path)] {
+        if p.exists() && !p.is_file() {
+            bail!(
+                "{} exists and is not a file, so the result could not be written there; nothing was \
+                 run: remove or rename it, or give another --out",
+                p.display()
+            );
+        }
+    }
     let created = check_writable(dir)?;
     let written = run_checked(experiment, request, resolved, &data, &path, progress);
     if written.is_err() {

@@ -60,6 +60,11 @@ impl Config for FakeConfig {
 impl TypedExperiment for Fake {
     type Config = FakeConfig;
 
+    /// Location records: each --data path one dataset, replacing the generated ones.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Locations
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             name: self.name,

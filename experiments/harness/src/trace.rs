@@ -222,6 +222,25 @@ pub fn must_match(
     Ok(())
 }
 
+/// Refuses a trace written with another seed than the run's `--seed`: its stream is that seed's,
+/// so the run would record one seed and replay another's operations. A description without a
+/// seed (a trace from elsewhere) passes.
+pub fn check_seed(traces: &[PathBuf], seed: u64) -> anyhow::Result<()> {
+    for path in traces {
+        let (meta, _) = read_header(path)?;
+        if let Some(written) = meta.get("seed").and_then(Value::as_u64) {
+            if written != seed {
+                bail!(
+                    "{}: the trace was written with seed {written}, the run has --seed {seed}: run with \
+                     --seed {written} (or write the trace with `lsmlab gen ... --seed {seed}`)",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The longest line a trace reader accepts (as the data loaders cap theirs).
 pub const MAX_LINE: usize = 1 << 20;
 

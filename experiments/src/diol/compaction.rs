@@ -62,6 +62,11 @@ const BYTES_PER_POINT: u64 = 300;
 impl TypedExperiment for DiolCompaction {
     type Config = CompactionConfig;
 
+    /// One file of delays (the `file` delay model), `--format delays` implied.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Delays
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "diol-compaction",

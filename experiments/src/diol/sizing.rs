@@ -64,6 +64,11 @@ const BYTES_PER_POINT: u64 = 120;
 impl TypedExperiment for DiolSizing {
     type Config = SizingConfig;
 
+    /// One file of delays (the `file` delay model), `--format delays` implied.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Delays
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "diol-sizing",

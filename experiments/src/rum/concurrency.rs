@@ -213,6 +213,11 @@ fn run_threads(
 impl TypedExperiment for RumConcurrency {
     type Config = ConcurrencyConfig;
 
+    /// Location records: each --data path one dataset, replacing the generated ones.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Locations
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "rum-concurrency",

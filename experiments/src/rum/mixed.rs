@@ -197,6 +197,11 @@ fn us(d: Duration) -> f64 {
 impl TypedExperiment for RumMixed {
     type Config = MixedConfig;
 
+    /// Location records: each --data path one dataset, replacing the generated ones.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Locations
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "rum-mixed",

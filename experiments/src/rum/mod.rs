@@ -573,7 +573,7 @@ impl IndexConfig {
             .iter()
             .any(|d| d.format.as_deref() == Some(crate::data::TRACE_FORMAT))
         {
-            let (traces, notes) = crate::trace::load_rum_traces(ctx)?;
+            let (traces, notes) = crate::trace::load_rum_traces(ctx, self.records, self.objects)?;
             return Ok((traces.into_iter().map(Arc::new).collect(), notes));
         }
         let names: Vec<&str> = self.datasets.iter().map(|d| d.as_str()).collect();
@@ -1198,7 +1198,7 @@ mod tests {
     fn thresholds_keep_their_width() {
         let e = format!("{:#}", resolve(&["vacuum_threshold=4294967297"]).unwrap_err());
         assert!(
-            e.contains("vacuum_threshold") && e.contains("0 to 4294967295"),
+            e.contains("vacuum_threshold") && e.contains("1 to 4294967295"),
             "{e}"
         );
         let e = format!("{:#}", resolve(&["buffered_threshold=0"]).unwrap_err());

@@ -122,6 +122,11 @@ pub fn fingerprint(oids: &mut [u64]) -> u64 {
 impl TypedExperiment for RumQuery {
     type Config = QueryConfig;
 
+    /// Location records: each --data path one dataset, replacing the generated ones.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Locations
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "rum-query",

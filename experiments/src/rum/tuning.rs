@@ -69,6 +69,11 @@ impl Config for TuningConfig {
 impl TypedExperiment for RumTuning {
     type Config = TuningConfig;
 
+    /// Location records: each --data path one dataset, replacing the generated ones.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Locations
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "rum-tuning",

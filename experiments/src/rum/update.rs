@@ -52,6 +52,11 @@ const PER_RECORD: super::RecordBytes = super::RecordBytes {
 impl TypedExperiment for RumUpdate {
     type Config = UpdateConfig;
 
+    /// Location records: each --data path one dataset, replacing the generated ones.
+    fn data_kind(&self) -> crate::experiment::DataKind {
+        crate::experiment::DataKind::Locations
+    }
+
     fn meta(&self) -> crate::experiment::Meta {
         crate::experiment::Meta {
             name: "rum-update",

@@ -17,6 +17,9 @@ use crate::WorkloadError;
 /// instead of being held in memory whole.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// The UTF-8 byte order mark, dropped from the start of a file's first line.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// A line's 1-based number and its text, or `Err(())` if it is not UTF-8.
 pub(crate) type Line<'a> = (usize, Result<&'a str, ()>);
 
@@ -121,6 +124,10 @@ impl LineReader {
         }
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
+        }
+        // A UTF-8 byte order mark (spreadsheet exports write one) is not part of the first field.
+        if self.line == 1 && self.buf.starts_with(UTF8_BOM) {
+            self.buf.drain(..UTF8_BOM.len());
         }
         Ok(Some((self.line, std::str::from_utf8(&self.buf).map_err(|_| ()))))
     }

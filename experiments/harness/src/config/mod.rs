@@ -9,6 +9,9 @@
 //!
 //! `--set` values keep one syntax for every experiment: the type of the default decides how the
 //! text is read (integers may contain `_`, lists are `a,b,c`, booleans also yes/no, on/off, 1/0).
+//! Choice names are case-insensitive for every key (`merge_policy=PREFIX`, `strategies=um+f`),
+//! recorded as `lsmlab params` prints them; a list naming one value twice is refused, and so is a
+//! JSON config naming one key twice.
 
 mod define;
 mod storage;
@@ -90,6 +93,9 @@ pub struct ConfigFile {
     pub values: ConfigMap,
     /// The `--data` files the recorded run used (a result's `config.data`).
     pub data: Vec<DataSpec>,
+    /// The experiment whose result the file is, when it is a whole result file (its config is
+    /// that experiment's, and another experiment refuses it: [`ConfigFile::check_experiment`]).
+    pub experiment: Option<String>,
 }
 
 /// The key under which a result's `config` records the `--data` files.
@@ -102,11 +108,15 @@ impl ConfigFile {
     pub fn read(path: &Path) -> anyhow::Result<ConfigFile> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        // A UTF-8 byte order mark (some editors write one) is not part of the document.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
         let value: Value = if is_toml {
-            toml::from_str(&text).with_context(|| format!("parsing {} as TOML", path.display()))?
+            toml::from_str(text).with_context(|| format!("parsing {} as TOML", path.display()))?
         } else {
-            serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))?
+            let checked: UniqueKeys =
+                serde_json::from_str(text).with_context(|| format!("parsing {} as JSON", path.display()))?;
+            checked.0
         };
         ConfigFile::from_value(path, value)
     }
@@ -117,7 +127,12 @@ impl ConfigFile {
             bail!("config {}: expected an object of parameters", path.display());
         };
         // A whole result file: take its config.
+        let mut experiment = None;
         if values.get("schema").and_then(Value::as_str).is_some() {
+            experiment = values
+                .get("experiment")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             match values.remove("config") {
                 Some(Value::Object(config)) => values = config,
                 _ => bail!(
@@ -142,7 +157,90 @@ impl ConfigFile {
             path: path.to_path_buf(),
             values,
             data,
+            experiment,
         })
+    }
+
+    /// Refuses a whole result file of another experiment as the config of `experiment`: their
+    /// keys may overlap enough to be accepted, running parameters chosen for something else.
+    pub fn check_experiment(&self, experiment: &str) -> anyhow::Result<()> {
+        match &self.experiment {
+            Some(of) if of != experiment => bail!(
+                "config {} is a result of `{of}`, not of `{experiment}`: run `lsmlab run {of} --config {}`, \
+                 or give a result of `{experiment}` or a config `lsmlab run {experiment} --print-config` printed",
+                self.path.display(),
+                self.path.display()
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A JSON document read with every object's keys checked to be distinct: serde_json keeps the
+/// last of two equal keys, so `{"records": 100, "records": 200}` would silently run 200.
+struct UniqueKeys(Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom(format!("{v} is not a finite number")))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let UniqueKeys(value) = map.next_value()?;
+            if let Some(first) = out.get(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "key `{key}` appears twice ({} and {}); give each key once",
+                    display_value(first),
+                    display_value(&value)
+                )));
+            }
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -227,12 +325,81 @@ pub fn resolve<C: Config>(defaults: &C, overlay: &Overlay) -> anyhow::Result<C> 
         map.insert(key.clone(), value);
         touched.push(key);
     }
+    fold_case::<C>(&base, &mut map, &touched);
     let config: C = match serde_json::from_value(Value::Object(map.clone())) {
         Ok(config) => config,
         Err(e) => return Err(blame::<C>(&base, &map, &touched, e)),
     };
     config.validate()?;
+    refuse_repeats(&to_map(&config)?)?;
     Ok(config)
+}
+
+/// Whether `key` holds a choice (a name from a fixed set, or a list of them) rather than free
+/// text such as a path: its default is a non-empty string that is no path, or a list.
+fn is_choice(default: &Value) -> bool {
+    match default {
+        Value::String(s) => !s.is_empty() && !s.contains(['/', '\\']),
+        Value::Array(_) => true,
+        _ => false,
+    }
+}
+
+/// Choice names are case-insensitive, as strategies always were (`um+f` is `UM+F`): a touched
+/// choice key whose value is refused as given, but accepted in lower case (every other choice name
+/// is lower case), takes the lower-case value. Free text (paths) is never changed.
+fn fold_case<C: Config>(base: &ConfigMap, map: &mut ConfigMap, touched: &[String]) {
+    let accepted = |key: &str, value: &Value| {
+        let mut one = base.clone();
+        one.insert(key.to_string(), value.clone());
+        serde_json::from_value::<C>(Value::Object(one)).is_ok_and(|c| c.validate().is_ok())
+    };
+    let lower = |v: &Value| match v {
+        Value::String(s) => Value::String(s.to_lowercase()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => Value::String(s.to_lowercase()),
+                    other => other.clone(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    for key in touched {
+        let (Some(default), Some(value)) = (base.get(key), map.get(key)) else {
+            continue;
+        };
+        let folded = lower(value);
+        if !is_choice(default) || &folded == value || accepted(key, value) {
+            continue;
+        }
+        if accepted(key, &folded) {
+            map.insert(key.clone(), folded);
+        }
+    }
+}
+
+/// Refuses a list that names one value twice (`strategies=UM,UM`): every list is a set of grid
+/// values, and a repeat would run and report the same rows twice. Compared as the config records
+/// them, so `UM,um` is a repeat too.
+fn refuse_repeats(config: &ConfigMap) -> anyhow::Result<()> {
+    for (key, value) in config {
+        let Value::Array(items) = value else {
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            if items[..i].contains(item) {
+                bail!(
+                    "parameter `{key}` = `{}`: `{}` is listed twice; give each value once",
+                    display_value(value),
+                    display_value(item)
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A config from its JSON form (already resolved and validated).
@@ -252,11 +419,24 @@ fn blame<C: Config>(
         let mut one = base.clone();
         one.insert(key.clone(), map[key].clone());
         if let Err(e) = serde_json::from_value::<C>(Value::Object(one)) {
-            return anyhow!(
-                "parameter `{key}` = `{}`: {}",
-                display_value(&map[key]),
-                explain(&e)
-            );
+            let mut why = explain(&e);
+            // The type's range starts at 0, but the config's own check may refuse 0: when that
+            // check states a range, it is the one to name (`vacuum_threshold` = -1: from 1, not 0).
+            if why.contains("expected an integer from 0 to") {
+                let mut zero = base.clone();
+                zero.insert(key.clone(), Value::from(0));
+                let own = serde_json::from_value::<C>(Value::Object(zero)).map(|c| c.validate());
+                if let Ok(Err(refused)) = own {
+                    let refused = refused.to_string();
+                    if let Some(expected) = refused
+                        .strip_prefix(&format!("parameter `{key}` = `0`: "))
+                        .filter(|x| x.starts_with("expected") && x.contains("from") && x.contains(" to "))
+                    {
+                        why = format!("{}{expected}", why.split("expected").next().unwrap_or(""));
+                    }
+                }
+            }
+            return anyhow!("parameter `{key}` = `{}`: {why}", display_value(&map[key]));
         }
     }
     anyhow!("the config does not fit the experiment: {}", explain(&whole))
@@ -528,6 +708,8 @@ mod tests {
     #[test]
     fn defaults_are_kept_and_sets_parse_as_the_default_type() {
         assert_eq!(resolve(&demo(), &Overlay::default()).unwrap(), demo());
+        let dir = tempfile::tempdir().unwrap();
+        let file_dir = format!("file_dir={}", dir.path().display());
         let c = resolve(
             &demo(),
             &sets(&[
@@ -541,7 +723,7 @@ mod tests {
                 "threshold=9",
                 "device=file",
                 "profile=hdd",
-                "file_dir=/tmp/x",
+                &file_dir,
             ]),
         )
         .unwrap();
@@ -557,7 +739,7 @@ mod tests {
         assert_eq!(c.sizes, vec![0.25, 1.0]);
         assert_eq!(c.storage.device, DeviceKind::File);
         assert_eq!(c.storage.profile, lsmlab_engine::storage::DeviceProfile::Hdd);
-        assert_eq!(c.storage.file_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(c.storage.file_dir, dir.path());
     }
 
     #[test]
@@ -747,6 +929,47 @@ mod tests {
         assert_eq!(c.strategies, vec!["UM".parse().unwrap()]);
         std::fs::write(&json, "[1, 2]").unwrap();
         assert!(ConfigFile::read(&json).is_err());
+    }
+
+    #[test]
+    fn repeats_duplicate_keys_case_and_byte_order_marks() {
+        let e = err(&["strategies=UM,Eager,um"]);
+        assert!(
+            e.contains("`strategies`") && e.contains("`UM` is listed twice"),
+            "{e}"
+        );
+        let e = err(&["sizes=0.5,0.5"]);
+        assert!(
+            e.contains("`sizes`") && e.contains("`0.5` is listed twice"),
+            "{e}"
+        );
+        // Choice names in any case; free text (a path) is never folded.
+        let c = resolve(&demo(), &sets(&["device=MEM", "profile=HDD", "strategies=eager"])).unwrap();
+        assert_eq!(c.storage.device, DeviceKind::Mem);
+        assert_eq!(c.storage.profile, lsmlab_engine::storage::DeviceProfile::Hdd);
+        let c = resolve(&demo(), &sets(&["name=Chicago"])).unwrap();
+        assert_eq!(c.name, "Chicago");
+        let dir = tempfile::tempdir().unwrap();
+        let twice = dir.path().join("twice.json");
+        std::fs::write(&twice, r#"{"records": 1, "nested": {"a": 1, "a": 2}}"#).unwrap();
+        let e = format!("{:#}", ConfigFile::read(&twice).unwrap_err());
+        assert!(
+            e.contains("twice.json") && e.contains("key `a` appears twice (1 and 2)"),
+            "{e}"
+        );
+        let bom = dir.path().join("bom.json");
+        std::fs::write(&bom, "\u{feff}{\"records\": 5}").unwrap();
+        assert_eq!(ConfigFile::read(&bom).unwrap().values["records"], 5);
+        let result = dir.path().join("r.json");
+        std::fs::write(
+            &result,
+            r#"{"schema": "s", "experiment": "rum-update", "config": {}}"#,
+        )
+        .unwrap();
+        let file = ConfigFile::read(&result).unwrap();
+        file.check_experiment("rum-update").unwrap();
+        let e = file.check_experiment("rum-query").unwrap_err().to_string();
+        assert!(e.contains("a result of `rum-update`, not of `rum-query`"), "{e}");
     }
 
     #[test]

@@ -69,14 +69,30 @@ impl StorageConfig {
         }
     }
 
-    /// Range checks.
+    /// Range checks, and for `device = file` that `file_dir` is a directory a page file can be
+    /// created in (tried with a probe file, removed at once), so a run does not start only to fail
+    /// in its first cell.
     pub fn validate(&self) -> anyhow::Result<()> {
         check(
             "page_size",
             self.page_size,
             (256..=65536).contains(&self.page_size),
             "a page size between 256 and 65536 bytes",
-        )
+        )?;
+        if self.device == DeviceKind::File {
+            let dir = self.file_dir();
+            let probe = dir.join(format!(".lsmlab-file-dir-probe.{}", std::process::id()));
+            let writable = dir.is_dir() && std::fs::write(&probe, b"").is_ok();
+            let _ = std::fs::remove_file(&probe);
+            check(
+                "file_dir",
+                dir.display(),
+                writable,
+                "a directory where files can be created (device=file puts its page file there; \
+                 empty: the system temp dir)",
+            )?;
+        }
+        Ok(())
     }
 
     /// The directory `device = file` puts its (at once unlinked) page file in.
