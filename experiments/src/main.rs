@@ -502,11 +502,20 @@ fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()>
     }
     let name_width = experiments.iter().map(|e| e.name().len()).max().unwrap_or(0);
     let paper_width = experiments.iter().map(|e| e.paper().len()).max().unwrap_or(0);
+    out!(
+        "{:name_width$}  {:paper_width$}  {:>5}  what it measures (cells: at scale small with the defaults, what --shard K/N splits)",
+        "experiment",
+        "paper",
+        "cells"
+    );
     for e in experiments {
+        let cells =
+            runner::default_cells(*e, Scale::Small).map_or_else(|_| "?".to_string(), |n| n.to_string());
         out!(
-            "{:name_width$}  {:paper_width$}  {}",
+            "{:name_width$}  {:paper_width$}  {:>5}  {}",
             e.name(),
             e.paper(),
+            cells,
             e.about()
         );
     }
@@ -593,6 +602,12 @@ fn run(experiments: &[&dyn Experiment], args: RunArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let progress = Progress::new(args.quiet);
+    // Ctrl-C: say what is saved and how to resume, then exit as an interrupted command does (130).
+    // Cells are saved atomically after each one, so what the note counts is on disk.
+    let _ = ctrlc::set_handler(|| {
+        eprintln!("{}", runner::interrupted_note());
+        std::process::exit(130);
+    });
     lsmlab_harness::atomic::remove_stale(&request.out_dir);
     let path = runner::run_with(experiment, &request, config_file.as_ref(), &progress);
     progress.finish();

@@ -64,7 +64,93 @@ fn list_names_prints_one_plain_name_per_line() {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         );
     }
-    assert!(lsmlab(&["list"]).status.success());
+    let list = lsmlab(&["list"]);
+    assert!(list.status.success());
+    // Each experiment's line says how many cells it runs at small (what `--shard K/N` splits):
+    // rum-update's grid is 3 datasets x 9 strategies.
+    let text = stdout(&list);
+    let rum = text
+        .lines()
+        .find(|l| l.starts_with("rum-update "))
+        .expect("rum-update listed");
+    let cells: Vec<&str> = rum.split_whitespace().collect();
+    assert!(cells.contains(&"27"), "{rum}");
+    assert!(text.lines().next().unwrap().contains("cells"), "{text}");
+}
+
+/// Ctrl-C during a run says how many cells are saved where and how to continue, and exits 130;
+/// `--resume` then picks up those cells, and a plain rerun mentions the saved file first.
+#[test]
+#[cfg(unix)]
+fn an_interrupted_run_says_what_is_saved_and_how_to_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let args = |extra: &[&str]| {
+        let mut v: Vec<String> = [
+            "run",
+            "rum-update",
+            "--scale",
+            "tiny",
+            "--set",
+            "records=300000",
+            "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.push(out.to_str().unwrap().to_string());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let partial = out.join("tiny/rum-update.json.partial");
+    let child = Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args(args(&[]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first saved cell, then interrupt as a terminal's Ctrl-C does.
+    let start = std::time::Instant::now();
+    while !partial.exists() {
+        assert!(start.elapsed().as_secs() < 300, "no cell was saved");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("cells are saved in")
+            && err.contains("rum-update.json.partial")
+            && err.contains("--resume"),
+        "{err}"
+    );
+    assert!(
+        !out.join("tiny/rum-update.json").exists(),
+        "no result for an interrupted run"
+    );
+    // A plain rerun says that the saved cells exist before starting over.
+    let child = Command::new(env!("CARGO_BIN_EXE_lsmlab"))
+        .args(args(&[]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let rerun = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&rerun.stderr);
+    assert!(
+        err.contains("holds an interrupted run") && err.contains("--resume"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -5,6 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use parking_lot::Mutex;
+
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
@@ -393,6 +395,26 @@ fn run_checked(
         fresh()
     };
     let done_before = state.cells.as_ref().map_or(0, |c| c.done.len());
+    if !sweep.resume && partial.exists() {
+        let held = ResultFile::read(&partial)
+            .ok()
+            .and_then(|p| {
+                p.cells
+                    .map(|c| format!(" ({} of {} cells)", c.done.len(), c.total))
+            })
+            .unwrap_or_default();
+        progress.message(format!(
+            "{} holds an interrupted run{held}; this run starts over and will replace it: stop it and \
+             add --resume to continue from those cells instead",
+            partial.display()
+        ));
+    }
+    let keeps_partial = cells.len() > 1 || sweep.resume || sweep.shard.is_some();
+    *SAVED.lock() = Some(Saved {
+        partial: partial.clone(),
+        done: if keeps_partial { done_before } else { 0 },
+        total: selected.len(),
+    });
     let todo: Vec<usize> = selected
         .iter()
         .copied()
@@ -449,10 +471,13 @@ fn run_checked(
         let duration_s = clock.elapsed().as_secs_f64();
         add_cell(&mut state, i, label, duration_s, output);
         progress.cell_done();
-        if cells.len() > 1 || sweep.resume || sweep.shard.is_some() {
+        if keeps_partial {
             state
                 .write_atomic(&partial)
                 .context("writing the cells done so far")?;
+            if let Some(saved) = SAVED.lock().as_mut() {
+                saved.done = done_before + n + 1;
+            }
         }
         if abort_after.is_some_and(|k| n + 1 >= k) {
             bail!(
@@ -481,7 +506,39 @@ fn run_checked(
     state.provenance = Some(Provenance::current());
     state.write_atomic(path)?;
     let _ = fs::remove_file(&partial);
+    *SAVED.lock() = None;
     Ok(path.to_path_buf())
+}
+
+/// How many cells `experiment` runs at `scale` with its defaults and generated data (the count a
+/// `--shard K/N` split divides, or an array job sizes itself by).
+pub fn default_cells(experiment: &dyn Experiment, scale: Scale) -> anyhow::Result<usize> {
+    let config = resolve_config(experiment, scale, &Overlay::default())?;
+    Ok(experiment.cells(&config, &[])?.len().max(1))
+}
+
+/// What the run in progress has saved, for [`interrupted_note`].
+struct Saved {
+    partial: PathBuf,
+    done: usize,
+    total: usize,
+}
+
+static SAVED: Mutex<Option<Saved>> = Mutex::new(None);
+
+/// What an interrupted run (Ctrl-C) tells its user: how many cells are saved where, and how to go
+/// on; the binary prints it when the run is interrupted.
+pub fn interrupted_note() -> String {
+    match SAVED.lock().as_ref() {
+        Some(s) if s.done > 0 => format!(
+            "interrupted: {} of {} cells are saved in {}; run the same command with --resume to continue from them",
+            s.done,
+            s.total,
+            s.partial.display()
+        ),
+        Some(_) => "interrupted before a cell finished: nothing saved, no result written".to_string(),
+        None => "interrupted: no result written".to_string(),
+    }
 }
 
 /// Appends the experiment's notes on the whole grid ([`Experiment::summary_notes`]), each once,
