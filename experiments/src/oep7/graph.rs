@@ -346,7 +346,8 @@ impl TypedExperiment for Oep7Graph {
             .collect();
         let mut rows = Vec::new();
         let mut notes_pages = Vec::new();
-        ctx.progress.set_total(s.clusters.len() * 2);
+        // Per layout: the load, then the two queries.
+        ctx.progress.set_total(s.clusters.len() * 3);
         for &layout in &s.clusters {
             ctx.progress.begin(format!("{layout} load"));
             let mut bed = GraphBed::load(layout, &g, cfg)?;
