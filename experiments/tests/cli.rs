@@ -413,7 +413,37 @@ fn run_tiny(out: &std::path::Path, args: &[&str]) -> Output {
 
 /// True if stderr shows that something was generated or run.
 fn ran_anything(err: &str) -> bool {
-    err.contains("generating") || err.contains("[1/")
+    err.contains("generating") || err.contains("[1/") || err.contains("cell 1/")
+}
+
+#[test]
+fn progress_lines_give_each_cell_an_eta_and_no_single_step_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let run = lsmlab(&[
+        "run",
+        "rum-update",
+        "--scale",
+        "tiny",
+        "--set",
+        "datasets=gowalla",
+        "--set",
+        "strategies=UM,UM+F,UM+BV",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    // stderr is not a terminal here: plain lines, no bar.
+    assert!(
+        err.contains("] cell 1/3: datasets=gowalla strategies=UM\n"),
+        "{err}"
+    );
+    assert!(err.contains("] cell 2/3 (ETA "), "{err}");
+    assert!(err.contains("] cell 3/3 (ETA "), "{err}");
+    // A cell of one step says no `[1/1 ...]`.
+    assert!(!err.contains("[1/1 "), "{err}");
+    assert!(err.contains("s] gowalla UM+F\n"), "{err}");
 }
 
 #[test]

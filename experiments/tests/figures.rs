@@ -1,6 +1,7 @@
 //! The committed figures (`plots/small/*.svg`) read as a reader sees them: no two labels on one
 //! baseline overlap (tick labels printed over each other, category names running into the next
-//! bar's), and no two series of one bar chart are told apart by colours closer than a set distance.
+//! bar's), and no two series of one figure (bars or solid lines) are told apart by colours closer
+//! than a set distance.
 //!
 //! Widths are estimated, not measured: a sans-serif character is taken as 0.55 em, a little wider
 //! than the DejaVu Sans average, so the check errs toward reporting an overlap. Colour distance is
@@ -106,6 +107,39 @@ fn legend(svg: &str) -> Vec<(String, (u8, u8, u8))> {
     out
 }
 
+/// The legend of a line chart: each solid line swatch (a 24 px horizontal stroke) with the label
+/// after it. Dashed swatches are left out: a dashed line shares its colour with a solid one on
+/// purpose (one strategy drawn twice, or a reference line), told apart by dash and marker.
+fn line_legend(svg: &str) -> Vec<(String, (u8, u8, u8))> {
+    let mut out = Vec::new();
+    for part in svg.split("<polyline").skip(1) {
+        let Some(close) = part.find("/>") else { continue };
+        let tag = &part[..close];
+        let Some(points) = attr(tag, "points") else {
+            continue;
+        };
+        let xy: Vec<(i64, i64)> = points
+            .split_whitespace()
+            .filter_map(|p| {
+                let (x, y) = p.split_once(',')?;
+                Some((x.parse().ok()?, y.parse().ok()?))
+            })
+            .collect();
+        if xy.len() != 2 || xy[0].1 != xy[1].1 || xy[1].0 - xy[0].0 != 24 {
+            continue;
+        }
+        let Some(stroke) = attr(tag, "stroke").filter(|f| f.len() == 7 && f.starts_with('#')) else {
+            continue;
+        };
+        let hex = |i: usize| u8::from_str_radix(&stroke[i..i + 2], 16).unwrap();
+        let Some(label) = labels(&part[close..]).into_iter().next() else {
+            continue;
+        };
+        out.push((label.text, (hex(1), hex(3), hex(5))));
+    }
+    out
+}
+
 fn redmean((r1, g1, b1): (u8, u8, u8), (r2, g2, b2): (u8, u8, u8)) -> f64 {
     let r = (f64::from(r1) + f64::from(r2)) / 2.0;
     let (dr, dg, db) = (
@@ -151,6 +185,15 @@ fn the_checks_catch_what_they_look_for() {
     };
     let l = legend(&(swatch("#79706E", "iotdb") + &swatch("#9D7660", "diol-expired-ttl")));
     assert_eq!(l.len(), 2);
+    let line = |stroke: &str, y: u32, t: &str| {
+        format!(
+            r##"<polyline fill="none" opacity="1" stroke="{stroke}" stroke-width="2" points="903,{y} 927,{y} "/>{}"##,
+            text(939, "start", t)
+        )
+    };
+    let lines = line_legend(&(line("#B6992D", 96, "mem-rtree-insert") + &line("#F1CE63", 122, "n log n")));
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1].0, "n log n");
     assert!(redmean(l[0].1, l[1].1) < MIN_COLOUR_DISTANCE);
     assert!(redmean((0x4e, 0x79, 0xa7), (0xf2, 0x8e, 0x2b)) > MIN_COLOUR_DISTANCE);
 }
@@ -205,11 +248,12 @@ fn no_committed_figure_repeats_a_tick_label_on_one_axis() {
 }
 
 #[test]
-fn no_committed_bar_chart_draws_two_series_in_colours_too_alike() {
+fn no_committed_figure_draws_two_series_in_colours_too_alike() {
     let mut bad = Vec::new();
     for f in committed_figures() {
         let svg = std::fs::read_to_string(&f).unwrap();
-        let l = legend(&svg);
+        let mut l = legend(&svg);
+        l.extend(line_legend(&svg));
         for (i, (a, ca)) in l.iter().enumerate() {
             for (b, cb) in &l[i + 1..] {
                 let d = redmean(*ca, *cb);

@@ -1,9 +1,15 @@
 //! Progress lines on stderr, e.g. `[3/21 14.2s] chicago UM+F: ingesting 1,500,000 records`.
 //!
 //! An experiment announces each cell of its grid with [`Progress::begin`] (after telling the total
-//! with [`Progress::set_total`]) and may report from long loops with [`Progress::tick`], which
-//! prints at most twice a second. `quiet` prints nothing. Progress is shared by reference and is
-//! `Sync`, so worker threads can tick too.
+//! with [`Progress::set_total`]) and may report from long loops with [`Progress::tick`] or
+//! [`Progress::count`] (which adds operations per second and an ETA), both printing at most twice
+//! a second. `quiet` prints nothing. Progress is shared by reference and is `Sync`, so worker
+//! threads can tick too.
+//!
+//! In the plain lines, each cell of a sweep's grid says its position and an estimate of the time
+//! left, from the mean time of the cells this process has finished:
+//! `[12.1s] cell 4/27 (ETA 1m 21s): datasets=gowalla strategies=UM+BV`. A step counter `[i/n ...]`
+//! is shown only when a cell has more than one step.
 //!
 //! On a terminal, [`Progress::new`] draws one `indicatif` bar per run instead: cells done of the
 //! grid, cells per second, an ETA, and the current cell with the experiment's latest line. When
@@ -25,6 +31,12 @@ struct State {
     sink: Box<dyn Write + Send>,
     /// The current cell's label, shown on the bar.
     cell: String,
+    /// The first [`Progress::count`] of the current step: when, and how much was done then. The
+    /// rate is measured from it, so a step's set-up time does not dilute it.
+    count_base: Option<(Instant, u64)>,
+    /// When this process started its first cell, and how many cells it has finished since.
+    cells_start: Option<Instant>,
+    cells_done: usize,
 }
 
 /// Reports how far a run has got.
@@ -78,6 +90,9 @@ impl Progress {
                 last_line: None,
                 sink,
                 cell: String::new(),
+                count_base: None,
+                cells_start: None,
+                cells_done: 0,
             }),
             bar: None,
         }
@@ -106,6 +121,14 @@ impl Progress {
         state.step = 0;
         state.total = 0;
         state.label = String::new();
+        let eta = match state.cells_start {
+            Some(start) if state.cells_done > 0 => {
+                let mean = start.elapsed().as_secs_f64() / state.cells_done as f64;
+                Some(mean * (total + 1).saturating_sub(position) as f64)
+            }
+            _ => None,
+        };
+        state.cells_start.get_or_insert_with(Instant::now);
         if let Some(bar) = &self.bar {
             bar.set_length(total as u64);
             bar.set_position(position.saturating_sub(1) as u64);
@@ -118,12 +141,16 @@ impl Progress {
             return;
         }
         if total > 1 {
-            self.print(&mut state, &format!("cell {position}/{total}: {label}"));
+            let eta = eta
+                .map(|s| format!(" (ETA {})", format_duration(s)))
+                .unwrap_or_default();
+            self.print(&mut state, &format!("cell {position}/{total}{eta}: {label}"));
         }
     }
 
-    /// Counts the current cell as done (moves the bar; the plain lines need nothing).
+    /// Counts the current cell as done (moves the bar, and feeds the plain lines' ETA).
     pub fn cell_done(&self) {
+        self.lock().cells_done += 1;
         if let Some(bar) = &self.bar {
             bar.inc(1);
         }
@@ -133,6 +160,7 @@ impl Progress {
     pub fn begin(&self, label: impl Display) {
         let mut state = self.lock();
         state.step += 1;
+        state.count_base = None;
         state.label = label.to_string();
         let line = state.label.clone();
         self.print(&mut state, &line);
@@ -157,6 +185,23 @@ impl Progress {
             return;
         }
         let line = Self::with_label(&state.label, &message().to_string());
+        self.print(&mut state, &line);
+    }
+
+    /// A rate-limited line like [`Progress::tick`] for a loop that counts work:
+    /// `12,000 / 20,000 operations, 45,210 ops/s, ETA 0.2s`. The rate is measured from the step's
+    /// first call (after the last [`Progress::begin`]); the ETA needs `total`.
+    pub fn count(&self, done: u64, total: Option<u64>, unit: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut state = self.lock();
+        let (since, base) = *state.count_base.get_or_insert((Instant::now(), done));
+        if state.last_line.is_some_and(|t| t.elapsed() < TICK_INTERVAL) {
+            return;
+        }
+        let secs = since.elapsed().as_secs_f64();
+        let line = Self::with_label(&state.label, &count_line(done, base, total, unit, secs));
         self.print(&mut state, &line);
     }
 
@@ -188,8 +233,9 @@ impl Progress {
             state.last_line = Some(Instant::now());
             return;
         }
+        // A counter says something only when a cell has several steps: `[1/1 ...]` does not.
         let prefix = match (state.step, state.total) {
-            (0, _) => String::new(),
+            (0, _) | (_, 1) => String::new(),
             (step, 0) => format!("{step} "),
             (step, total) => format!("{step}/{total} "),
         };
@@ -205,6 +251,41 @@ fn format_seconds(secs: f64) -> String {
         format!("{secs:.1}s")
     } else {
         format!("{secs:.0}s")
+    }
+}
+
+/// `done / total unit, rate unit/s, ETA t` for [`Progress::count`]: `done - base` was done in
+/// `secs`.
+fn count_line(done: u64, base: u64, total: Option<u64>, unit: &str, secs: f64) -> String {
+    let mut line = match total {
+        Some(total) => format!("{} / {} {unit}", thousands(done), thousands(total)),
+        None => format!("{} {unit}", thousands(done)),
+    };
+    if secs > 0.0 && done > base {
+        let rate = (done - base) as f64 / secs;
+        let per = if unit == "operations" { "ops" } else { unit };
+        line.push_str(&format!(", {} {per}/s", thousands(rate.round() as u64)));
+        if let Some(total) = total.filter(|t| *t >= done) {
+            let left = (total - done) as f64 / rate;
+            line.push_str(&format!(", ETA {}", format_duration(left)));
+        }
+    }
+    line
+}
+
+/// Seconds as `0.4s`, `42s`, `3m 05s` or `2h 07m`.
+fn format_duration(secs: f64) -> String {
+    let secs = secs.max(0.0);
+    if secs < 10.0 {
+        format!("{secs:.1}s")
+    } else if secs < 60.0 {
+        format!("{secs:.0}s")
+    } else if secs < 3600.0 {
+        let s = secs.round() as u64;
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        let m = (secs / 60.0).round() as u64;
+        format!("{}h {:02}m", m / 60, m % 60)
     }
 }
 
@@ -295,6 +376,46 @@ mod tests {
         progress.message("b");
         progress.tick(|| "c");
         assert!(out.lines().is_empty());
+    }
+
+    #[test]
+    fn a_single_step_has_no_counter_and_cells_get_an_eta() {
+        let out = Shared::default();
+        let progress = Progress::with_sink(false, Box::new(out.clone()));
+        progress.cell(1, 3, "datasets=gowalla");
+        progress.set_total(1);
+        progress.begin("gowalla UM");
+        progress.cell_done();
+        progress.cell(2, 3, "datasets=chicago");
+        progress.set_total(2);
+        progress.begin("chicago UM");
+        let lines = out.lines();
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        // The first cell has no finished cell to estimate from.
+        assert!(lines[0].ends_with("] cell 1/3: datasets=gowalla"), "{}", lines[0]);
+        assert!(
+            lines[1].ends_with("s] gowalla UM") && !lines[1].contains("1/1"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains("cell 2/3 (ETA "), "{}", lines[2]);
+        assert!(lines[3].starts_with("[1/2 "), "{}", lines[3]);
+    }
+
+    #[test]
+    fn counts_carry_rate_and_eta() {
+        assert_eq!(
+            count_line(12_000, 0, Some(20_000), "operations", 2.0),
+            "12,000 / 20,000 operations, 6,000 ops/s, ETA 1.3s"
+        );
+        assert_eq!(
+            count_line(600, 100, None, "records", 0.5),
+            "600 records, 1,000 records/s"
+        );
+        // Nothing done since the first count: no rate to divide by.
+        assert_eq!(count_line(5, 5, Some(10), "operations", 1.0), "5 / 10 operations");
+        assert_eq!(format_duration(81.0), "1m 21s");
+        assert_eq!(format_duration(7_620.0), "2h 07m");
     }
 
     #[test]

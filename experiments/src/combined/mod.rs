@@ -389,7 +389,7 @@ fn run_cell(
             latency.record(took);
         }
         if i % 8192 == 0 {
-            ctx.progress.tick(|| format!("{i} / {} operations", ops.len()));
+            ctx.progress.count(i as u64, Some(ops.len() as u64), "operations");
         }
     }
     if m.queries == 0 {

@@ -96,12 +96,6 @@ pub const ONLINE_FIGURES: &[FigureSpec] = &[
     },
 ];
 
-/// The timeline panels: field, axis label, scale factor.
-const PANELS: [(&str, &str, f64); 3] = [
-    ("hit_ratio", "cache hit ratio (%)", 100.0),
-    ("qps", "QPS (k/s, virtual clock)", 1e-3),
-    ("p95_us", "p95 latency (µs)", 1.0),
-];
 
 /// The policy whose windows a timeline shades: the Table 4 baseline when it ran, else the first.
 fn window_policy(policies: &[String]) -> Option<&String> {
@@ -146,8 +140,81 @@ fn shades_of(rows: &[&Row]) -> Vec<Shade> {
     out
 }
 
-/// The paper's Figure 1/11-style timelines, one per workload: hit ratio, QPS and p95 per interval,
-/// one line per policy, the flush and compaction windows (T1) of the Table 4 baseline shaded.
+/// The panels of a timeline: the baseline's hit ratio as measured, then each policy's difference
+/// from the baseline per interval in hit ratio (points), QPS (%) and p95 (µs), the baseline itself
+/// the zero line. Five policies' absolute lines lie on top of each other (they differ by a point or
+/// two of hit ratio); their differences do not. Intervals align across policies: every policy runs
+/// the same stream over the same virtual time. Rows averaged over `--repeat` runs carry
+/// `<field>_ci95`, drawn as bands on the baseline's panel.
+fn difference_panels<'r>(
+    policies: &[String],
+    baseline: &str,
+    of: &dyn Fn(&str) -> Vec<&'r Row>,
+) -> Vec<Panel> {
+    let by_interval = |p: &str, field: &str| -> Vec<(f64, f64)> {
+        of(p)
+            .iter()
+            .filter_map(|r| Some((num(r, "interval")?, num(r, field)?)))
+            .collect()
+    };
+    let base_rows = of(baseline);
+    let ci = format!("hit_ratio{}", crate::repeat::CI_SUFFIX);
+    let base_hits: Vec<(f64, f64)> = by_interval(baseline, "hit_ratio")
+        .into_iter()
+        .map(|(x, y)| (x, y * 100.0))
+        .collect();
+    let with_ci = base_rows.iter().any(|r| num(r, &ci).is_some());
+    let mut panels = vec![Panel {
+        y_label: "hit ratio (%)".to_string(),
+        series: vec![(baseline.to_string(), base_hits)],
+        intervals: if with_ci {
+            vec![base_rows
+                .iter()
+                .filter(|r| num(r, "interval").is_some() && num(r, "hit_ratio").is_some())
+                .map(|r| num(r, &ci).unwrap_or(0.0) * 100.0)
+                .collect()]
+        } else {
+            Vec::new()
+        },
+    }];
+    for (field, label, diff) in DIFFERENCES {
+        let base: std::collections::BTreeMap<u64, f64> = by_interval(baseline, field)
+            .into_iter()
+            .map(|(x, y)| (x as u64, y))
+            .collect();
+        let series = policies
+            .iter()
+            .map(|p| {
+                let pts = by_interval(p, field)
+                    .into_iter()
+                    .filter_map(|(x, y)| Some((x, diff(y, *base.get(&(x as u64))?)?)))
+                    .collect();
+                (p.clone(), pts)
+            })
+            .collect();
+        panels.push(Panel {
+            y_label: label.to_string(),
+            series,
+            intervals: Vec::new(),
+        });
+    }
+    panels
+}
+
+/// The difference panels under the baseline's hit ratio: field, y label, and the difference of a
+/// policy's value from the baseline's (`None` where undefined).
+type Difference = (&'static str, &'static str, fn(f64, f64) -> Option<f64>);
+const DIFFERENCES: [Difference; 3] = [
+    ("hit_ratio", "Δ hit ratio (points)", |v, b| Some((v - b) * 100.0)),
+    ("qps", "Δ QPS (%)", |v, b| {
+        (b != 0.0).then(|| (v / b - 1.0) * 100.0)
+    }),
+    ("p95_us", "Δ p95 (µs)", |v, b| Some(v - b)),
+];
+
+/// The paper's Figure 1/11-style timelines, one per workload: the Table 4 baseline's hit ratio per
+/// interval and every policy's difference from it in hit ratio, QPS and p95
+/// ([`difference_panels`]), the baseline's flush and compaction windows (T1) shaded.
 pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let intervals: Vec<&Row> = result
         .rows
@@ -168,41 +235,16 @@ pub fn timeline_figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<V
                 .filter(|r| text_of(r, "policy").as_deref() == Some(policy))
                 .collect()
         };
-        let panels: Vec<Panel> = PANELS
-            .iter()
-            .map(|(field, label, factor)| {
-                // Rows averaged over `--repeat` runs carry `<field>_ci95`: drawn as bands.
-                let ci = format!("{field}{}", crate::repeat::CI_SUFFIX);
-                let mut intervals = Vec::new();
-                let series = policies
-                    .iter()
-                    .map(|p| {
-                        let (pts, errs): (Vec<(f64, f64)>, Vec<f64>) = of(p)
-                            .iter()
-                            .filter_map(|r| {
-                                let e = num(r, &ci).unwrap_or(0.0) * factor;
-                                Some(((num(r, "interval")?, num(r, field)? * factor), e))
-                            })
-                            .unzip();
-                        intervals.push(errs);
-                        (p.clone(), pts)
-                    })
-                    .collect();
-                let with_ci = mine.iter().any(|r| num(r, &ci).is_some());
-                Panel {
-                    y_label: label.to_string(),
-                    series,
-                    intervals: if with_ci { intervals } else { Vec::new() },
-                }
-            })
-            .collect();
+        let baseline = window_policy(&policies).cloned().unwrap_or_default();
+        let panels = difference_panels(&policies, &baseline, &of);
         let banded = panels.iter().any(|p| !p.intervals.is_empty());
         let shaded = window_policy(&policies);
         let shades = shaded.map(|p| shades_of(&of(p))).unwrap_or_default();
         let interval_s = mine.first().and_then(|r| num(r, "interval_s")).unwrap_or(0.0);
         let note = shaded.map(|p| {
             format!(
-                "shaded: flush and compaction windows (T1) of {p}; one interval = {} ms of virtual time",
+                "Δ: policy minus {p}; shaded: {p}'s flush and compaction windows (T1); \
+                 one interval = {} ms (virtual)",
                 fmt_num(interval_s * 1e3)
             )
         });
@@ -870,6 +912,7 @@ pub const SENSITIVITY_FIGURES: &[FigureSpec] = &[
         x_label: "{sweep}",
         series: "leaper / incremental-warmup",
         y_label: "QPS speedup in compaction windows",
+        reference_y: Some((1.0, "no gain (1)")),
         ..FigureSpec::new(
             "leaper-sensitivity-speedup-{sweep}",
             "QPS speedup against {sweep} ({scale} scale)",
@@ -1031,9 +1074,13 @@ mod tests {
         }
         let svg = std::fs::read_to_string(dir.path().join("leaper-online-timeline-synthetic.svg")).unwrap();
         assert!(
-            svg.contains("windows (T1) of incremental-warmup"),
+            svg.contains("minus incremental-warmup") && svg.contains("flush and compaction windows (T1)"),
             "the note names the shaded run"
         );
+        // The baseline's hit ratio, then the differences from it.
+        for label in ["hit ratio (%)", "Δ hit ratio (points)", "Δ QPS (%)", "Δ p95 (µs)"] {
+            assert!(svg.contains(label), "no panel {label}");
+        }
     }
 
     /// An interval row with counted hits and misses, of lsmlab's `lru` or the fjall peer.

@@ -230,7 +230,7 @@ impl TypedExperiment for Oep7Ycsb {
                         bed.forget_map_pages(map)?;
                         lat.record(t.elapsed());
                         if i % 1024 == 0 {
-                            ctx.progress.tick(|| format!("{i} operations"));
+                            ctx.progress.count(i, Some(operations), "operations");
                         }
                     }
                     let wall = start.elapsed();

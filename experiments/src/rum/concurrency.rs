@@ -161,13 +161,8 @@ fn run_threads(
             return Err(e);
         }
         first_ts += batch.len() as u64;
-        ctx.progress.tick(|| {
-            format!(
-                "{threads} threads: {} / {} operations",
-                thousands(first_ts - 1),
-                thousands(data.len() as u64)
-            )
-        });
+        ctx.progress
+            .count(first_ts - 1, Some(data.len() as u64), "operations");
     }
     let ops = first_ts - 1;
     let seconds = busy.as_secs_f64();

@@ -307,7 +307,7 @@ impl TypedExperiment for RumMixed {
                         apply(&mut bed.index, &op).with_context(|| format!("update {i}"))?;
                         upd.record(t.elapsed());
                         if n.is_multiple_of(65_536) {
-                            ctx.progress.tick(|| format!("{n} / {steps} operations"));
+                            ctx.progress.count(n as u64, Some(steps as u64), "operations");
                         }
                         n += 1;
                     }

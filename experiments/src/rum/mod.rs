@@ -1142,8 +1142,7 @@ pub(crate) fn ingest_ops(
         apply(&mut bed.index, &op).with_context(|| format!("operation {i} ({op:?})"))?;
         count += 1;
         if i % 65_536 == 0 {
-            ctx.progress
-                .tick(|| format!("{} / {} operations", thousands(i as u64), thousands(total as u64)));
+            ctx.progress.count(i as u64, Some(total as u64), "operations");
         }
     }
     let total = start.elapsed();

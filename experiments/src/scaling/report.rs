@@ -56,7 +56,54 @@ pub fn time_verdict(row: &Row, tolerance: f64) -> &'static str {
     }
 }
 
-/// One figure per paper and measure: every component's cost divided by its cost at the smallest
+/// The note under every normalised figure's title.
+const LEGEND_NOTE: &str = "legend: fitted exponent (least-squares slope of log cost on log n)";
+
+/// The most component lines one normalised figure draws (the two reference lines come on top):
+/// more than this and near-identical colours and crossing lines make it unreadable.
+const MOST_LINES: usize = 6;
+
+/// The component groups of a paper's rows, in first-seen order.
+fn groups_of(rows: &[&Row]) -> Vec<String> {
+    distinct_of(rows.iter().copied(), "group")
+}
+
+/// A paper's groups split into figures of at most [`MOST_LINES`] components each: consecutive
+/// groups share a figure while they fit (a group larger than the limit gets one of its own). A
+/// paper within the limit is one figure.
+fn panels(rows: &[&Row]) -> Vec<Vec<String>> {
+    let size = |g: &str| {
+        distinct_of(
+            rows.iter()
+                .copied()
+                .filter(|r| text_of(r, "group").as_deref() == Some(g)),
+            "component",
+        )
+        .len()
+    };
+    let groups = groups_of(rows);
+    if groups.iter().map(|g| size(g)).sum::<usize>() <= MOST_LINES {
+        return vec![groups];
+    }
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut lines = 0;
+    for g in groups {
+        let n = size(&g);
+        match out.last_mut() {
+            Some(last) if lines + n <= MOST_LINES => {
+                last.push(g);
+                lines += n;
+            }
+            _ => {
+                out.push(vec![g]);
+                lines = n;
+            }
+        }
+    }
+    out
+}
+
+/// One figure per paper (or per panel of its groups, see [`panels`]) and measure: every component's cost divided by its cost at the smallest
 /// n, against n / smallest n, with the n and n log n references.
 pub fn figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
@@ -65,10 +112,16 @@ pub fn figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBu
         ("work", "work", "work_exponent", "counted work"),
     ] {
         for paper in distinct_of(result.rows.iter(), "paper") {
-            let rows: Vec<&Row> = result
+            let paper_rows: Vec<&Row> = result
                 .rows
                 .iter()
                 .filter(|r| text_of(r, "paper").as_deref() == Some(paper.as_str()))
+                .collect();
+            for panel in panels(&paper_rows) {
+            let rows: Vec<&Row> = paper_rows
+                .iter()
+                .copied()
+                .filter(|r| text_of(r, "group").is_some_and(|g| panel.contains(&g)))
                 .collect();
             let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
             let mut base_n = f64::INFINITY;
@@ -111,22 +164,34 @@ pub fn figures(result: &ResultFile, out_dir: &Path) -> anyhow::Result<Vec<PathBu
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join("-");
-            let title = format!(
-                "{paper}: {what} against n, relative to x1 ({} scale)",
-                result.scale
-            );
+            let title = format!("{paper}: {what} against n, relative to x1 ({} scale)", result.scale);
+            let (stem, note) = if panel.len() == groups_of(&paper_rows).len() {
+                (format!("scaling-{measure}-{slug}"), LEGEND_NOTE.to_string())
+            } else {
+                (
+                    format!("scaling-{measure}-{slug}-{}", panel.join("-")),
+                    format!("{}; {LEGEND_NOTE}", panel.join(", ")),
+                )
+            };
             let y = format!("{what} / {what} at x1");
-            paths.extend(plot::line_chart(
-                &out_dir.join(format!("scaling-{measure}-{slug}")),
+            // The last two series are the references (n, n log n), styled as such.
+            let mut keys: Vec<String> = series.iter().map(|(name, _)| name.clone()).collect();
+            let k = keys.len();
+            keys[k - 2] = format!("{} n", plot::REFERENCE);
+            keys[k - 1] = format!("{} n log n", plot::REFERENCE);
+            paths.extend(plot::line_chart_keyed(
+                &out_dir.join(stem),
                 &Labels {
                     title: &title,
                     x: "n / n at x1",
                     y: &y,
-                    note: Some("legend: fitted exponent (least-squares slope of log cost on log n)"),
+                    note: Some(&note),
                 },
                 (true, true),
                 &series,
+                &keys,
             )?);
+            }
         }
     }
     paths.extend(render_specs(SPECS, result, out_dir)?);

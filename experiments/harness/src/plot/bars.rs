@@ -14,7 +14,8 @@ use super::{axis_desc_font, draw_no_data, label_font, plot_err, render, titled_w
 
 /// One bar per category, one segment per series stacked bottom-up in series order, a legend, on a
 /// linear axis. `series[j].1[i]` is series j's value in category i; values must be finite and
-/// non-negative. `labels.x` names what the categories are.
+/// non-negative. `labels.x` names what the categories are. A non-zero segment thinner than a few
+/// pixels is drawn that tall around its middle, over its neighbours, so it stays visible.
 pub fn stacked_bars(
     out_stem: &Path,
     labels: &Labels,
@@ -227,6 +228,9 @@ impl Draw for Bars<'_> {
 }
 
 /// `text` in lines of at most `width` characters, broken at spaces (a longer word keeps its line).
+/// The least height, in pixels, a non-zero segment of a stacked bar is drawn with.
+const MIN_SEGMENT_PX: f64 = 4.0;
+
 fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
@@ -245,6 +249,37 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
 }
 
 impl Bars<'_> {
+    /// The heights stacked segments are drawn with, `[series][category]`: as measured, except that
+    /// a non-zero segment thinner than [`MIN_SEGMENT_PX`] (a flush under a long update phase) is
+    /// drawn that tall and the bar's largest segment gives up the difference, so every part stays
+    /// visible and the bar's total keeps its height. A bar whose largest segment cannot give it up
+    /// is drawn as measured. `unit_px` is the pixels of one y unit.
+    fn visible_segments(&self, unit_px: f64) -> Vec<Vec<f64>> {
+        let mut shown: Vec<Vec<f64>> = self.series.iter().map(|(_, v)| v.clone()).collect();
+        if !(unit_px.is_finite() && unit_px > 0.0) {
+            return shown;
+        }
+        let least = MIN_SEGMENT_PX / unit_px;
+        for i in 0..self.categories.len() {
+            let Some(largest) = (0..shown.len()).max_by(|&a, &b| shown[a][i].total_cmp(&shown[b][i])) else {
+                continue;
+            };
+            let lift: f64 = (0..shown.len())
+                .filter(|&j| j != largest && shown[j][i] > 0.0 && shown[j][i] < least)
+                .map(|j| least - shown[j][i])
+                .sum();
+            if lift > 0.0 && shown[largest][i] - lift >= least {
+                for (j, segments) in shown.iter_mut().enumerate() {
+                    if j != largest && segments[i] > 0.0 && segments[i] < least {
+                        segments[i] = least;
+                    }
+                }
+                shown[largest][i] -= lift;
+            }
+        }
+        shown
+    }
+
     fn draw_chart<DB: DrawingBackend, Y>(
         &self,
         area: &DrawingArea<DB, Shift>,
@@ -345,10 +380,21 @@ impl Bars<'_> {
             let side = (segment * 0.15).round() as u32;
             let mut bottoms = vec![baseline; n];
             let mut tops: Vec<Vec<f64>> = Vec::new();
-            for ((_, values), color) in self.series.iter().zip(colors) {
+            let px = |y: f64| f64::from(chart.backend_coord(&(SegmentValue::Exact(0), y)).1);
+            let shown = self.visible_segments(px(baseline) - px(baseline + 1.0));
+            let mut shown_bottoms = vec![baseline; n];
+            for (((_, values), shown), color) in self.series.iter().zip(&shown).zip(colors) {
                 let bars: Vec<_> = (0..n)
                     .map(|i| {
-                        let bar = bar_rect(i, bottoms[i], bottoms[i] + values[i], side, side, *color);
+                        let bar = bar_rect(
+                            i,
+                            shown_bottoms[i],
+                            shown_bottoms[i] + shown[i],
+                            side,
+                            side,
+                            *color,
+                        );
+                        shown_bottoms[i] += shown[i];
                         bottoms[i] += values[i];
                         bar
                     })
@@ -487,6 +533,40 @@ mod tests {
         let svg = std::fs::read_to_string(&paths[0]).unwrap();
         for text in ["Update time, chicago", "UM+F", "flush", "strategy", "time (s)"] {
             assert!(svg.contains(text), "SVG lacks {text}");
+        }
+    }
+
+    #[test]
+    fn thin_segments_are_drawn_visible_and_bar_totals_kept() {
+        let categories = categories();
+        let series = vec![
+            ("update".to_string(), vec![100.0, 100.0, 0.5, 3.0]),
+            ("flush".to_string(), vec![0.1, 5.0, 0.0, 0.1]),
+            ("merge".to_string(), vec![0.2, 0.0, 0.5, 0.0]),
+        ];
+        let bars = Bars {
+            labels: labels(),
+            categories: &categories,
+            series: &series,
+            errors: &[],
+            stacked: true,
+            log_y: false,
+        };
+        // 1 px per unit: MIN_SEGMENT_PX units is the least visible height.
+        let shown = bars.visible_segments(1.0);
+        let least = MIN_SEGMENT_PX;
+        // Bar 0: flush and merge lifted to the least height, update gives it up.
+        assert_eq!((shown[1][0], shown[2][0]), (least, least));
+        assert!((shown[0][0] - (100.0 - (least - 0.1) - (least - 0.2))).abs() < 1e-9);
+        // Bar 1: nothing thin (a zero stays zero).
+        assert_eq!((shown[0][1], shown[1][1], shown[2][1]), (100.0, 5.0, 0.0));
+        // Bars 2 and 3: the largest segment cannot give up the lift: drawn as measured.
+        assert_eq!((shown[0][2], shown[2][2]), (0.5, 0.5));
+        assert_eq!((shown[0][3], shown[1][3]), (3.0, 0.1));
+        for i in 0..categories.len() {
+            let total: f64 = series.iter().map(|(_, v)| v[i]).sum();
+            let drawn: f64 = shown.iter().map(|v| v[i]).sum();
+            assert!((total - drawn).abs() < 1e-9, "bar {i}: {total} drawn as {drawn}");
         }
     }
 

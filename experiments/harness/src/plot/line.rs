@@ -130,6 +130,30 @@ fn axis_range(values: &[f64], log: bool, from_zero: bool) -> Range<f64> {
     (if lo == 0.0 { 0.0 } else { lo - pad })..hi + pad
 }
 
+/// A log axis over few x values inside two decades (a sweep of x1, x2, x4, x8, say) is drawn
+/// over the data's own span with a tick at each value, rather than padded out to whole decades
+/// past the last point; `None` for anything else (whole decades, plotters' ticks).
+fn log_key_points(values: &[f64]) -> Option<(Range<f64>, Vec<f64>)> {
+    let mut keys: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    keys.sort_by(f64::total_cmp);
+    keys.dedup_by(|a, b| (*a / *b - 1.0).abs() < 1e-9);
+    let (lo, hi) = (*keys.first()?, *keys.last()?);
+    if keys.len() < 2 || keys.len() > 12 || hi / lo >= 100.0 {
+        return None;
+    }
+    // Neighbouring ticks closer than an eighth of the span would print into each other.
+    let span = (hi / lo).ln();
+    if keys.windows(2).any(|w| (w[1] / w[0]).ln() < span / 8.0) {
+        return None;
+    }
+    // A little room beyond the end points so their markers are not cut.
+    Some((lo / 1.06..hi * 1.06, keys))
+}
+
 impl Draw for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         // A series with nothing to draw (every value zero on a log axis, say) keeps its legend
@@ -160,11 +184,24 @@ impl Draw for Lines<'_> {
         }
         let xs = axis_range(&all.iter().map(|p| p.0).collect::<Vec<_>>(), self.log_x, false);
         let ys = axis_range(&all.iter().map(|p| p.1).collect::<Vec<_>>(), self.log_y, true);
-        match (self.log_x, self.log_y) {
-            (false, false) => self.draw_chart(&plot, xs, ys, &styles),
-            (true, false) => self.draw_chart(&plot, xs.log_scale(), ys, &styles),
-            (false, true) => self.draw_chart(&plot, xs, ys.log_scale(), &styles),
-            (true, true) => self.draw_chart(&plot, xs.log_scale(), ys.log_scale(), &styles),
+        let x_keys = if self.log_x {
+            log_key_points(&all.iter().map(|p| p.0).collect::<Vec<_>>())
+        } else {
+            None
+        };
+        match (self.log_x, self.log_y, x_keys) {
+            (true, log_y, Some((range, keys))) => {
+                let x = LogCoord::from(range.log_scale()).with_key_points(keys);
+                if log_y {
+                    self.draw_chart(&plot, x, ys.log_scale(), &styles)
+                } else {
+                    self.draw_chart(&plot, x, ys, &styles)
+                }
+            }
+            (false, false, _) => self.draw_chart(&plot, xs, ys, &styles),
+            (true, false, None) => self.draw_chart(&plot, xs.log_scale(), ys, &styles),
+            (false, true, _) => self.draw_chart(&plot, xs, ys.log_scale(), &styles),
+            (true, true, None) => self.draw_chart(&plot, xs.log_scale(), ys.log_scale(), &styles),
         }
     }
 }
@@ -236,6 +273,9 @@ impl Lines<'_> {
                 chart
                     .draw_series(LineSeries::new(points.iter().copied(), stroke))
                     .map_err(plot_err)?;
+            }
+            if style.reference {
+                continue;
             }
             let marker = style.marker;
             let style = style.color.filled();
@@ -326,5 +366,17 @@ mod tests {
         near(axis_range(&[0.002, 35.0], true, false), 0.001, 100.0);
         near(axis_range(&[5.0], true, false), 1.0, 10.0);
         assert_eq!(axis_range(&[2.0, 4.0], false, true).start, 0.0);
+    }
+
+    #[test]
+    fn a_short_log_sweep_is_ticked_at_its_own_values() {
+        let (range, keys) = log_key_points(&[1.0, 2.0, 4.0, 8.0, 4.0, 1.0]).unwrap();
+        assert_eq!(keys, vec![1.0, 2.0, 4.0, 8.0]);
+        assert!(range.start < 1.0 && range.start > 0.9 && range.end > 8.0 && range.end < 9.0);
+        // Many decades, too many values, or values too close to label apart keep whole decades.
+        assert!(log_key_points(&[0.001, 1.0, 10.0]).is_none());
+        assert!(log_key_points(&(1..=20).map(f64::from).collect::<Vec<_>>()).is_none());
+        assert!(log_key_points(&[1.0, 1.05, 8.0]).is_none());
+        assert!(log_key_points(&[3.0]).is_none());
     }
 }

@@ -27,7 +27,8 @@ pub use bars::{grouped_bars, grouped_bars_with_intervals, stacked_bars, stacked_
 pub use line::{line_chart, line_chart_keyed, line_chart_with_intervals};
 pub(crate) use palette::canonical;
 pub use palette::{
-    color_for, install as install_styles, marker_for, style_for, FixedStyle, Marker, Style, PALETTE,
+    color_for, install as install_styles, is_reference, marker_for, style_for, FixedStyle, Marker, Style,
+    PALETTE, REFERENCE,
 };
 pub use spec::{cores_note, facets, fill, render_specs, spec_fields, table_cells, FigureSpec, Filter, Mark};
 pub use table::{markdown_table, table_figure};
@@ -223,7 +224,9 @@ pub(crate) fn titled_with_legend<DB: DrawingBackend>(
                         .draw(&PathElement::new(vec![(6, y + 8), (30, y + 8)], stroke))
                         .map_err(plot_err)?;
                 }
-                draw_marker(&legend, (18, y + 8), style.marker, color)?;
+                if !style.reference {
+                    draw_marker(&legend, (18, y + 8), style.marker, color)?;
+                }
             } else {
                 legend
                     .draw(&Rectangle::new([(8, y), (26, y + 16)], color.filled()))

@@ -236,6 +236,21 @@ pub struct Style {
     /// A second (third, ...) series of the same style key in one figure, e.g. UM+BV once per swept
     /// knob: same colour, another marker, a dashed line.
     pub dashed: bool,
+    /// A reference line (see [`REFERENCE`]): dashed, in black or grey, without point markers.
+    pub reference: bool,
+}
+
+/// The style key prefix of a reference line (`reference`, `reference 2`, ...): a line drawn for
+/// comparison, not measured (a slope of n, a speedup of 1). References take [`REFERENCE_COLORS`]
+/// in order and are dashed without markers, so no measured series is mistaken for one.
+pub const REFERENCE: &str = "reference";
+
+/// The colours of a figure's reference lines, in order: black, then dark grey.
+pub const REFERENCE_COLORS: [RGBColor; 2] = [RGBColor(0x20, 0x20, 0x20), RGBColor(0x8a, 0x8a, 0x8a)];
+
+/// Whether a style key names a reference line.
+pub fn is_reference(key: &str) -> bool {
+    canonical(key).starts_with(REFERENCE)
 }
 
 /// The style of a label on its own: [`color_for`] and [`marker_for`], solid.
@@ -244,7 +259,22 @@ pub fn style_for(name: &str) -> Style {
         color: color_for(name),
         marker: marker_for(name),
         dashed: false,
+        reference: false,
     }
+}
+
+/// Two colours of one figure closer than this ("redmean" distance, see [`distance`]) are too alike
+/// to tell apart: blue against teal is 70, grey against brown 63; distinct hues of [`PALETTE`] are
+/// over 100 apart.
+pub const MIN_DISTANCE: f64 = 80.0;
+
+/// The "redmean" approximation of the perceived difference of two sRGB colours (0 to about 765).
+pub fn distance(a: RGBColor, b: RGBColor) -> f64 {
+    let (r1, g1, b1) = (f64::from(a.0), f64::from(a.1), f64::from(a.2));
+    let (r2, g2, b2) = (f64::from(b.0), f64::from(b.1), f64::from(b.2));
+    let r = (r1 + r2) / 2.0;
+    let (dr, dg, db) = (r1 - r2, g1 - g2, b1 - b2);
+    ((2.0 + r / 256.0) * dr * dr + 4.0 * dg * dg + (2.0 + (255.0 - r) / 256.0) * db * db).sqrt()
 }
 
 /// The style of each series of one figure, from its style key (its strategy):
@@ -252,15 +282,27 @@ pub fn style_for(name: &str) -> Style {
 ///   the figure shows, so a strategy looks the same in every figure;
 /// - a later series of a key seen before keeps the colour, takes the next marker that colour has not
 ///   used in this figure, and is dashed;
-/// - a key without a fixed colour gets its hashed one unless another key of the figure holds that
-///   colour, then the first palette colour no key of the figure holds.
+/// - a key without a fixed colour gets its hashed one unless a colour another key of the figure
+///   holds is within [`MIN_DISTANCE`] of it, then the first palette colour at least that far from
+///   every colour held.
 pub(crate) fn styles_for(keys: &[String]) -> Vec<Style> {
     let canon: Vec<String> = keys.iter().map(|k| canonical(k)).collect();
     let first_of = |i: usize| canon.iter().position(|c| *c == canon[i]).unwrap_or(i);
     // Colours held by keys with a fixed colour, so a hashed key never takes one of them.
     let mut held: Vec<RGBColor> = keys.iter().filter_map(|k| fixed_color(k)).collect();
     let mut out: Vec<Style> = Vec::with_capacity(keys.len());
+    let mut references = 0;
     for (i, key) in keys.iter().enumerate() {
+        if is_reference(key) {
+            out.push(Style {
+                color: REFERENCE_COLORS[references.min(REFERENCE_COLORS.len() - 1)],
+                marker: Marker::Circle,
+                dashed: true,
+                reference: true,
+            });
+            references += 1;
+            continue;
+        }
         let first = first_of(i);
         if first < i {
             let color = out[first].color;
@@ -278,13 +320,15 @@ pub(crate) fn styles_for(keys: &[String]) -> Vec<Style> {
                 color,
                 marker,
                 dashed: true,
+                reference: false,
             });
             continue;
         }
         let mut style = style_for(key);
         if fixed_color(key).is_none() {
-            if held.contains(&style.color) {
-                if let Some(free) = PALETTE.iter().find(|c| !held.contains(c)) {
+            let apart = |c: &RGBColor| held.iter().all(|h| distance(*h, *c) >= MIN_DISTANCE);
+            if !apart(&style.color) {
+                if let Some(free) = PALETTE.iter().find(|c| apart(c)) {
                     style.color = *free;
                 }
             }
@@ -362,6 +406,41 @@ mod tests {
         // The tuning sweep's UM+V is not drawn in Validation's colour.
         let tuning_styles = styles_for(&tuning);
         assert!(tuning_styles.iter().all(|s| s.color != color_for("Validation")));
+    }
+
+    #[test]
+    fn hashed_colours_of_one_figure_stay_apart() {
+        // Blue against teal and grey against brown, the pairs a hash can land on.
+        assert!(distance(PALETTE[0], PALETTE[3]) < MIN_DISTANCE);
+        assert!(distance(PALETTE[9], PALETTE[8]) < MIN_DISTANCE);
+        for n in 2..=10 {
+            for offset in 0..20 {
+                let keys: Vec<String> = (0..n).map(|i| format!("component-{}", i + offset)).collect();
+                let styles = styles_for(&keys);
+                for (i, a) in styles.iter().enumerate() {
+                    for b in &styles[i + 1..] {
+                        assert!(
+                            distance(a.color, b.color) >= MIN_DISTANCE,
+                            "{keys:?}: {a:?} and {b:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reference_lines_are_dashed_black_then_grey_and_take_no_series_colour() {
+        let keys: Vec<String> = ["Eager", "reference n", "UM+F", "Reference n log n"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let styles = styles_for(&keys);
+        assert!(styles[1].reference && styles[1].dashed && styles[1].color == REFERENCE_COLORS[0]);
+        assert!(styles[3].reference && styles[3].color == REFERENCE_COLORS[1]);
+        assert!(!styles[0].reference && !styles[2].reference);
+        assert_eq!(styles[0], style_for("Eager"));
+        assert!(is_reference("reference") && !is_reference("UM"));
     }
 
     #[test]

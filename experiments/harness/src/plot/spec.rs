@@ -91,6 +91,9 @@ pub struct FigureSpec {
     /// The numeric field holding a thread count: when the machine that produced the result has
     /// fewer cores than the most threads a figure plots, the figure says so under its title.
     pub threads: Option<&'static str>,
+    /// A dashed reference line across a line chart at this y (before `y_scale`), with its legend
+    /// name: e.g. `(1.0, "no gain (1)")` under a speedup.
+    pub reference_y: Option<(f64, &'static str)>,
 }
 
 impl FigureSpec {
@@ -113,6 +116,7 @@ impl FigureSpec {
             log_x: false,
             log_y: false,
             threads: None,
+            reference_y: None,
         }
     }
 }
@@ -459,6 +463,22 @@ fn render_one(
                     Some((s, points.into_iter().map(|(x, y, _)| (x, y)).collect()))
                 })
                 .collect();
+            if let Some((y, name)) = spec.reference_y {
+                let xs = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.0));
+                let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x), hi.max(x))
+                });
+                if lo.is_finite() && hi.is_finite() {
+                    series.push((
+                        name.to_string(),
+                        vec![(lo, y * spec.y_scale), (hi, y * spec.y_scale)],
+                    ));
+                    keys.push(super::palette::REFERENCE.to_string());
+                    if with_ci {
+                        errors.push(vec![0.0, 0.0]);
+                    }
+                }
+            }
             let ys: Vec<f64> = series
                 .iter()
                 .flat_map(|(_, pts)| pts.iter())
