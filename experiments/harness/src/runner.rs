@@ -472,10 +472,13 @@ fn run_checked(
         add_cell(&mut state, i, label, duration_s, output);
         progress.cell_done();
         if keeps_partial {
+            // The file and the count it holds change together: an interrupt's note
+            // (`interrupted_note`, on the signal handler's thread) waits for both.
+            let mut saved = SAVED.lock();
             state
                 .write_atomic(&partial)
                 .context("writing the cells done so far")?;
-            if let Some(saved) = SAVED.lock().as_mut() {
+            if let Some(saved) = saved.as_mut() {
                 saved.done = done_before + n + 1;
             }
         }

@@ -167,8 +167,8 @@ lsmlab_harness::config! {
         pub t2_intervals: f64,
         /// operations of the warm-up phase (training data of the Leaper model, calibration of interval_s)
         pub warmup_ops: u64,
-        /// a latency spike is an interval whose p95 exceeds this x the median interval p95 of the workload's
-        /// runs
+        /// a latency spike is an interval whose mean latency exceeds this x the median interval mean of the
+        /// workload's runs
         pub spike_factor: f64,
         /// where the store's pages live: mem (counted, in memory; tiny and small) or file (an unlinked page
         /// file read through the OS page cache; paper's default); counted figures are the same
@@ -488,9 +488,11 @@ impl KvSetup {
                 self.page_size, self.compaction_mb_s, self.t2_intervals,
             ),
             format!(
-                "Latency spike (the paper gives no number): an interval whose p95 latency exceeds spike_factor = {} x \
-                 the median interval p95 of all the workload's runs (every policy's intervals pooled, so that one \
-                 threshold judges every policy).",
+                "Latency spike (the paper gives no number): an interval whose mean latency exceeds spike_factor = {} \
+                 x the median interval mean of all the workload's runs (every policy's intervals pooled, so that one \
+                 threshold judges every policy). The mean, not the p95: with one client an interval's p95 is one \
+                 hit's or one miss's latency, a binary quantity, where the mean (the interval's length over its \
+                 operations) moves with every miss.",
                 self.spike_factor
             ),
             self.keys_note(),

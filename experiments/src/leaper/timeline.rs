@@ -74,6 +74,13 @@ impl PartStats {
         (all > 0).then(|| hits as f64 / all as f64)
     }
 
+    /// Cache misses per operation (every operation counts, reads and writes, as the streams of
+    /// every policy are the same operations); `None` without operations. Unlike a raw count over a
+    /// fixed virtual time, it does not charge the faster policy for the operations it served more.
+    pub fn misses_per_op(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.misses as f64 / self.ops as f64)
+    }
+
     /// The share of reads that read nothing from the device; `None` without reads.
     pub fn reads_without_io_ratio(&self) -> Option<f64> {
         (self.reads > 0).then(|| self.reads_without_io as f64 / self.reads as f64)
@@ -323,6 +330,7 @@ impl RunTimeline {
                     .int("ops", p.ops())
                     .num("qps", p.ops_per_s())
                     .opt_num("hit_ratio", p.ratio("cache_hits", "cache_misses"))
+                    .num("mean_us", p.latency.mean_us)
                     .num("p95_us", p.latency.p95_us)
                     .num("p99_us", p.latency.p99_us)
                     .bool("in_flush", in_flush)
@@ -345,17 +353,18 @@ impl RunTimeline {
     }
 
     /// The p95 of each interval that ran an operation.
-    pub fn interval_p95s(&self) -> Vec<f64> {
+    /// The mean latency of every interval that holds an operation.
+    pub fn interval_means(&self) -> Vec<f64> {
         self.intervals
             .iter()
             .filter(|p| p.ops() > 0)
-            .map(|p| p.latency.p95_us)
+            .map(|p| p.latency.mean_us)
             .collect()
     }
 
-    /// Intervals whose p95 exceeds `threshold_us`.
+    /// Latency spikes: intervals whose mean latency exceeds `threshold_us`.
     pub fn spikes(&self, threshold_us: f64) -> u64 {
-        self.interval_p95s().iter().filter(|p| **p > threshold_us).count() as u64
+        self.interval_means().iter().filter(|p| **p > threshold_us).count() as u64
     }
 
     pub fn summary(&self) -> LatencySummary {
@@ -476,17 +485,36 @@ mod tests {
     }
 
     #[test]
-    fn spikes_count_intervals_above_a_threshold() {
+    fn spikes_count_intervals_whose_mean_is_above_a_threshold() {
         let mut r = RunRecorder::new(10.0 * MS, MS);
         for i in 0..30 {
-            let latency = if (10..20).contains(&i) { 500.0 } else { 100.0 };
+            // The second interval: four slow operations in ten, a mean of 260 us against 100.
+            let latency = if (10..14).contains(&i) { 500.0 } else { 100.0 };
             r.op((i as f64 + 0.5) * MS, latency, 1, 0, 0);
         }
         let tl = r.finish(30.0 * MS);
-        let p95s = tl.interval_p95s();
-        assert_eq!(p95s.len(), 3);
-        assert!((median(&p95s) - 100.0).abs() < 0.5);
-        assert_eq!(tl.spikes(2.0 * median(&p95s)), 1);
+        let means = tl.interval_means();
+        assert_eq!(means.len(), 3);
+        assert!((means[1] - 260.0).abs() < 0.5, "{means:?}");
+        assert!((median(&means) - 100.0).abs() < 0.5);
+        assert_eq!(tl.spikes(2.0 * median(&means)), 1);
+    }
+
+    #[test]
+    fn misses_per_operation_do_not_charge_the_policy_that_served_more() {
+        let mut slow = PartStats::default();
+        let mut fast = PartStats::default();
+        for _ in 0..100 {
+            slow.add(Duration::from_micros(10), 0, 1);
+        }
+        for _ in 0..150 {
+            fast.add(Duration::from_micros(5), 1, 1);
+        }
+        // More misses in a window of the same length, and fewer per operation.
+        assert!(fast.misses > slow.misses);
+        assert_eq!(slow.misses_per_op(), Some(1.0));
+        assert_eq!(fast.misses_per_op(), Some(1.0));
+        assert_eq!(PartStats::default().misses_per_op(), None);
     }
 
     #[test]
