@@ -520,6 +520,8 @@ impl KvSetup {
                     max_levels: rng.random_range(3..=6),
                 },
                 bloom_fp: [None, Some(0.01), Some(0.3)][rng.random_range(0..3)],
+                // Half the stores run compactions over virtual time, a few ticks long.
+                background_bytes_per_s: rng.random_bool(0.5).then_some((page_size as f64) * 2_000.0),
             },
         }
     }
@@ -578,7 +580,8 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
     let mut oracle: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut next_append = 1_000_000u64;
     for (i, op) in ops.iter().enumerate() {
-        kv.set_now(i as f64 * KV_TICK);
+        kv.set_now(i as f64 * KV_TICK)
+            .map_err(|e| fail(i, format!("advancing the clock to operation {i}: {e}")))?;
         let err = |e: lsmlab_engine::Error| fail(i, format!("{op:?} failed: {e}"));
         match *op {
             KvOp::Put(k, n) => {
@@ -627,6 +630,21 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
     {
         return Err(fail(end, "final full scan differs".into()));
     }
+    // Merges still in progress on the virtual clock end: their inputs are freed.
+    if let Some(t) = kv.merges_end() {
+        kv.set_now(t)
+            .map_err(|e| fail(end, format!("ending the merges in progress: {e}")))?;
+    }
+    if kv.merging() {
+        return Err(fail(end, "merges still in progress at the end of time".into()));
+    }
+    if kv
+        .scan(0, u64::MAX)
+        .map_err(|e| fail(end, format!("final scan: {e}")))?
+        != all
+    {
+        return Err(fail(end, "final full scan after the merges ended differs".into()));
+    }
     kv.version()
         .check()
         .map_err(|e| fail(end, format!("level layout: {e}")))?;
@@ -660,10 +678,12 @@ fn kv_replay(setup: &KvSetup, ops: &[KvOp], totals: &mut Totals) -> Result<(), M
     Ok(())
 }
 
-/// Every cached page is a data block of a live run (a retired run's blocks were invalidated).
+/// Every cached page is a data block of a live run (a retired run's blocks were invalidated), or
+/// of a run a merge in progress retired and still reads.
 fn kv_cache_audit(kv: &KvStore) -> Result<(), String> {
     let live: Vec<(u64, u64)> = kv
         .runs()
+        .chain(kv.retained_runs())
         .map(|r| (r.first_page(), r.first_page() + r.data_blocks()))
         .collect();
     match kv

@@ -4,7 +4,8 @@
 //! cache does about the blocks every flush and compaction rewrites.
 //!
 //! - `sst`: the run format (page layout, point lookups, range scans, merge scans);
-//! - `store`: [`KvStore`] with its [`BackgroundOp`] records and [`KvStats`];
+//! - `store`: [`KvStore`] with its [`BackgroundOp`] records and [`KvStats`]; `timed`: merges that
+//!   last their duration on the virtual clock ([`KvConfig::background_bytes_per_s`]);
 //! - `warmup`: the policy contract and [`CacheWarmer`], which drives a policy from an LSM
 //!   index's lifecycle events; `baselines`: no warm-up, X-Engine's incremental warm-up,
 //!   RocksDB's prepopulation on flush, and prepopulation on flush and compaction.
@@ -12,6 +13,7 @@
 mod baselines;
 mod sst;
 mod store;
+mod timed;
 mod warmup;
 
 pub use baselines::{IncrementalWarmup, NoWarmUp, PrepopulateAll, PrepopulateFlush};

@@ -2,6 +2,7 @@
 //! with a cache warm-up policy told about every access and every flush and compaction.
 
 use super::sst::{entry_size, for_each_run, max_value_len, KvValue, MetaLookups, SstFormat, SstRun};
+use super::timed::{Gate, Pending};
 use super::warmup::{Access, Background, CacheWarmer, RunBlocks, WarmCounts, WarmUpPolicy};
 use crate::cache::{BufferCache, CacheStats};
 use crate::lsm::merge::{EntryStream, KWayMerge};
@@ -27,6 +28,14 @@ pub struct KvConfig {
     /// The Bloom filters' false-positive rate (none if `None`); RocksDB's common setting, 10 bits
     /// per key, is about 0.01.
     pub bloom_fp: Option<f64>,
+    /// `None` (the default): a flush or compaction runs at once, inside the write that triggers
+    /// it. `Some(b)`: a compaction that rewrites runs lasts T1 = (pages read + pages written) x
+    /// page size / `b` seconds of the store's virtual clock ([`KvStore::set_now`]), as X-Engine's
+    /// background compactions do: its inputs answer reads and its outputs are installed only at
+    /// the end, and the warm-up policy is told of each output block as the compaction reaches it
+    /// (see the `timed` module). Flushes and trivial moves still run at once.
+    #[serde(default)]
+    pub background_bytes_per_s: Option<f64>,
 }
 
 impl Default for KvConfig {
@@ -35,6 +44,7 @@ impl Default for KvConfig {
             memtable_bytes: 1 << 20,
             leveled: LeveledParams::default(),
             bloom_fp: Some(0.01),
+            background_bytes_per_s: None,
         }
     }
 }
@@ -210,6 +220,10 @@ pub struct KvStore {
     cache: Arc<BufferCache>,
     config: KvConfig,
     warmer: Arc<CacheWarmer>,
+    /// Between the executor and the warmer: holds a timed merge's lifecycle for `pending`.
+    gate: Arc<Gate>,
+    /// Timed merges in progress ([`KvConfig::background_bytes_per_s`]).
+    pending: Option<Pending>,
     memtable: BTreeMap<u64, KvValue>,
     memtable_bytes: u64,
     runs: RunStore<SstFormat>,
@@ -226,6 +240,13 @@ impl KvStore {
         if config.memtable_bytes == 0 {
             return Err(Error::Config("memtable_bytes must be at least 1".into()));
         }
+        if let Some(b) = config.background_bytes_per_s {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(Error::Config(format!(
+                    "background_bytes_per_s must be a positive number of bytes per second, not {b}"
+                )));
+            }
+        }
         config.leveled.validate().map_err(Error::Config)?;
         let format = SstFormat::new(cache.clone(), config.bloom_fp)?;
         let device = cache.device().clone();
@@ -235,12 +256,16 @@ impl KvStore {
             device,
         );
         let warmer = Arc::new(CacheWarmer::new(cache.clone(), policy));
-        runs.subscribe(warmer.clone());
+        let gate = Arc::new(Gate::new(warmer.clone()));
+        runs.subscribe(gate.clone());
+        runs.set_retain_retired(config.background_bytes_per_s.is_some());
         Ok(KvStore {
             runs,
             cache,
             config,
             warmer,
+            gate,
+            pending: None,
             memtable: BTreeMap::new(),
             memtable_bytes: 0,
             now: 0.0,
@@ -284,10 +309,90 @@ impl KvStore {
         r
     }
 
-    /// The virtual time, in seconds, the policy is told with every access and operation.
-    pub fn set_now(&mut self, now_secs: f64) {
+    /// The virtual time, in seconds, the policy is told with every access and operation. With
+    /// timed compactions ([`KvConfig::background_bytes_per_s`]) it also carries the merges in
+    /// progress forward: what of their lifecycle is due by `now_secs` is told to the warm-up
+    /// policy, and a batch whose end has come is installed for reads (its inputs freed). An error
+    /// is the policy's or the cache's on a deferred step; the store stays usable.
+    pub fn set_now(&mut self, now_secs: f64) -> Result<()> {
         self.now = now_secs;
         self.warmer.set_now(now_secs);
+        self.advance(now_secs)
+    }
+
+    /// Tells the warmer what of the pending merges is due by `now` (at its due time), and ends
+    /// the batch when its end has come.
+    fn advance(&mut self, now: f64) -> Result<()> {
+        let Some(pending) = self.pending.as_mut() else {
+            return Ok(());
+        };
+        let due = pending.take_due(now);
+        let finished = now >= pending.end_s && pending.due.is_empty();
+        let mut result = Ok(());
+        for (at, d) in &due {
+            // The policy is told the time the step was due (a merge's end, say), not the time the
+            // clock was next set to.
+            self.warmer.set_now(at.min(now));
+            let r = self.gate.deliver(d);
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        self.warmer.set_now(now);
+        let counts = self.warmer.take_operation();
+        self.stats.admitted += counts.blocks_admitted;
+        self.stats.policy_evictions += counts.policy_evictions;
+        if finished {
+            self.finish_pending();
+        }
+        result
+    }
+
+    /// Ends the pending batch now: tells the warmer everything still held, installs the batch for
+    /// reads and frees the runs it retired (their cached blocks are invalidated).
+    fn complete_pending(&mut self) -> Result<()> {
+        let mut result = Ok(());
+        if let Some(pending) = self.pending.as_mut() {
+            let all = pending.take_due(f64::INFINITY);
+            for (_, d) in &all {
+                let r = self.gate.deliver(d);
+                if result.is_ok() {
+                    result = r;
+                }
+            }
+            let counts = self.warmer.take_operation();
+            self.stats.admitted += counts.blocks_admitted;
+            self.stats.policy_evictions += counts.policy_evictions;
+        }
+        self.finish_pending();
+        result
+    }
+
+    /// Drops the batch's view and frees its retired runs, counting the invalidations.
+    fn finish_pending(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            let before = self.cache.stats();
+            for (_, run) in pending.retired {
+                self.runs.destroy_retired(run);
+            }
+            self.stats.invalidations += self.cache.stats().since(&before).invalidations;
+        }
+    }
+
+    /// Whether merges are in progress on the virtual clock (their inputs still answer reads).
+    pub fn merging(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// When the merges in progress end on the virtual clock (`None` when none is).
+    pub fn merges_end(&self) -> Option<f64> {
+        self.pending.as_ref().map(|p| p.end_s)
+    }
+
+    /// The runs merges in progress have retired and still read until they end (none without
+    /// timed merges in progress); [`Self::runs`] gives the installed ones.
+    pub fn retained_runs(&self) -> impl Iterator<Item = &SstRun> {
+        self.pending.iter().flat_map(|p| p.retired.values())
     }
 
     /// The store's virtual time, in seconds (see [`Self::set_now`]).
@@ -304,10 +409,24 @@ impl KvStore {
         }
         let mut meta = MetaLookups::default();
         let mut found = None;
-        for (_, run) in self.runs.lookup_order(key) {
-            if let Some(v) = run.get_counted(&self.cache, key, &mut meta)? {
-                found = Some(v);
-                break;
+        match &self.pending {
+            // A merge in progress: the runs from before it answer (its outputs are not installed).
+            Some(p) => {
+                for m in p.view.lookup_order(key) {
+                    let run = p.run(m.id, self.runs.run(m.id));
+                    if let Some(v) = run.get_counted(&self.cache, key, &mut meta)? {
+                        found = Some(v);
+                        break;
+                    }
+                }
+            }
+            None => {
+                for (_, run) in self.runs.lookup_order(key) {
+                    if let Some(v) = run.get_counted(&self.cache, key, &mut meta)? {
+                        found = Some(v);
+                        break;
+                    }
+                }
             }
         }
         self.stats.add_meta(&meta);
@@ -344,7 +463,7 @@ impl KvStore {
             self.memtable.range(lo..=hi).map(|(&k, v)| Ok((k, v.clone()))),
         )];
         let mut lookups = MetaLookups::default();
-        for (_, run) in self.runs.scan_order(&want) {
+        for run in self.read_runs(&want) {
             streams.push(Box::new(
                 run.scan_counted(&self.cache, lo, hi, &mut lookups)?
                     .into_iter()
@@ -370,11 +489,24 @@ impl KvStore {
         let want = self.begin_scan(lo, hi)?;
         let mut read = 0;
         let mut lookups = MetaLookups::default();
-        for (_, run) in self.runs.scan_order(&want) {
+        for run in self.read_runs(&want) {
             read += run.touch_counted(&self.cache, lo, hi, &mut lookups)?;
         }
         self.stats.add_meta(&lookups);
         Ok(read)
+    }
+
+    /// The runs a scan of `want` reads, newest data first: the installed ones, or while merges are
+    /// in progress on the virtual clock the ones from before them.
+    fn read_runs(&self, want: &KeyRange<u64>) -> Vec<&SstRun> {
+        match &self.pending {
+            Some(p) => p
+                .view
+                .scan_order(want)
+                .map(|m| p.run(m.id, self.runs.run(m.id)))
+                .collect(),
+            None => self.runs.scan_order(want).map(|(_, r)| r).collect(),
+        }
     }
 
     /// The smallest range covering every key of the memtable and the runs (tombstones included).
@@ -384,7 +516,11 @@ impl KvStore {
             .first_key_value()
             .zip(self.memtable.last_key_value())
             .map(|((&a, _), (&b, _))| KeyRange::new(a, b));
-        KeyRange::cover(memtable.iter().chain(self.runs.version().key_cover().as_ref()))
+        let runs = match &self.pending {
+            Some(p) => p.view.key_cover(),
+            None => self.runs.version().key_cover(),
+        };
+        KeyRange::cover(memtable.iter().chain(runs.as_ref()))
     }
 
     /// Writes `key`. A value larger than a data block holds is an [`Error::Config`] (nothing is
@@ -424,7 +560,10 @@ impl KvStore {
     /// Flushes the memtable (if it holds anything) to a new level-0 run, then compacts until the
     /// leveled strategy is satisfied.
     pub fn flush(&mut self) -> Result<()> {
+        // One background worker: merges in progress finish before the next flush (their view
+        // would not hold its run).
         if !self.memtable.is_empty() {
+            self.complete_pending()?;
             self.flush_memtable()?;
         }
         self.compact()
@@ -526,14 +665,45 @@ impl KvStore {
             .flat_map(|r| r.blocks())
             .filter(|b| self.cache.contains(b.page))
             .count() as u64;
+        let timed = self.config.background_bytes_per_s;
+        if timed.is_some() {
+            // Merges of one round (begun at this instant) queue one after the other on the clock;
+            // an earlier round still in progress is finished first (one background worker).
+            if self.pending.as_ref().is_some_and(|p| p.began_s < self.now) {
+                self.complete_pending()?;
+            }
+            if self.pending.is_none() {
+                self.pending = Some(Pending::new(self.runs.version().clone(), self.now));
+            }
+            self.gate.hold();
+        }
         let before = Counters::of(&self.cache);
         self.warmer.take_operation();
         let result = self.runs.apply_with(choice, &mut SstMerger);
+        let held = self.gate.release();
         let counts = self.warmer.take_operation();
         let (cache_delta, io_delta) = before.since(&self.cache);
         if let Err(e) = result {
-            self.fail(cache_delta, io_delta, counts);
+            // Nothing was installed: the warmer is told at once, as of an untimed merge.
+            for d in &held {
+                let _ = self.gate.deliver(d);
+            }
+            let late = self.warmer.take_operation();
+            self.fail(
+                cache_delta,
+                io_delta,
+                WarmCounts {
+                    policy_evictions: counts.policy_evictions + late.policy_evictions,
+                    ..counts
+                },
+            );
             return Err(e);
+        }
+        if let (Some(bytes_per_s), Some(pending)) = (timed, self.pending.as_mut()) {
+            let pages = io_delta.page_reads + io_delta.page_writes;
+            let t1 = pages as f64 * self.cache.page_size() as f64 / bytes_per_s;
+            pending.schedule(held, t1);
+            pending.retired.extend(self.runs.take_retired());
         }
         self.record(BackgroundOp {
             kind: Background::Compaction,
@@ -549,7 +719,9 @@ impl KvStore {
             policy_evictions: counts.policy_evictions,
             output_level,
         });
-        Ok(())
+        // A timed merge's start is due now (Leaper's phase 1 runs as it begins).
+        let now = self.now;
+        self.advance(now)
     }
 
     fn record(&mut self, op: BackgroundOp) {
@@ -685,5 +857,15 @@ impl Merger<SstFormat> for NoMerge {
         Err(Error::Config(
             "a merge reached the merger of moves and drops".into(),
         ))
+    }
+}
+
+impl Drop for KvStore {
+    fn drop(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            for (_, run) in pending.retired {
+                self.runs.destroy_retired(run);
+            }
+        }
     }
 }

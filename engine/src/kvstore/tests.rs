@@ -23,6 +23,7 @@ fn config(memtable_bytes: u64) -> KvConfig {
             max_levels: 4,
         },
         bloom_fp: Some(0.01),
+        background_bytes_per_s: None,
     }
 }
 
@@ -458,6 +459,94 @@ fn incremental_warmup_admits_exactly_the_overlapping_outputs() {
     assert_eq!(merge.invalidated, 0, "nothing cached was left to invalidate");
 }
 
+/// The block of `runs` (at `level`) that holds `key`.
+fn block_with(runs: &[RunBlocks], level: usize, key: u64) -> BlockInfo {
+    *runs
+        .iter()
+        .filter(|r| r.level == level)
+        .flat_map(|r| &r.blocks)
+        .find(|b| b.first_key <= key && key <= b.last_key)
+        .unwrap()
+}
+
+/// A merge that lasts its T1 on the virtual clock, as X-Engine's background compactions do
+/// (Leaper §2.2, §6): Incremental Warmup evicts a cached input block when the merge writes the
+/// output block that replaces it, but reads go to the inputs until the merge is installed at the
+/// end, so a read between the two misses on the old block. Once installed, it hits the new one.
+/// The same stream with untimed merges never misses.
+#[test]
+fn a_read_during_a_timed_merge_misses_where_incremental_warmup_evicted_the_old_block() {
+    const KEY: u64 = 60;
+    let run = |timed: bool| {
+        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+        let cache = Arc::new(BufferCache::new(dev, 1024));
+        // One virtual second per page read or written.
+        let config = KvConfig {
+            background_bytes_per_s: timed.then_some(PAGE as f64),
+            ..config(1 << 30)
+        };
+        let mut kv = KvStore::new(cache, config, WarmUpKind::IncrementalWarmup.baseline().unwrap()).unwrap();
+        kv.set_now(0.0).unwrap();
+        // A (0..200, level 1 after a trivial move) and B (0..100, level 0); KEY's newest is B's.
+        flush_keys(&mut kv, 0..200, 1);
+        flush_keys(&mut kv, 0..100, 2);
+        assert!(!kv.merging(), "flushes and trivial moves are not timed");
+        assert_eq!(kv.get(KEY).unwrap(), Some(value(KEY, 2)));
+        let old = block_with(&kv.run_blocks(), 0, KEY);
+        assert!(kv.cache().contains(old.page));
+        kv.take_background();
+        // C (0..50) merges C, B and A into level 1 at t = 10.
+        kv.set_now(10.0).unwrap();
+        let (_, merge) = merge_third(&mut kv);
+        let new = block_with(&kv.run_blocks(), 1, KEY);
+        (kv, merge, old, new)
+    };
+
+    let (mut kv, merge, old, new) = run(true);
+    assert!(kv.merging());
+    let t1 = (merge.pages_read + merge.pages_written) as f64;
+    let outputs: Vec<BlockInfo> = kv.run_blocks().into_iter().flat_map(|r| r.blocks).collect();
+    let n = outputs.len() as f64;
+    let j = outputs.iter().position(|b| b.page == new.page).unwrap() as f64;
+    assert!(j + 1.0 < n, "the block is not the merge's last");
+    // As the merge begins nothing is replaced yet: the old block is cached, a read hits it.
+    let misses = kv.cache().stats().misses;
+    assert_eq!(kv.get(KEY).unwrap(), Some(value(KEY, 2)));
+    assert_eq!(kv.cache().stats().misses, misses);
+    // Once the merge has written KEY's output block: the old block is evicted and the new one
+    // admitted, but the merge is not installed, so the read goes to B and misses.
+    kv.set_now(10.0 + t1 * (j + 1.0) / n + 1e-6).unwrap();
+    assert!(kv.merging());
+    assert!(kv.cache().contains(new.page) && !kv.cache().contains(old.page));
+    assert_eq!(
+        kv.get(KEY).unwrap(),
+        Some(value(KEY, 2)),
+        "answered by the inputs"
+    );
+    assert_eq!(
+        kv.cache().stats().misses,
+        misses + 1,
+        "the old block read back from the device"
+    );
+    assert!(kv.cache().contains(old.page));
+    // At the end the outputs are installed and the inputs freed: the new block answers, a hit.
+    kv.set_now(10.0 + t1).unwrap();
+    assert!(!kv.merging());
+    assert!(!kv.cache().contains(old.page), "freed with its run");
+    assert_eq!(kv.get(KEY).unwrap(), Some(value(KEY, 2)));
+    assert_eq!(kv.cache().stats().misses, misses + 1);
+    let st = kv.stats();
+    assert_eq!(st.admitted, kv.cache().stats().prefetch_admissions);
+    assert_eq!(st.invalidations, kv.cache().stats().invalidations);
+
+    // Untimed, the same merge installs at once with the new block admitted: no miss.
+    let (mut kv, _, old, new) = run(false);
+    assert!(!kv.merging() && kv.cache().contains(new.page) && !kv.cache().contains(old.page));
+    let misses = kv.cache().stats().misses;
+    assert_eq!(kv.get(KEY).unwrap(), Some(value(KEY, 2)));
+    assert_eq!(kv.cache().stats().misses, misses);
+}
+
 #[test]
 fn bulk_load_fills_the_deepest_level_without_background_operations() {
     let (mut kv, dev) = store(64, WarmUpKind::PrepopulateAll);
@@ -554,7 +643,7 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
     let rec = Arc::new(parking_lot::Mutex::new(Recorder::default()));
     let cache = Arc::new(BufferCache::new(Arc::new(MemDevice::new(PAGE)), 8));
     let mut kv = KvStore::new(cache, config(1 << 30), Box::new(Recording(rec.clone()))).unwrap();
-    kv.set_now(1.5);
+    kv.set_now(1.5).unwrap();
     kv.put(1, b"x").unwrap();
     kv.delete(2).unwrap();
     kv.get(3).unwrap();
@@ -577,7 +666,7 @@ fn the_policy_hears_every_access_and_every_rewriting_operation() {
             ]
         );
     }
-    kv.set_now(2.0);
+    kv.set_now(2.0).unwrap();
     kv.flush().unwrap();
     flush_keys(&mut kv, 0..100, 1);
     flush_keys(&mut kv, 0..100, 2);

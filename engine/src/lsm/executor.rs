@@ -166,6 +166,10 @@ pub struct RunStore<F: RunFormat> {
     stats: LifecycleStats,
     next_id: RunId,
     next_seq: u64,
+    /// Whether runs a merge or a drop retires are kept alive for the index ([`Self::take_retired`])
+    /// instead of destroyed at once.
+    retain_retired: bool,
+    retired: Vec<(RunId, F::Run)>,
 }
 
 impl<F: RunFormat> RunStore<F> {
@@ -181,6 +185,35 @@ impl<F: RunFormat> RunStore<F> {
             stats: LifecycleStats::default(),
             next_id: 0,
             next_seq: 0,
+            retain_retired: false,
+            retired: Vec::new(),
+        }
+    }
+
+    /// With `on`, runs a merge or a drop retires leave the version as usual but are not destroyed:
+    /// the index takes them with [`Self::take_retired`], may go on reading them (a background
+    /// merge whose outputs are installed only at the end of its virtual duration), and hands each
+    /// back to [`Self::destroy_retired`]. Off (the default), they are destroyed at once.
+    pub fn set_retain_retired(&mut self, on: bool) {
+        self.retain_retired = on;
+    }
+
+    /// The runs retired since the last call (with [`Self::set_retain_retired`] on), oldest first.
+    pub fn take_retired(&mut self) -> Vec<(RunId, F::Run)> {
+        std::mem::take(&mut self.retired)
+    }
+
+    /// Destroys a run [`Self::take_retired`] gave out (frees its pages).
+    pub fn destroy_retired(&self, run: F::Run) {
+        self.format.destroy(run);
+    }
+
+    /// Destroys a retired run, or keeps it for [`Self::take_retired`].
+    fn retire(&mut self, id: RunId, run: F::Run) {
+        if self.retain_retired {
+            self.retired.push((id, run));
+        } else {
+            self.format.destroy(run);
         }
     }
 
@@ -456,7 +489,7 @@ impl<F: RunFormat> RunStore<F> {
                 for id in runs {
                     #[allow(clippy::expect_used)] // every run in the version was registered in `runs`
                     let run = self.runs.remove(&id).expect("a version run has its run");
-                    self.format.destroy(run);
+                    self.retire(id, run);
                 }
                 self.stats.drops += 1;
                 Ok(())
@@ -534,7 +567,7 @@ impl<F: RunFormat> RunStore<F> {
         for id in ids {
             #[allow(clippy::expect_used)] // every run in the version was registered in `runs`
             let run = self.runs.remove(&id).expect("a version run has its run");
-            self.format.destroy(run);
+            self.retire(id, run);
         }
         Ok(())
     }
@@ -548,7 +581,10 @@ fn add_io(total: &mut IoStats, delta: IoStats) {
 
 impl<F: RunFormat> Drop for RunStore<F> {
     fn drop(&mut self) {
-        for (_, run) in std::mem::take(&mut self.runs) {
+        for (_, run) in std::mem::take(&mut self.runs)
+            .into_iter()
+            .chain(std::mem::take(&mut self.retired))
+        {
             self.format.destroy(run);
         }
     }
@@ -636,6 +672,38 @@ mod tests {
             target_run_pages: target,
             bottommost: true,
         }
+    }
+
+    #[test]
+    fn retained_inputs_stay_alive_until_handed_back() {
+        let (mut s, runs, _log) = store();
+        s.set_retain_retired(true);
+        let inputs: Vec<RunId> = s.version().level(0).iter().map(|r| r.id).collect();
+        let mut keep = |_: &u64, _: &i64, _: bool| Ok(true);
+        s.apply(merge_all(&s, None), &mut keep).unwrap();
+        // The version holds the output only; the three inputs are alive, given out once.
+        assert_eq!(s.version().len(), 1);
+        assert_eq!(runs.alive.lock().len(), 4);
+        let retired = s.take_retired();
+        let mut ids: Vec<RunId> = retired.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        let mut want = inputs.clone();
+        want.sort_unstable();
+        assert_eq!(ids, want);
+        assert!(s.take_retired().is_empty());
+        // Their entries are still readable.
+        assert_eq!(retired.iter().map(|(_, r)| r.entries.len()).sum::<usize>(), 30);
+        for (_, run) in retired {
+            s.destroy_retired(run);
+        }
+        assert_eq!(runs.alive.lock().len(), 1);
+        // Dropping the store destroys what it still retains.
+        s.flush(vec![(1, 1)]).unwrap();
+        let l0: Vec<RunId> = s.version().level(0).iter().map(|r| r.id).collect();
+        s.apply(Choice::Drop { runs: l0 }, &mut keep).unwrap();
+        assert_eq!(runs.alive.lock().len(), 2);
+        drop(s);
+        assert!(runs.alive.lock().is_empty());
     }
 
     #[test]

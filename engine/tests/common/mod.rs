@@ -46,6 +46,7 @@ pub fn small_kv_config(memtable_bytes: u64) -> KvConfig {
         memtable_bytes,
         leveled: small_leveled(),
         bloom_fp: Some(0.01),
+        background_bytes_per_s: None,
     }
 }
 

@@ -22,9 +22,12 @@
 //!
 //! Background flushes and compactions do not occupy the foreground loop (they run on other threads
 //! in the paper's X-Engine); their window on the clock lasts `(pages read + pages written) x
-//! page_size / compaction bandwidth`, from the moment the engine ran them. The engine applies a
-//! flush or compaction at once, inside the write that triggers it, so its invalidations happen at the
-//! start of its window, not spread over it.
+//! page_size / compaction bandwidth`, from the moment the engine ran them. With `compactions =
+//! timed` (the default) the store's merge lasts that window too: its inputs answer reads until it
+//! is installed at its end, and the warm-up policy acts on its output blocks as the clock reaches
+//! them; with `compactions = instant` the engine applies it at once, inside the write that
+//! triggers it, so its invalidations happen at the start of its window. Flushes are always
+//! applied at once.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -15,7 +15,7 @@ use crate::config::DeviceKind;
 use lsmlab_workloads::kv::{KvOp, KvStream, KvWorkload, TimedOp};
 
 use super::clock::Queue;
-use super::{CostModel, KvSetup, RunRecorder, RunTimeline, VirtualClock, Workload};
+use super::{CompactionTiming, CostModel, KvSetup, RunRecorder, RunTimeline, VirtualClock, Workload};
 use lsmlab_engine::kvstore::KvStats;
 
 /// The store's sizes for one cache / data ratio, in pages and bytes.
@@ -122,6 +122,9 @@ pub(crate) fn open_store(
         memtable_bytes: layout.memtable_bytes,
         leveled: layout.leveled,
         bloom_fp: Some(setup.bloom_fp),
+        // Timed: the store's merges last the windows the clock draws (CostModel::background_s).
+        background_bytes_per_s: (setup.compactions == CompactionTiming::Timed)
+            .then_some(setup.compaction_mb_s * 1e6),
     };
     let mut store = KvStore::new(cache, config, policy).context("opening the key-value store")?;
     store
@@ -162,6 +165,12 @@ pub(crate) struct Step {
     pub meta_misses: u64,
     /// A point or range read (not a write).
     pub read: bool,
+    /// Cached blocks of retired runs invalidated, output blocks a policy had the cache admit, and
+    /// pages a policy evicted itself, during the step: a flush's or an untimed compaction's in
+    /// the triggering write, and a timed compaction's as the clock reaches them.
+    pub invalidated: u64,
+    pub admitted: u64,
+    pub policy_evictions: u64,
 }
 
 /// Where a driver's operations come from: the workload's generated stream, or a replayed trace
@@ -255,7 +264,9 @@ impl<'a> Driver<'a> {
         let op = self.stream.next_op()?;
         let start_s = self.clock.now_s();
         on_op(start_s, &op);
-        self.store.set_now(start_s);
+        self.store
+            .set_now(start_s)
+            .with_context(|| format!("advancing the store's merges to operation {}", op.seq))?;
         apply(&mut self.store, &op, self.spec)
             .with_context(|| format!("operation {} ({:?})", op.seq, op.op))?;
         let now = self.store.cache().stats();
@@ -263,6 +274,11 @@ impl<'a> Driver<'a> {
         self.last = now;
         let kv = self.store.stats();
         let (meta, last_meta) = (kv.meta(), self.last_kv.meta());
+        let (invalidated, admitted, policy_evictions) = (
+            kv.invalidations - self.last_kv.invalidations,
+            kv.admitted - self.last_kv.admitted,
+            kv.policy_evictions - self.last_kv.policy_evictions,
+        );
         self.last_kv = kv;
         let (latency_us, end) = match &mut self.queue {
             None => {
@@ -292,6 +308,9 @@ impl<'a> Driver<'a> {
             meta_hits: meta.hits() - last_meta.hits(),
             meta_misses: meta.misses() - last_meta.misses(),
             read: !op.op.is_write(),
+            invalidated,
+            admitted,
+            policy_evictions,
         })
     }
 
@@ -448,10 +467,16 @@ pub(crate) fn measure(
         let s = driver.step(&mut |_, _| {})?;
         recorder.op(s.start_s - t0, s.latency_us, s.hits, s.misses, s.prefetch_hits);
         recorder.lookups(s.meta_hits, s.meta_misses, s.read);
+        m.invalidations += s.invalidated;
+        m.admitted += s.admitted;
+        m.policy_evictions += s.policy_evictions;
+        // Timed merges invalidate and admit as the clock goes, not at their start: counted in
+        // the interval where it happens. Untimed, the counts ride with the operation's window.
+        let timed = driver.store.config().background_bytes_per_s.is_some();
+        if timed {
+            recorder.counts(s.invalidated, s.admitted);
+        }
         for (at, b) in driver.take_background() {
-            m.invalidations += b.invalidated;
-            m.admitted += b.admitted;
-            m.policy_evictions += b.policy_evictions;
             if !rewrites(&b) {
                 m.moves += 1;
                 continue;
@@ -465,7 +490,8 @@ pub(crate) fn measure(
                 }
             }
             let t1 = driver.cost.background_s(b.pages_read, b.pages_written);
-            recorder.background(b.kind, at - t0, t1, b.invalidated, b.admitted);
+            let (invalidated, admitted) = if timed { (0, 0) } else { (b.invalidated, b.admitted) };
+            recorder.background(b.kind, at - t0, t1, invalidated, admitted);
         }
     }
     m.wall_s = wall.elapsed().as_secs_f64();

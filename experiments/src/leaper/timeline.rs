@@ -214,6 +214,14 @@ impl RunRecorder {
         ]);
     }
 
+    /// Invalidations and admissions of the operation [`RunRecorder::op`] recorded last that no
+    /// [`RunRecorder::background`] carries (a timed merge's, made as the clock reaches them): they
+    /// count in that operation's interval.
+    pub fn counts(&mut self, invalidated: u64, admitted: u64) {
+        self.series.add("invalidations", invalidated);
+        self.series.add("prefetched_blocks", admitted);
+    }
+
     /// Closes the run at virtual time `end_s` (the configured run length: operations that started
     /// before it are the run's).
     pub(crate) fn finish(mut self, end_s: f64) -> RunTimeline {

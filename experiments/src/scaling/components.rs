@@ -326,6 +326,7 @@ pub(crate) fn kv_store(n: u64, sizes: KvSizes, seed: u64) -> anyhow::Result<[Mea
         memtable_bytes: sizes.memtable_bytes,
         leveled: sizes.leveled(),
         bloom_fp: Some(0.01),
+        background_bytes_per_s: None,
     };
     let mut store = KvStore::new(cache.clone(), config, Box::new(NoWarmUp))?;
     let mut r = rng(seed, "scaling/kv");
