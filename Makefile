@@ -25,6 +25,9 @@ PLOTS   ?= plots
 REPORT  ?= $(if $(filter small,$(SCALE)),REPORT.md,$(RESULTS)/$(SCALE)/REPORT.md)
 CARGO   ?= cargo
 LSMLAB  = target/release/lsmlab
+# The binary `cargo test` builds (test profile) for the integration tests; the smoke run uses it,
+# so `make test` compiles the workspace once, in one profile.
+TEST_LSMLAB = $(or $(CARGO_TARGET_DIR),target)/debug/lsmlab
 SMOKE   = target/smoke
 
 SET_ARGS = $(foreach kv,$(SET),--set '$(kv)')
@@ -58,18 +61,21 @@ $(LSMLAB): $(BUILD_INPUTS)
 # The inputs are never remade (in particular not through the match-anything rule at the end).
 $(BUILD_INPUTS): ;
 
+# The smoke run uses the binary the tests were built with (a tiny run takes seconds at the test
+# profile's optimisation), not a second, release build of the whole workspace.
 test:
 	$(CARGO) test --workspace
-	$(MAKE) --no-print-directory build
 	rm -rf $(SMOKE)
-	@set -e; names="$$($(LSMLAB) list --names)"; \
+	@set -e; bin="$(TEST_LSMLAB)"; \
+	if [ ! -x "$$bin" ]; then echo "error: $$bin was not built by cargo test" >&2; exit 1; fi; \
+	names="$$($$bin list --names)"; \
 	for e in $$names; do \
 		echo "== smoke: $$e (tiny)"; \
-		$(LSMLAB) run $$e --scale tiny --seed $(SEED) --out $(SMOKE)/results --quiet; \
+		$$bin run $$e --scale tiny --seed $(SEED) --out $(SMOKE)/results --quiet; \
 	done; \
 	if [ -n "$$names" ]; then \
-		$(LSMLAB) plot --results $(SMOKE)/results --out $(SMOKE)/plots --scale tiny; \
-		$(LSMLAB) report --results $(SMOKE)/results --plots $(SMOKE)/plots --scale tiny --out $(SMOKE)/REPORT.md; \
+		$$bin plot --results $(SMOKE)/results --out $(SMOKE)/plots --scale tiny; \
+		$$bin report --results $(SMOKE)/results --plots $(SMOKE)/plots --scale tiny --out $(SMOKE)/REPORT.md; \
 	else echo "no experiments registered: smoke run skipped"; fi
 
 # Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), then
