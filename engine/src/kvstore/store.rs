@@ -618,7 +618,7 @@ impl KvStore {
                     let (run, to_level) = (*run, *to_level);
                     let before = Counters::of(&self.cache);
                     let input_blocks = self.runs.run(run).map_or(0, SstRun::data_blocks);
-                    let result = self.runs.apply_with(choice, &mut NoMerge);
+                    let result = self.while_merging(|runs| runs.apply_with(choice, &mut NoMerge));
                     let (cache_delta, io_delta) = before.since(&self.cache);
                     if let Err(e) = result {
                         self.fail(cache_delta, io_delta, WarmCounts::default());
@@ -648,11 +648,28 @@ impl KvStore {
                 Choice::Drop { .. } => {
                     // The leveled strategy never drops; carried out for completeness, counted.
                     let before = self.cache.stats();
-                    self.runs.apply_with(choice, &mut NoMerge)?;
+                    self.while_merging(|runs| runs.apply_with(choice, &mut NoMerge))?;
                     self.stats.invalidations += self.cache.stats().since(&before).invalidations;
                 }
             }
         }
+    }
+
+    /// Runs `f` (a move or a drop) on the executor. While timed merges are in progress, its
+    /// lifecycle events are told after theirs, at the batch's end, so that every observer hears
+    /// one operation at a time in order; what it retires is kept with the batch's runs.
+    fn while_merging(&mut self, f: impl FnOnce(&mut RunStore<SstFormat>) -> Result<()>) -> Result<()> {
+        if self.pending.is_none() {
+            return f(&mut self.runs);
+        }
+        self.gate.hold();
+        let result = f(&mut self.runs);
+        let held = self.gate.release();
+        if let Some(pending) = self.pending.as_mut() {
+            pending.schedule(held, 0.0);
+            pending.retired.extend(self.runs.take_retired());
+        }
+        result
     }
 
     /// A merge of runs `ids`: the cache warmer tells the policy as the executor carries it out.

@@ -459,6 +459,44 @@ fn incremental_warmup_admits_exactly_the_overlapping_outputs() {
     assert_eq!(merge.invalidated, 0, "nothing cached was left to invalidate");
 }
 
+/// A move's or a drop's end does not end the merge the warmer was told of (a timed merge may
+/// still be in progress on the store's clock when the next compaction moves a run).
+#[test]
+fn only_the_operation_a_warmer_began_ends_it() {
+    use crate::lsm::{CompactionKind, LifecycleEvent, LifecycleObserver};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    struct Ends(Arc<AtomicU64>);
+    impl WarmUpPolicy for Ends {
+        fn name(&self) -> &'static str {
+            "ends"
+        }
+        fn end(&mut self, _now: f64, _ok: bool) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let ends = Arc::new(AtomicU64::new(0));
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+    let warmer = CacheWarmer::new(Arc::new(BufferCache::new(dev, 8)), Box::new(Ends(ends.clone())));
+    let started = |kind| LifecycleEvent::<u64>::CompactionStarted {
+        kind,
+        inputs: Vec::new(),
+        output_level: 1,
+    };
+    let finished = |kind| LifecycleEvent::<u64>::CompactionFinished {
+        kind,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+    };
+    warmer.on_event(&started(CompactionKind::Merge)).unwrap();
+    for kind in [CompactionKind::Move, CompactionKind::Drop] {
+        warmer.on_event(&started(kind)).unwrap();
+        warmer.on_event(&finished(kind)).unwrap();
+    }
+    assert_eq!(ends.load(Ordering::SeqCst), 0, "the merge is still in progress");
+    warmer.on_event(&finished(CompactionKind::Merge)).unwrap();
+    assert_eq!(ends.load(Ordering::SeqCst), 1);
+}
+
 /// The block of `runs` (at `level`) that holds `key`.
 fn block_with(runs: &[RunBlocks], level: usize, key: u64) -> BlockInfo {
     *runs

@@ -317,10 +317,17 @@ impl<K: WarmKey> LifecycleObserver<K> for CacheWarmer {
                 self.begin(&mut st, Background::Compaction, inputs, keys)
             }
             LifecycleEvent::CompactionStarted { .. } => Ok(()),
-            LifecycleEvent::FlushFinished { .. } | LifecycleEvent::CompactionFinished { .. } => {
+            LifecycleEvent::FlushFinished { .. }
+            | LifecycleEvent::CompactionFinished {
+                kind: CompactionKind::Merge,
+                ..
+            } => {
                 self.end(&mut st, true);
                 Ok(())
             }
+            // A move or a drop began nothing (see above), so it ends nothing: not the merge a
+            // store may still have in progress on its clock.
+            LifecycleEvent::CompactionFinished { .. } => Ok(()),
             LifecycleEvent::Aborted { .. } => {
                 self.end(&mut st, false);
                 Ok(())
