@@ -133,6 +133,7 @@ impl LsmRTree {
             memory_splits: self.memory.splits(),
             key_index_lookups: m.key_index.map_or(0, |k| k.1),
             superseded_flushed: m.superseded_flushed,
+            antimatter_flushed: m.antimatter_flushed,
         }
     }
 
