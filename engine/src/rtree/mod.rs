@@ -28,10 +28,11 @@ impl SpatialEntry {
     /// Bytes of one encoded entry on a page: x, y (f64), oid, ts (u64), little endian.
     pub const ENCODED_SIZE: usize = 32;
 
-    /// The bit of `ts` that marks a superseded entry: one that Eager, as the authors ran it, wrote
-    /// to disk although a newer version of its object (or its deletion) was already in memory.
-    /// Such an entry occupies its page and is read as a candidate like any other, but is never a
-    /// query result. Timestamps stay below 2^63 (the clock counts operations), so the bit is free.
+    /// The bit of `ts` that marks a superseded entry: one that the authors' `LSMRTree`
+    /// (`Eager(buddy)`, `Validation`) wrote to disk although a newer version of its object (or its
+    /// deletion) was already in memory. Such an entry occupies its page and is read as a candidate
+    /// like any other, but is never a query result. Timestamps stay below 2^63 (the clock counts
+    /// operations), so the bit is free.
     pub const SUPERSEDED: u64 = 1 << 63;
 
     /// The bit of `ts` that marks an antimatter entry: the tombstone of the entry `<point, oid,

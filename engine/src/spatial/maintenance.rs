@@ -52,7 +52,7 @@ pub struct MaintenanceStats {
     pub um_max_entries: u64,
     /// Obsolete entries removed, by mechanism.
     pub cleaned: CleaningCounts,
-    /// Entries flushed marked superseded (Eager(buddy) and Validation).
+    /// Entries flushed marked superseded (Eager(buddy) and Validation: the authors' `LSMRTree`).
     pub superseded_flushed: u64,
     /// Antimatter entries flushed into disk R-trees (Eager with antimatter entries).
     pub antimatter_flushed: u64,
@@ -151,7 +151,8 @@ pub trait Maintenance: Send {
         Ok(())
     }
 
-    /// Pages of the memory component beside the memory R-tree (Eager's deleted-key B+-tree).
+    /// Pages of the memory component beside the memory R-tree (a deleted-key B+-tree or the
+    /// antimatter tuples of Eager's variants and Validation).
     fn memory_antimatter_pages(&self) -> u64 {
         0
     }
@@ -168,8 +169,8 @@ pub trait Maintenance: Send {
     }
 
     /// Whether an entry the flush writes is superseded: a newer version of its object (or its
-    /// deletion) is in memory, yet the strategy writes it as the authors' Eager does. It is written
-    /// marked ([`SpatialEntry::mark_superseded`]) and is never a query result.
+    /// deletion) is in memory, yet the strategy writes it as the authors' `LSMRTree` does. It is
+    /// written marked ([`SpatialEntry::mark_superseded`]) and is never a query result.
     fn superseded_on_flush(&self, _e: &SpatialEntry) -> bool {
         false
     }
