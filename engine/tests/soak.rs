@@ -52,10 +52,17 @@ const DEFAULT_OPS: u64 = 1_500;
 /// Every strategy the index knows: Eager and Validation with their variants, and UM with each of
 /// the 16 subsets of F, M, B, V.
 fn strategies() -> Vec<String> {
-    let mut names: Vec<String> = ["Eager", "Eager(physical)", "Validation", "Validation(repair)"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut names: Vec<String> = [
+        "Eager",
+        "Eager(buddy)",
+        "Eager(physical)",
+        "Validation",
+        "Validation(key-index)",
+        "Validation(repair)",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     for mask in 0..16u8 {
         let flags: String = "FMBV"
             .chars()

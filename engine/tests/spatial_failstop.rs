@@ -263,6 +263,16 @@ fn eager_loses_nothing_when_the_device_fails() {
 }
 
 #[test]
+fn buddy_eager_loses_nothing_when_the_device_fails() {
+    sweep("Eager(buddy)", (parsed("Eager(buddy)"), |_| {}));
+}
+
+#[test]
+fn validation_with_a_key_index_loses_nothing_when_the_device_fails() {
+    sweep("Validation(key-index)", (parsed("Validation(key-index)"), |_| {}));
+}
+
+#[test]
 fn physical_eager_loses_nothing_when_the_device_fails() {
     sweep("Eager(physical)", (parsed("Eager(physical)"), |_| {}));
 }
@@ -297,7 +307,7 @@ fn every_update_memo_strategy_loses_nothing_when_the_device_fails() {
 /// Every variant the sweeps cover.
 fn variants() -> Vec<(String, Variant)> {
     let mut v: Vec<(String, Variant)> = Vec::new();
-    for name in ["Eager", "Eager(physical)"] {
+    for name in ["Eager", "Eager(buddy)", "Eager(physical)"] {
         v.push((name.into(), (parsed(name), |_| {})));
         v.push((
             format!("{name} (primary lookup)"),
@@ -306,6 +316,7 @@ fn variants() -> Vec<(String, Variant)> {
     }
     for name in [
         "Validation",
+        "Validation(key-index)",
         "Validation(repair)",
         "UM",
         "UM+F",

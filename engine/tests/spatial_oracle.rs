@@ -8,6 +8,7 @@ use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::lsm::MergePolicyConfig;
 use lsmlab_engine::spatial::{
     CleaningCounters, EagerVariant, FlushTrigger, LsmRTree, QueryOutcome, SpatialConfig, Strategy,
+    ValidationVariant,
 };
 use lsmlab_engine::storage::{Device, MemDevice};
 use proptest::prelude::*;
@@ -36,7 +37,9 @@ fn variants() -> Vec<Variant> {
     let mut v: Vec<Variant> = Vec::new();
     let names = Strategy::PAPER.iter().chain(
         [
+            "Eager(buddy)",
             "Eager(physical)",
+            "Validation(key-index)",
             "Validation(repair)",
             "UM+FM",
             "UM+B",
@@ -55,13 +58,21 @@ fn variants() -> Vec<Variant> {
             v.push((name.clone(), name.parse().unwrap(), |_| {}));
         }
     }
-    for name in ["Eager", "Eager(physical)"] {
+    for name in ["Eager", "Eager(buddy)", "Eager(physical)"] {
         v.push((format!("{name} (primary lookup)"), name.parse().unwrap(), |c| {
             c.eager_primary_lookup = true
         }));
     }
     // The other flush trigger and cleaning counters.
-    for name in ["Eager", "Eager(physical)", "Validation", "UM+BV", "UM+FMBV"] {
+    for name in [
+        "Eager",
+        "Eager(buddy)",
+        "Eager(physical)",
+        "Validation",
+        "Validation(key-index)",
+        "UM+BV",
+        "UM+FMBV",
+    ] {
         v.push((format!("{name} (live trigger)"), name.parse().unwrap(), |c| {
             c.flush_trigger = FlushTrigger::Live
         }));
@@ -76,6 +87,14 @@ fn variants() -> Vec<Variant> {
     v.push(("UM+FMBV (no merges)".into(), "UM+FMBV".parse().unwrap(), |c| {
         c.merge_policy = MergePolicyConfig::None
     }));
+    // Without Bloom filters the authors' Validation probe finds the keys it would otherwise skip.
+    for name in ["Validation", "Eager(buddy)"] {
+        v.push(
+            (format!("{name} (no Bloom filters)"), name.parse().unwrap(), |c| {
+                c.bloom_fp = None
+            }),
+        );
+    }
     v
 }
 
@@ -482,14 +501,15 @@ fn the_fresh_scan_returns_what_a_whole_plane_query_returns() {
 
 /// The R-tree's flushes and merges run on the framework's executor: an observer sees one finished
 /// flush per flush and one finished merge per merge, each component with its R-tree extent and,
-/// under Eager, its deleted-key B+-tree extent, and the extents' pages add up to the disk pages.
+/// under Eager(buddy), its deleted-key B+-tree extent, and the extents' pages add up to the disk
+/// pages.
 #[test]
 fn lifecycle_events_report_every_flush_and_merge_with_both_extents() {
     use lsmlab_engine::lsm::{CompactionKind, EventLog, LifecycleEvent};
-    let (mut index, device) = small_index("Eager".parse().unwrap(), |_| {});
+    let (mut index, device) = small_index("Eager(buddy)".parse().unwrap(), |_| {});
     let log = Arc::new(EventLog::new());
     index.subscribe(log.clone());
-    check_stream("Eager", &mut index, &random_ops(3, 2000));
+    check_stream("Eager(buddy)", &mut index, &random_ops(3, 2000));
     let st = index.stats().rtree;
     let events = log.events();
     let flushed: Vec<_> = events
@@ -515,7 +535,7 @@ fn lifecycle_events_report_every_flush_and_merge_with_both_extents() {
     assert!(st.merges > 0);
     assert!(
         flushed.iter().any(|r| r.extents.len() == 2),
-        "Eager's flushed components carry deleted keys"
+        "Eager(buddy)'s flushed components carry deleted keys"
     );
     assert!(flushed.iter().all(|r| r.keys.is_none() && !r.extents.is_empty()));
     // Without a key index every allocated page is a component's.
@@ -551,8 +571,8 @@ fn replay_moving(strategy: &str, tweak: fn(&mut SpatialConfig)) -> LsmRTree {
     index
 }
 
-/// Each default is the authors' behaviour, and each switch changes what is counted: the authors'
-/// Eager keeps every version in memory (more flushes than AsterixDB's physical delete), and the
+/// Each default is the authors' behaviour, and each switch changes what is counted: `LSMRTree`'s
+/// Eager(buddy) keeps every version in memory (more flushes than AsterixDB's physical delete), and the
 /// authors' flush trigger counts pages allocated, so cleaning that empties leaves frees no budget
 /// (more flushes than counting live nodes).
 #[test]
@@ -562,15 +582,15 @@ fn defaults_are_the_authors_and_each_switch_changes_the_flush_count() {
     assert_eq!(cfg.cleaning_counters, CleaningCounters::Updates);
     assert_eq!(
         "Eager".parse::<Strategy>().unwrap(),
-        Strategy::eager(EagerVariant::Authors)
+        Strategy::eager(EagerVariant::Antimatter)
     );
     assert_eq!(
         "Validation".parse::<Strategy>().unwrap(),
-        Strategy::validation(false)
+        Strategy::validation(ValidationVariant::Probe)
     );
 
     let flushes = |index: &LsmRTree| index.stats().rtree.flushes;
-    let authors = replay_moving("Eager", |_| {});
+    let authors = replay_moving("Eager(buddy)", |_| {});
     let physical = replay_moving("Eager(physical)", |_| {});
     eprintln!(
         "Eager flushes: authors {} physical {}",
@@ -598,15 +618,15 @@ fn defaults_are_the_authors_and_each_switch_changes_the_flush_count() {
     );
 }
 
-/// The authors' Eager keeps every version in memory and flushes them all; the superseded ones are
-/// read and probed as the authors' query reads and probes them (memory candidates unprobed, disk
-/// candidates probed against memory's deleted keys) but never returned. AsterixDB's physical
-/// delete keeps one entry per object.
+/// `LSMRTree`'s Eager(buddy) keeps every version in memory and flushes them all; the superseded
+/// ones are read and probed as the authors' query reads and probes them (memory candidates
+/// unprobed, disk candidates probed against memory's deleted keys) but never returned. AsterixDB's
+/// physical delete keeps one entry per object.
 #[test]
-fn authors_eager_flushes_superseded_versions_that_are_candidates_but_never_results() {
+fn buddy_eager_flushes_superseded_versions_that_are_candidates_but_never_results() {
     let all = Rect::new(-1.0, -1.0, 101.0, 101.0);
     let p = Point::new;
-    for (name, versions) in [("Eager", 3u64), ("Eager(physical)", 1)] {
+    for (name, versions) in [("Eager(buddy)", 3u64), ("Eager(physical)", 1)] {
         let (mut index, _dev) = small_index(name.parse().unwrap(), |c| c.memory_budget_pages = 1000);
         index.insert(1, p(10.0, 10.0)).unwrap();
         index.update(1, Some(p(10.0, 10.0)), p(20.0, 20.0)).unwrap();
@@ -637,11 +657,11 @@ fn authors_eager_flushes_superseded_versions_that_are_candidates_but_never_resul
     }
 }
 
-/// On a stream of moving objects the authors' Eager writes more (its components hold superseded
-/// versions) and still answers exactly.
+/// On a stream of moving objects `LSMRTree`'s Eager(buddy) writes more (its components hold
+/// superseded versions) and still answers exactly.
 #[test]
-fn authors_eager_writes_superseded_versions_physical_writes_none() {
-    let authors = replay_moving("Eager", |_| {});
+fn buddy_eager_writes_superseded_versions_physical_writes_none() {
+    let authors = replay_moving("Eager(buddy)", |_| {});
     let physical = replay_moving("Eager(physical)", |_| {});
     assert!(authors.stats().superseded_flushed > 0);
     assert_eq!(physical.stats().superseded_flushed, 0);
@@ -687,4 +707,136 @@ fn cleaning_counters_follow_the_authors_rule_or_count_every_insert() {
     // which never reaches 3; vacuums remove all three.
     assert_eq!(run("UM+BV", Updates, 3, 2, 3), (1, 2));
     assert_eq!(run("UM+BV", AllInserts, 3, 2, 3), (0, 3));
+}
+
+/// `Eager` is the authors' Eager index (`LSMRTreeWithAntiMatterTuples` driven by
+/// `UMTest.run_antimatters_test`, updates through `AbstractLSMRTree.modify`). One object, inserted
+/// and then updated 80 times, with a 2-page memory component of 256-byte pages (7 entries, or 7
+/// antimatter tuples, a leaf): each update removes the old entry from the memory R-tree if it is
+/// there (one leaf stays allocated) and adds an antimatter tuple in any case, which counts toward
+/// the memory budget, so the memory component passes 2 pages at its 8th antimatter tuple: 10
+/// flushes, each writing the current entry and 8 antimatter entries into the disk R-tree. The
+/// old entry is in memory for every update but the first after each flush (71 of 80). AsterixDB's
+/// physical delete with a buddy B-tree keeps one deleted key and one entry: no flush at all.
+#[test]
+fn the_default_eager_is_the_authors_antimatter_index() {
+    let p = Point::new;
+    let run = |name: &str| {
+        let (mut index, _dev) = small_index(name.parse().unwrap(), |c| c.memory_budget_pages = 2);
+        let mut ops = vec![Op::Insert(p(50.0, 50.0))];
+        ops.extend((1..=80).map(|i| Op::Update(0, p(50.0 + f64::from(i) / 100.0, 50.0))));
+        ops.push(Op::Query(Rect::new(0.0, 0.0, 100.0, 100.0)));
+        check_stream(name, &mut index, &ops);
+        index
+    };
+    let eager = run("Eager");
+    let st = eager.stats();
+    assert_eq!(st.rtree.flushes, 10);
+    assert_eq!(st.antimatter_flushed, 80);
+    assert_eq!(st.rtree.flushed_entries, 10 + 80);
+    assert_eq!(st.cleaned.memory_deletes, 71);
+    assert_eq!(st.superseded_flushed, 0);
+    assert_eq!(eager.memory_entries(), 0, "the 80th update flushed");
+    assert!(st.rtree.merges > 0);
+    let physical = run("Eager(physical)").stats();
+    assert_eq!((physical.rtree.flushes, physical.antimatter_flushed), (0, 0));
+    let buddy = run("Eager(buddy)").stats();
+    assert_eq!(buddy.antimatter_flushed, 0);
+    assert!(buddy.superseded_flushed > 0);
+}
+
+/// An antimatter entry shadows its target in an older component at query time without a probe (the
+/// authors' priority-queue merge of the disk cursors), a surviving disk entry is probed once in
+/// the memory antimatter, and memory entries are not probed (the merge rule is pinned in
+/// `eager.rs`).
+#[test]
+fn eager_antimatter_shadows_its_target_at_query_time() {
+    let all = Rect::new(-1.0, -1.0, 101.0, 101.0);
+    let p = Point::new;
+    let (mut index, _dev) = small_index("Eager".parse().unwrap(), |c| {
+        c.memory_budget_pages = 1000;
+        c.merge_policy = MergePolicyConfig::None;
+    });
+    index.insert(1, p(10.0, 10.0)).unwrap();
+    index.update(1, Some(p(10.0, 10.0)), p(20.0, 20.0)).unwrap();
+    index.update(1, Some(p(20.0, 20.0)), p(30.0, 30.0)).unwrap();
+    let out = index.query(&all).unwrap();
+    // memory: one entry (the old ones removed), unprobed
+    assert_eq!(
+        (out.results.len(), out.candidates, out.validation_lookups),
+        (1, 1, 0)
+    );
+    index.flush().unwrap();
+    // one entry and two antimatter entries (whose targets were removed from memory)
+    assert_eq!((index.disk_entries(), index.stats().antimatter_flushed), (3, 2));
+    let out = index.query(&all).unwrap();
+    assert_eq!(
+        (out.results.len(), out.candidates, out.validation_lookups),
+        (1, 3, 1)
+    );
+    index.update(1, Some(p(30.0, 30.0)), p(40.0, 40.0)).unwrap();
+    let out = index.query(&all).unwrap();
+    // memory 40 unprobed; disk 30 probed and killed by the memory antimatter
+    assert_eq!(
+        (out.results.len(), out.candidates, out.validation_lookups),
+        (1, 4, 1)
+    );
+    assert_eq!(out.results[0].point, p(40.0, 40.0));
+    index.flush().unwrap();
+    let out = index.query(&all).unwrap();
+    // 40 probed; the antimatter of 30 hides 30 in the older component, unprobed
+    assert_eq!(
+        (out.results.len(), out.candidates, out.validation_lookups),
+        (1, 5, 1)
+    );
+    assert_eq!(out.results[0].point, p(40.0, 40.0));
+    assert_eq!(index.disk_entries(), 5);
+}
+
+/// `Validation` is the authors' Validation index (`LSMRTree` driven by `UMTest.runTest`, queried
+/// through `LSMRTreeSearchCursor`): each disk candidate probes memory's deleted keys, then every
+/// newer component's deleted-key tree whose Bloom filter rules its object out (the inverted
+/// test), skipping the one that holds it. Three components, newest first: {4} without deleted
+/// keys, {1'} deleting 1, {1, 2, 3}. Candidates 4 and 1' probe memory only; 1 probes memory and
+/// skips the tree holding it; 2 and 3 probe memory and that tree (and find nothing). Eager(buddy)
+/// counts every newer tree it asks (through its Bloom filter), and Luo & Carey's key index one
+/// lookup per candidate. Without Bloom filters the probe path searches every newer tree and stops
+/// where it finds the key. Every variant answers exactly.
+#[test]
+fn the_default_validation_is_the_authors_probe_path() {
+    let all = Rect::new(-1.0, -1.0, 101.0, 101.0);
+    let p = Point::new;
+    let run = |name: &str, bloom: bool| {
+        let (mut index, _dev) = small_index(name.parse().unwrap(), |c| {
+            c.memory_budget_pages = 1000;
+            c.merge_policy = MergePolicyConfig::None;
+            if !bloom {
+                c.bloom_fp = None;
+            }
+        });
+        for oid in 1..=3 {
+            index.insert(oid, p(10.0 * oid as f64, 10.0)).unwrap();
+        }
+        index.flush().unwrap();
+        index.update(1, Some(p(10.0, 10.0)), p(50.0, 50.0)).unwrap();
+        index.flush().unwrap();
+        index.insert(4, p(60.0, 60.0)).unwrap();
+        index.flush().unwrap();
+        let out = index.query(&all).unwrap();
+        let mut got: Vec<_> = out.results.iter().map(|e| (e.oid, e.point)).collect();
+        got.sort_by_key(|g| g.0);
+        let want = vec![
+            (1, p(50.0, 50.0)),
+            (2, p(20.0, 10.0)),
+            (3, p(30.0, 10.0)),
+            (4, p(60.0, 60.0)),
+        ];
+        assert_eq!(got, want, "{name}");
+        assert_eq!(out.candidates, 5, "{name}");
+        out.validation_lookups
+    };
+    assert_eq!(run("Validation", true), 7);
+    assert_eq!(run("Eager(buddy)", true), 8);
+    assert_eq!(run("Validation(key-index)", true), 5);
+    assert_eq!(run("Validation", false), 8);
 }

@@ -67,14 +67,14 @@ fn list_names_prints_one_plain_name_per_line() {
     let list = lsmlab(&["list"]);
     assert!(list.status.success());
     // Each experiment's line says how many cells it runs at small (what `--shard K/N` splits):
-    // rum-update's grid is 3 datasets x 9 strategies.
+    // rum-update's grid is 3 datasets x 11 strategies.
     let text = stdout(&list);
     let rum = text
         .lines()
         .find(|l| l.starts_with("rum-update "))
         .expect("rum-update listed");
     let cells: Vec<&str> = rum.split_whitespace().collect();
-    assert!(cells.contains(&"27"), "{rum}");
+    assert!(cells.contains(&"33"), "{rum}");
     assert!(text.lines().next().unwrap().contains("cells"), "{text}");
 }
 

@@ -62,12 +62,12 @@ const UPDATE_FIELDS: [&str; 27] = [
 ];
 
 #[test]
-fn rum_update_writes_27_rows_with_exactly_the_contracted_fields() {
+fn rum_update_writes_33_rows_with_exactly_the_contracted_fields() {
     let dir = tempfile::tempdir().unwrap();
     let out = run("rum-update", dir.path(), &["records=3000", "memory_pages=8"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows = rows(dir.path(), "rum-update");
-    assert_eq!(rows.len(), 27);
+    assert_eq!(rows.len(), 33);
     let mut want = UPDATE_FIELDS.to_vec();
     want.sort_unstable();
     for r in &rows {
@@ -86,7 +86,7 @@ fn rum_update_writes_27_rows_with_exactly_the_contracted_fields() {
             );
         }
     }
-    let strategies: Vec<&str> = rows[..9]
+    let strategies: Vec<&str> = rows[..11]
         .iter()
         .map(|r| r["strategy"].as_str().unwrap())
         .collect();
@@ -94,8 +94,10 @@ fn rum_update_writes_27_rows_with_exactly_the_contracted_fields() {
         strategies,
         [
             "Eager",
+            "Eager(buddy)",
             "Eager(physical)",
             "Validation",
+            "Validation(key-index)",
             "Validation(repair)",
             "UM",
             "UM+F",
@@ -168,7 +170,7 @@ fn rum_query_rows_cover_every_strategy_and_selectivity() {
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows = rows(dir.path(), "rum-query");
-    assert_eq!(rows.len(), 9 * 7);
+    assert_eq!(rows.len(), 11 * 7);
     // every strategy returned the same results (the run checks it); the averages agree too
     for sel in [0.001, 0.343] {
         let results: Vec<f64> = rows
@@ -176,7 +178,7 @@ fn rum_query_rows_cover_every_strategy_and_selectivity() {
             .filter(|r| r["selectivity"].as_f64() == Some(sel))
             .map(|r| r["avg_results"].as_f64().unwrap())
             .collect();
-        assert_eq!(results.len(), 9);
+        assert_eq!(results.len(), 11);
         assert!(results.iter().all(|&x| x == results[0]), "{results:?}");
     }
 }

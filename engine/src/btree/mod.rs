@@ -414,7 +414,16 @@ impl<V: FixedValue> BTreeComponent<V> {
     /// costs no page read; otherwise the search descends from the root, one page per level, with a
     /// binary search in each node. An empty component answers without reading.
     pub fn get(&self, cache: &BufferCache, key: u64) -> Result<Option<V>> {
-        if !self.may_contain(key) || self.entries == 0 {
+        if !self.may_contain(key) {
+            return Ok(None);
+        }
+        self.get_unfiltered(cache, key)
+    }
+
+    /// [`Self::get`] without consulting the Bloom filter: the search descends from the root even
+    /// when the filter rules the key out (what a caller that skips or inverts the filter pays).
+    pub fn get_unfiltered(&self, cache: &BufferCache, key: u64) -> Result<Option<V>> {
+        if self.entries == 0 {
             return Ok(None);
         }
         if cache.page_size() != self.page_size {
@@ -454,6 +463,11 @@ impl<V: FixedValue> BTreeComponent<V> {
         }
         let off = value_offset(count, V::SIZE, i - 1);
         Ok(Some(V::decode(&page[off..off + V::SIZE])))
+    }
+
+    /// Whether the component has a Bloom filter.
+    pub fn has_bloom(&self) -> bool {
+        self.bloom.is_some()
     }
 
     /// True unless the Bloom filter rules the key out (always true without a filter).

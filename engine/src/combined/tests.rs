@@ -58,8 +58,10 @@ fn warm(policy: CachePolicy) -> WarmUp {
 fn strategies() -> Vec<Strategy> {
     [
         "Eager",
+        "Eager(buddy)",
         "Eager(physical)",
         "Validation",
+        "Validation(key-index)",
         "Validation(repair)",
         "UM",
         "UM+F",

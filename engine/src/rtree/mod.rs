@@ -28,11 +28,19 @@ impl SpatialEntry {
     /// Bytes of one encoded entry on a page: x, y (f64), oid, ts (u64), little endian.
     pub const ENCODED_SIZE: usize = 32;
 
-    /// The bit of `ts` that marks a superseded entry: one that Eager, as the authors ran it, wrote
-    /// to disk although a newer version of its object (or its deletion) was already in memory.
-    /// Such an entry occupies its page and is read as a candidate like any other, but is never a
-    /// query result. Timestamps stay below 2^63 (the clock counts operations), so the bit is free.
+    /// The bit of `ts` that marks a superseded entry: one that the authors' `LSMRTree`
+    /// (`Eager(buddy)`, `Validation`) wrote to disk although a newer version of its object (or its
+    /// deletion) was already in memory. Such an entry occupies its page and is read as a candidate
+    /// like any other, but is never a query result. Timestamps stay below 2^63 (the clock counts
+    /// operations), so the bit is free.
     pub const SUPERSEDED: u64 = 1 << 63;
+
+    /// The bit of `ts` that marks an antimatter entry: the tombstone of the entry `<point, oid,
+    /// ts>` (same point, object and stamp) in an older component, kept in the R-tree itself as
+    /// AsterixDB's LSM R-tree with antimatter tuples keeps them (`LSMRTreeWithAntiMatterTuples`).
+    /// It shadows its target at query time, is never a query result, and annihilates with its
+    /// target when a merge brings both together. Timestamps stay below 2^62, so the bit is free.
+    pub const ANTIMATTER: u64 = 1 << 62;
 
     /// The entry `<point, oid, ts>`.
     pub fn new(point: Point, oid: u64, ts: u64) -> Self {
@@ -49,9 +57,22 @@ impl SpatialEntry {
         self.ts & Self::SUPERSEDED != 0
     }
 
-    /// The operation's timestamp, without the superseded mark.
+    /// The antimatter entry of `self`: same point, object and stamp, marked [`Self::ANTIMATTER`].
+    pub fn antimatter(&self) -> Self {
+        SpatialEntry {
+            ts: self.stamp() | Self::ANTIMATTER,
+            ..*self
+        }
+    }
+
+    /// Whether the entry is antimatter (see [`Self::ANTIMATTER`]).
+    pub fn is_antimatter(&self) -> bool {
+        self.ts & Self::ANTIMATTER != 0
+    }
+
+    /// The operation's timestamp, without the superseded and antimatter marks.
     pub fn stamp(&self) -> u64 {
-        self.ts & !Self::SUPERSEDED
+        self.ts & !(Self::SUPERSEDED | Self::ANTIMATTER)
     }
 
     /// Writes the entry into `out[..ENCODED_SIZE]`.
@@ -88,5 +109,17 @@ mod tests {
         assert_eq!(d, e);
         assert!(d.is_superseded());
         assert_eq!((d.oid, d.stamp()), (7, 42));
+    }
+
+    #[test]
+    fn the_antimatter_mark_survives_encoding_and_leaves_the_stamp() {
+        let e = SpatialEntry::new(Point::new(1.5, -2.0), 7, 42);
+        let a = e.antimatter();
+        assert!(!e.is_antimatter() && a.is_antimatter() && !a.is_superseded());
+        let mut buf = [0u8; SpatialEntry::ENCODED_SIZE];
+        a.encode(&mut buf);
+        let d = SpatialEntry::decode(&buf);
+        assert_eq!(d, a);
+        assert_eq!((d.point, d.oid, d.stamp()), (e.point, 7, 42));
     }
 }

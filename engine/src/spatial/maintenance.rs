@@ -52,8 +52,10 @@ pub struct MaintenanceStats {
     pub um_max_entries: u64,
     /// Obsolete entries removed, by mechanism.
     pub cleaned: CleaningCounts,
-    /// Entries flushed marked superseded (Eager as the authors ran it).
+    /// Entries flushed marked superseded (Eager(buddy) and Validation: the authors' `LSMRTree`).
     pub superseded_flushed: u64,
+    /// Antimatter entries flushed into disk R-trees (Eager with antimatter entries).
+    pub antimatter_flushed: u64,
 }
 
 /// Passes every entry of the index (memory and disk) to its argument as `(oid, ts)`, one at a time,
@@ -71,6 +73,8 @@ pub struct Cleanup {
     pub cleaned: CleaningCounts,
     /// Entries a flush wrote marked superseded.
     pub superseded: u64,
+    /// Antimatter entries a flush wrote into the disk R-tree.
+    pub antimatter: u64,
 }
 
 impl CleaningCounts {
@@ -147,7 +151,8 @@ pub trait Maintenance: Send {
         Ok(())
     }
 
-    /// Pages of the memory component beside the memory R-tree (Eager's deleted-key B+-tree).
+    /// Pages of the memory component beside the memory R-tree (a deleted-key B+-tree or the
+    /// antimatter tuples of Eager's variants and Validation).
     fn memory_antimatter_pages(&self) -> u64 {
         0
     }
@@ -164,8 +169,8 @@ pub trait Maintenance: Send {
     }
 
     /// Whether an entry the flush writes is superseded: a newer version of its object (or its
-    /// deletion) is in memory, yet the strategy writes it as the authors' Eager does. It is written
-    /// marked ([`SpatialEntry::mark_superseded`]) and is never a query result.
+    /// deletion) is in memory, yet the strategy writes it as the authors' `LSMRTree` does. It is
+    /// written marked ([`SpatialEntry::mark_superseded`]) and is never a query result.
     fn superseded_on_flush(&self, _e: &SpatialEntry) -> bool {
         false
     }
@@ -173,6 +178,14 @@ pub trait Maintenance: Send {
     /// The memory component's antimatter for the flushed component, ascending oids (kept in
     /// memory until the flush succeeds).
     fn memory_antimatter(&self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// The memory component's antimatter entries ([`SpatialEntry::ANTIMATTER`]), which the flush
+    /// writes into the disk R-tree among the entries (kept in memory until the flush succeeds).
+    /// On disk an antimatter entry shadows the entry it names (same point, object and stamp) in
+    /// every older component: the query never returns either, and never validates them.
+    fn memory_antimatter_entries(&self) -> Vec<SpatialEntry> {
         Vec::new()
     }
 

@@ -21,5 +21,5 @@ pub use maintenance::{
 };
 pub use stats::{CleaningCounts, SpatialStats};
 pub use strategies::{StrategyDef, STRATEGIES};
-pub use strategy::{CleaningSwitches, EagerVariant, ParseStrategyError, Strategy};
+pub use strategy::{CleaningSwitches, EagerVariant, ParseStrategyError, Strategy, ValidationVariant};
 pub use um::{cils, MemoState, UpdateMemo};

@@ -40,9 +40,14 @@ pub struct SpatialStats {
     pub memory_splits: u64,
     /// Lookups in the key index (0 without one).
     pub key_index_lookups: u64,
-    /// Entries flushed although superseded (Eager as the authors ran it: its flush writes every
-    /// memory entry); they take disk pages and are read as query candidates, never returned.
+    /// Entries flushed although superseded (the authors' `LSMRTree`, `Eager(buddy)` and
+    /// `Validation`: its flush writes every memory entry); they take disk pages and are read as
+    /// query candidates, never returned.
     pub superseded_flushed: u64,
+    /// Antimatter entries the flushes wrote into the disk R-trees (Eager with antimatter entries:
+    /// one per update or delete, as AsterixDB's LSM R-tree with antimatter tuples).
+    #[serde(default)]
+    pub antimatter_flushed: u64,
 }
 
 impl SpatialStats {

@@ -1,9 +1,12 @@
 //! The secondary-index maintenance strategies compared by the LSM RUM-tree paper, as values that
 //! print and parse exactly as the paper names them: `Eager`, `Validation`, `UM`, `UM+F`, `UM+M`,
 //! `UM+BV`, `UM+FMBV` (and any other combination of the four switches, e.g. `UM+FM`). The paper's
-//! names mean the baselines as the authors ran them; the alternatives carry a suffix:
-//! `Eager(physical)` (AsterixDB's physical memory delete) and `Validation(repair)` (Luo & Carey's
-//! merge repair).
+//! names mean the baselines as the authors ran them (`Eager`: the LSM R-tree with antimatter
+//! entries; `Validation`: the LSM R-tree with buddy deleted-key B-trees probed per candidate); the
+//! alternatives carry a suffix: `Eager(buddy)` (`LSMRTree.modify`: deleted keys in a buddy B-tree,
+//! every version kept in memory), `Eager(physical)` (AsterixDB's physical memory delete with a
+//! buddy B-tree), `Validation(key-index)` (Luo & Carey's primary key index) and
+//! `Validation(repair)` (the key index with Luo & Carey's merge repair).
 
 use super::config::SpatialConfig;
 use super::maintenance::Maintenance;
@@ -51,31 +54,76 @@ impl CleaningSwitches {
 /// Which Eager the index runs (see `eager.rs` for the exact semantics of each).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EagerVariant {
-    /// As the authors ran their baseline (`LSMRTree.modify` of the competitor repository, driven
-    /// by the RUM repository's `UMTest`): an update inserts the new entry and records the object id
-    /// in the memory deleted-key B-tree, with the memory delete commented out, so the memory
-    /// component keeps every version and flushes write them all.
+    /// As the authors ran their Eager baseline (`LSMRTreeWithAntiMatterTuples`, driven by
+    /// `UMTest.run_antimatters_test` of the competitor repository, through
+    /// `AbstractLSMRTree.modify`): an update removes the old entry from the memory R-tree if it is
+    /// there and writes its antimatter entry in any case, into memory (counted against the memory
+    /// budget), then by the flush into the disk R-tree, where it shadows its target and annihilates
+    /// with it when a merge brings both together.
     #[default]
-    Authors,
-    /// AsterixDB's Eager: an update or delete removes the old entry physically from the memory
-    /// R-tree, so the memory component holds only live objects.
+    Antimatter,
+    /// `LSMRTree.modify` of the competitor repository (the index of the authors' Validation runs):
+    /// an update inserts the new entry and records the object id in the memory deleted-key buddy
+    /// B-tree, with the memory delete commented out, so the memory component keeps every version
+    /// and flushes write them all.
+    Buddy,
+    /// AsterixDB's Eager with a buddy B-tree: an update or delete removes the old entry physically
+    /// from the memory R-tree, so the memory component holds only live objects.
     Physical,
 }
 
 impl EagerVariant {
-    /// The variant of the Eager row's option (0 = the authors', 1 = physical).
+    /// The variant of the Eager row's option (0 = buddy, 1 = physical, anything else =
+    /// antimatter; the options of the older variants keep their numbers).
     pub fn from_option(option: u8) -> Self {
-        if option == 1 {
-            EagerVariant::Physical
-        } else {
-            EagerVariant::Authors
+        match option {
+            0 => EagerVariant::Buddy,
+            1 => EagerVariant::Physical,
+            _ => EagerVariant::Antimatter,
         }
     }
 
     fn to_option(self) -> u8 {
         match self {
-            EagerVariant::Authors => 0,
+            EagerVariant::Buddy => 0,
             EagerVariant::Physical => 1,
+            EagerVariant::Antimatter => 2,
+        }
+    }
+}
+
+/// Which Validation the index runs (see `validation.rs` and `eager.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ValidationVariant {
+    /// As the authors ran their Validation baseline (`UMTest.runTest` on `LSMRTree` of the
+    /// competitor repository): blind inserts plus the object id in a buddy deleted-key B-tree, and
+    /// per query candidate a probe of every newer component's deleted-key tree
+    /// (`LSMRTreeSearchCursor`, its Bloom test inverted as it reads).
+    #[default]
+    Probe,
+    /// Luo & Carey's Validation: a primary key index of latest timestamps, one lookup per
+    /// candidate, no merge repair.
+    KeyIndex,
+    /// The key index with Luo & Carey's merge repair.
+    Repair,
+}
+
+impl ValidationVariant {
+    /// The variant of the Validation row's option (0 = key index, 1 = repair, anything else =
+    /// probe; the options of the older variants keep their numbers).
+    pub fn from_option(option: u8) -> Self {
+        match option {
+            0 => ValidationVariant::KeyIndex,
+            1 => ValidationVariant::Repair,
+            _ => ValidationVariant::Probe,
+        }
+    }
+
+    fn to_option(self) -> u8 {
+        match self {
+            ValidationVariant::KeyIndex => 0,
+            ValidationVariant::Repair => 1,
+            ValidationVariant::Probe => 2,
         }
     }
 }
@@ -101,12 +149,11 @@ impl Strategy {
         Strategy::from_def(&EAGER, variant.to_option())
     }
 
-    /// Luo & Carey's Validation (PVLDB 2019): blind inserts, a primary key index of latest
-    /// timestamps validates query candidates; with `merge_repair`, merges also drop the entries
-    /// the key index shows obsolete (Luo & Carey's merge repair; the RUM-tree paper's baseline
-    /// has none).
-    pub fn validation(merge_repair: bool) -> Self {
-        Strategy::from_def(&VALIDATION, u8::from(merge_repair))
+    /// Validation: blind inserts with query candidates validated as [`ValidationVariant`] says
+    /// (the authors' probes of newer components' deleted-key trees, or Luo & Carey's primary key
+    /// index, PVLDB 2019, with or without merge repair).
+    pub fn validation(variant: ValidationVariant) -> Self {
+        Strategy::from_def(&VALIDATION, variant.to_option())
     }
 
     /// The LSM RUM-tree's Update Memo with its cleaning switches.
@@ -225,8 +272,8 @@ mod tests {
                 seen.insert(name);
             }
         }
-        // Eager 2, Validation 2, UM 16.
-        assert_eq!(seen.len(), 20, "{seen:?}");
+        // Eager 3, Validation 3, UM 16.
+        assert_eq!(seen.len(), 22, "{seen:?}");
         let mut s = Strategy::update_memo(CleaningSwitches::from_option(0b1011));
         assert_eq!(s.to_string(), "UM+FMV");
         assert_eq!(s.switches().map(CleaningSwitches::to_option), Some(0b1011));
@@ -259,10 +306,18 @@ mod tests {
     #[test]
     fn baseline_variants_parse_case_insensitively_and_print_canonically() {
         let cases = [
-            ("Eager", Strategy::eager(EagerVariant::Authors)),
+            ("Eager", Strategy::eager(EagerVariant::Antimatter)),
+            ("Eager(buddy)", Strategy::eager(EagerVariant::Buddy)),
             ("Eager(physical)", Strategy::eager(EagerVariant::Physical)),
-            ("Validation", Strategy::validation(false)),
-            ("Validation(repair)", Strategy::validation(true)),
+            ("Validation", Strategy::validation(ValidationVariant::Probe)),
+            (
+                "Validation(key-index)",
+                Strategy::validation(ValidationVariant::KeyIndex),
+            ),
+            (
+                "Validation(repair)",
+                Strategy::validation(ValidationVariant::Repair),
+            ),
         ];
         for (name, strategy) in cases {
             assert_eq!(name.parse::<Strategy>().unwrap(), strategy);
@@ -276,8 +331,9 @@ mod tests {
         // The paper's names are the authors' baselines.
         let paper = Strategy::paper_strategies();
         assert_eq!(paper[0], Strategy::eager(EagerVariant::default()));
-        assert_eq!(EagerVariant::default(), EagerVariant::Authors);
-        assert_eq!(paper[1], Strategy::validation(false));
+        assert_eq!(EagerVariant::default(), EagerVariant::Antimatter);
+        assert_eq!(paper[1], Strategy::validation(ValidationVariant::default()));
+        assert_eq!(ValidationVariant::default(), ValidationVariant::Probe);
     }
 
     #[test]
@@ -300,7 +356,13 @@ mod tests {
             let e = bad.parse::<Strategy>().unwrap_err();
             assert_eq!(e.given, bad);
             let msg = e.to_string();
-            for form in ["Eager(physical)", "Validation(repair)", "UM+FMBV"] {
+            for form in [
+                "Eager(buddy)",
+                "Eager(physical)",
+                "Validation(key-index)",
+                "Validation(repair)",
+                "UM+FMBV",
+            ] {
                 assert!(msg.contains(form), "{msg}");
             }
         }

@@ -38,15 +38,20 @@ use std::time::{Duration, Instant};
 pub(crate) const PAPER: &str = "LSM RUM-tree";
 
 /// This paper as the registry lists it (see `lsmlab_harness::paper`).
-/// The RUM-tree figures' fixed styles: each of the twenty strategy labels (Eager and Validation
-/// with their variants, UM and its fifteen cleaning combinations) owns one of the twenty palette
-/// colours, so no two share one even in a bar chart; a baseline's variant takes the light shade of
-/// its hue; UM+V and UM+B, drawn beside UM+BV in the tuning sweeps, take hues far from it. Then the
-/// phases of an update stream (Figure 5).
+/// The RUM-tree figures' fixed styles: the twenty-two strategy labels (Eager and Validation with
+/// their variants, UM and its fifteen cleaning combinations) over the twenty palette colours. A
+/// baseline's variant takes the light shade of its hue; UM+V and UM+B, drawn beside UM+BV in the
+/// tuning sweeps, take hues far from it. Eager(buddy) and Validation(key-index) take the colours
+/// of UM+MB and UM+FBV, which no experiment draws unless asked and which keep a colour but no
+/// fixed marker (UM+MB shares UM+MBV's), so the marked labels, and every label an experiment draws
+/// by default, each own a colour even in a bar chart; Eager(buddy) is far from Eager(physical)'s
+/// light grey, which a light brown was not. Then the phases of an update stream (Figure 5).
 pub const STYLES: &[FixedStyle] = &[
     FixedStyle::marked("Eager", 9, Marker::Square),
+    FixedStyle::marked("Eager(buddy)", 14, Marker::Diamond),
     FixedStyle::marked("Eager(physical)", 19, Marker::Cross),
     FixedStyle::marked("Validation", 5, Marker::Diamond),
+    FixedStyle::marked("Validation(key-index)", 17, Marker::Square),
     FixedStyle::marked("Validation(repair)", 15, Marker::Plus),
     FixedStyle::marked("UM", 2, Marker::Circle),
     FixedStyle::marked("UM+F", 0, Marker::TriangleUp),
@@ -58,12 +63,12 @@ pub const STYLES: &[FixedStyle] = &[
     FixedStyle::marked("UM+V", 8, Marker::Cross),
     FixedStyle::marked("UM+FB", 10, Marker::TriangleUp),
     FixedStyle::marked("UM+FV", 11, Marker::Square),
-    FixedStyle::marked("UM+MB", 14, Marker::TriangleDown),
-    FixedStyle::marked("UM+MV", 7, Marker::Diamond),
+        FixedStyle::marked("UM+MV", 7, Marker::Diamond),
     FixedStyle::marked("UM+FMB", 16, Marker::Pentagon),
     FixedStyle::marked("UM+FMV", 12, Marker::Circle),
-    FixedStyle::marked("UM+FBV", 17, Marker::Star),
-    FixedStyle::marked("UM+MBV", 18, Marker::Hexagon),
+    FixedStyle::colored("UM+FBV", 17),
+    FixedStyle::colored("UM+MBV", 18),
+    FixedStyle::colored("UM+MB", 18),
     FixedStyle::colored("update", 0),
     FixedStyle::colored("flush", 1),
     FixedStyle::colored("merge", 4),
@@ -303,9 +308,11 @@ pub(crate) const RUN_BASE_BYTES: u64 = 64 << 20;
 /// on the field.
 macro_rules! strategies_doc {
     () => {
-        "strategies: Eager (the authors' baseline), Eager(physical) (AsterixDB's memory delete), \
-         Validation (no merge repair, as the paper ran), Validation(repair) (Luo & Carey's merge \
-         repair), UM, or UM+ with any of F, M, B, V"
+        "strategies: Eager (the authors' baseline: antimatter entries in the R-trees), Eager(buddy) \
+         (LSMRTree.modify: deleted keys in a buddy B-tree, every version kept in memory), \
+         Eager(physical) (AsterixDB's memory delete), Validation (the authors' baseline: buddy \
+         deleted-key trees probed per candidate), Validation(key-index) (Luo & Carey's key index), \
+         Validation(repair) (with Luo & Carey's merge repair), UM, or UM+ with any of F, M, B, V"
     };
 }
 pub(crate) use strategies_doc;
@@ -321,13 +328,16 @@ pub fn strategies_after_datasets(help: &mut Vec<KeyHelp>) {
 }
 
 /// The strategies `rum-update` and `rum-query` report: the paper's seven, each baseline beside its
-/// alternative (Eager(physical) after Eager, Validation(repair) after Validation).
+/// alternatives (Eager(buddy) and Eager(physical) after Eager, Validation(key-index) and
+/// Validation(repair) after Validation).
 #[allow(clippy::expect_used)] // the reported strategy names are constants that parse
 pub fn reported_strategies() -> Vec<Strategy> {
     [
         "Eager",
+        "Eager(buddy)",
         "Eager(physical)",
         "Validation",
+        "Validation(key-index)",
         "Validation(repair)",
         "UM",
         "UM+F",
@@ -883,26 +893,41 @@ pub fn fidelity_notes(p: &IndexConfig, strategies: &[Strategy]) -> Vec<String> {
     notes
 }
 
-/// What Eager does, as the authors ran it, and where lsmlab departs.
+/// What the Eager variants do, which is the authors' baseline, and where lsmlab departs.
 const EAGER_NOTE: &str =
-    "Eager is the authors' baseline: an update inserts the new entry and records the object id in the \
-         memory deleted-key B+-tree without removing the old entry from the memory R-tree (their \
-         LSMRTree.modify has that delete commented out), so the memory component fills with every \
-         version, flushes write them all, and a merge drops an entry only when a newer input's deleted \
-         keys name its object. lsmlab answers every query exactly where the authors' code returns stale \
-         versions: stale memory entries are skipped by each object's newest timestamp (no I/O) and stale \
-         flushed entries carry a superseded mark; pages, candidates and deleted-key probes stay the \
-         authors'. Their query cursor skips a deleted-key probe when the Bloom filter says the key may be \
-         present (an inverted check, so in their runs no disk deleted-key tree removed a candidate); \
-         lsmlab uses the filter as intended. Eager(physical) removes the old entry from the memory R-tree, \
-         as AsterixDB's LSM R-tree does. Deleted keys are object ids in memory and on disk for both; \
-         deletes (absent from the authors' driver) record the object id only.";
+    "Eager is the authors' baseline (their Eager runs, UMTest.run_antimatters_test, build an \
+         LSMRTreeWithAntiMatterTuples; an update is a delete of the old tuple through \
+         AbstractLSMRTree.modify plus an insert): the old entry is removed from the memory R-tree if it \
+         is there and its antimatter tuple is added to the memory component in any case, counted in the \
+         memory budget; the flush writes entries and antimatter together into the disk R-tree, \
+         antimatter whose target left memory included; a query drops antimatter and the older entries \
+         it names while merging the disk components and probes each surviving disk entry in the memory \
+         antimatter; a merge annihilates targets with their antimatter and keeps the antimatter unless \
+         it includes the oldest component. lsmlab keeps the old entry's location and stamp (the \
+         authors' stream gives them) beside the index, uncounted. Eager(buddy) is LSMRTree.modify, the \
+         index of the authors' Validation runs: an update inserts the new entry and records the object \
+         id in the memory deleted-key buddy B-tree without removing the old entry (the delete is \
+         commented out), so the memory component fills with every version, flushes write them all, and \
+         a merge drops an entry only when a newer input's deleted keys name its object; lsmlab answers \
+         exactly where that code returns stale versions (stale memory entries are skipped by each \
+         object's newest timestamp, no I/O; stale flushed entries carry a superseded mark) and probes \
+         the deleted keys through the Bloom filter as intended. Eager(physical) removes the old entry \
+         from the memory R-tree, as AsterixDB's LSM R-tree with a buddy B-tree does. Deleted keys are \
+         object ids for both buddy variants; deletes (absent from the authors' driver) record the \
+         object id, or the antimatter of the current entry.";
 
-/// What the two Validation variants do.
+/// What the Validation variants do, which is the authors' baseline, and where lsmlab departs.
 const VALIDATION_NOTE: &str =
-    "Validation drops no obsolete entry during merges, as the paper's Validation; Validation(repair) \
-         adds Luo & Carey's merge repair, which leaves the same candidates as UM+M (the like-for-like \
-         claims pair those two).";
+    "Validation is the authors' baseline (their Validation runs, UMTest.runTest, build an LSMRTree \
+         and keep no primary key index): Eager(buddy)'s writes, flushes and merges, and per query \
+         candidate LSMRTreeSearchCursor's probes of the memory deleted-key tree and then of every newer \
+         component's, with its Bloom test inverted as the code reads (a tree whose filter may hold the \
+         key is skipped, one whose filter rules it out is searched and finds nothing), so no disk \
+         deleted-key tree kills a candidate; lsmlab counts those probes and their page reads and answers \
+         exactly from each object's current stamp (uncounted) where that code returns stale versions. \
+         Validation(key-index) is Luo & Carey's: a primary key index of latest timestamps, one lookup per \
+         candidate, no merge repair. Validation(repair) adds Luo & Carey's merge repair, which leaves the \
+         same candidates as UM+M (the like-for-like claims pair those two).";
 
 /// The memory component's flush trigger and cleaning counters, and the generated data.
 fn memory_notes(p: &IndexConfig) -> Vec<String> {
@@ -1272,7 +1297,7 @@ mod tests {
         assert!(um_only.iter().any(|n| n.starts_with("flush_trigger=allocated")));
         let all = fidelity_notes(&p, &reported_strategies());
         assert_eq!(all.len(), um_only.len() + 2);
-        assert!(all[0].starts_with("Eager is the authors'") && all[1].starts_with("Validation drops"));
+        assert!(all[0].starts_with("Eager is the authors'") && all[1].starts_with("Validation is the authors'"));
     }
 
     #[test]

@@ -44,6 +44,11 @@ impl LsmRTree {
                 cleanup.superseded += 1;
             }
         }
+        // Antimatter entries the strategy keeps in memory go into the disk R-tree beside the
+        // entries (AsterixDB's `LSMRTreeWithAntiMatterTuplesFlushCursor`).
+        let tombstones = self.maintenance.memory_antimatter_entries();
+        cleanup.antimatter += tombstones.len() as u64;
+        entries.extend(tombstones);
         self.maintenance.check(&cleanup)?;
         self.store.format().hilbert_sort(&mut entries);
         let antimatter = self.maintenance.memory_antimatter();

@@ -92,7 +92,7 @@ impl LsmRTree {
     /// The memory component's size in pages as the flush trigger counts them: memory R-tree nodes
     /// (allocated since the last flush under [`FlushTrigger::Allocated`], live under
     /// [`FlushTrigger::Live`]) plus the pages of whatever the strategy keeps beside it in memory
-    /// (Eager's deleted-key B+-tree, which only grows until the flush).
+    /// (a deleted-key B+-tree or antimatter tuples, which only grow until the flush).
     pub fn memory_pages(&self) -> u64 {
         let rtree = match self.cfg.flush_trigger {
             FlushTrigger::Allocated => self.memory.allocated_pages(),
@@ -133,6 +133,7 @@ impl LsmRTree {
             memory_splits: self.memory.splits(),
             key_index_lookups: m.key_index.map_or(0, |k| k.1),
             superseded_flushed: m.superseded_flushed,
+            antimatter_flushed: m.antimatter_flushed,
         }
     }
 

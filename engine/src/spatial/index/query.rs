@@ -41,15 +41,45 @@ impl LsmRTree {
                 out.results.push(*e);
             }
         }
+        let mut shadow = Shadow::default();
         for (i, w) in bounds.windows(2).enumerate() {
             let source = Source::Disk { newer: &comps[..i] };
-            for e in &candidates[w[0]..w[1]] {
+            let component = &candidates[w[0]..w[1]];
+            for e in component {
+                if shadow.hides(e) {
+                    continue;
+                }
                 if m.is_fresh(&self.cache, source, e, &mut out.validation_lookups)? {
                     out.results.push(*e);
                 }
             }
+            shadow.add(component.iter());
         }
         Ok(out)
+    }
+}
+
+/// The antimatter entries of the disk components newer than the one being read, as AsterixDB's
+/// LSM search cursor (`LSMIndexSearchCursor.checkPriorityQueue`) applies them: an antimatter entry
+/// is never returned, and an entry of an older component with the same point, object and stamp is
+/// dropped with it, both before any validation. Empty (and free) unless a strategy writes
+/// antimatter entries; antimatter and its target share a point, so a range holding one holds both.
+#[derive(Default)]
+struct Shadow {
+    /// (oid, stamp) of every antimatter entry seen in a newer component.
+    killed: std::collections::HashSet<(u64, u64)>,
+}
+
+impl Shadow {
+    /// Whether `e` is antimatter or shadowed by the antimatter of a newer component.
+    fn hides(&self, e: &SpatialEntry) -> bool {
+        e.is_antimatter() || (!self.killed.is_empty() && self.killed.contains(&(e.oid, e.stamp())))
+    }
+
+    /// Adds a component's antimatter entries, once its own entries were checked.
+    fn add<'a>(&mut self, entries: impl Iterator<Item = &'a SpatialEntry>) {
+        self.killed
+            .extend(entries.filter(|e| e.is_antimatter()).map(|e| (e.oid, e.stamp())));
     }
 }
 
@@ -67,9 +97,9 @@ impl LsmRTree {
         let m = self.maintenance.as_ref();
         let (mut candidates, mut lookups) = (0u64, 0u64);
         let mut failed = None;
-        let mut visit = |source: Source<'_>, e: &SpatialEntry| {
+        let mut visit = |source: Source<'_>, e: &SpatialEntry, hidden: bool| {
             candidates += 1;
-            if failed.is_some() {
+            if failed.is_some() || hidden {
                 return;
             }
             match m.is_fresh(&self.cache, source, e, &mut lookups) {
@@ -78,12 +108,20 @@ impl LsmRTree {
                 Err(err) => failed = Some(err),
             }
         };
-        self.memory.for_each(|e| visit(Source::Memory, e));
+        self.memory.for_each(|e| visit(Source::Memory, e, false));
         let comps: Vec<_> = self.store.runs().map(|(_, c)| c).collect();
         let device = self.cache.device().clone();
+        let mut shadow = Shadow::default();
         for (i, c) in comps.iter().enumerate() {
             let source = Source::Disk { newer: &comps[..i] };
-            c.rtree.scan_with(device.as_ref(), |e| visit(source, e))?;
+            let mut tombstones = Vec::new();
+            c.rtree.scan_with(device.as_ref(), |e| {
+                if e.is_antimatter() {
+                    tombstones.push(*e);
+                }
+                visit(source, e, shadow.hides(e));
+            })?;
+            shadow.add(tombstones.iter());
         }
         match failed {
             Some(err) => Err(err),

@@ -1,13 +1,52 @@
-//! AsterixDB's Eager strategy (Alsubaiee et al. 2014) in two variants ([`EagerVariant`]).
+//! AsterixDB's Eager strategy (Alsubaiee et al. 2014) in three variants ([`EagerVariant`]), and
+//! the index the RUM-tree paper's authors ran as their Validation baseline, which is built from the
+//! same parts ([`Kind::Probe`]).
 //!
-//! **Authors** (the default), as the RUM-tree paper's authors ran their baseline
-//! (`LSMRTree.modify`, flush, `LSMRTreeSearchCursor`, `LSMRTreeSortedCursor` and `doMerge` of the
-//! competitor repository; the driver `UMTest` of the RUM repository keys the buddy B-tree by the
-//! object id alone):
+//! **Antimatter** (`Eager`, the default), the index the authors' Eager runs use: their driver
+//! (`UMTest.run_antimatters_test` of the competitor repository, set up by `setUpAntiMatters`)
+//! builds an `LSMRTreeWithAntiMatterTuples` and turns an update into `delete(old tuple)` then
+//! `insert(new tuple)`; the delete is `AbstractLSMRTree.modify`:
+//! - the old entry (its point, object id and timestamp, which their stream carries) is removed
+//!   physically from the memory R-tree if it is there, and its antimatter tuple is inserted into
+//!   the memory component's antimatter B-tree in any case (keyed by the whole tuple, so one per
+//!   update). That B-tree's pages count toward the memory budget (their virtual buffer cache holds
+//!   both trees), so flushes come as theirs do. A delete does the same without the insert;
+//! - the flush (`LSMRTreeWithAntiMatterTuples.doFlush` with
+//!   `LSMRTreeWithAntiMatterTuplesFlushCursor`) writes the memory entries and the antimatter tuples
+//!   together, in Hilbert order, into one disk R-tree: the antimatter takes leaf slots beside the
+//!   entries, also the antimatter whose target was removed from memory and shadows nothing. (The
+//!   cursor writes the entry and drops the antimatter when both are equal; the physical delete
+//!   removed that entry first, so lsmlab never meets the tie.)
+//! - a query (`LSMRTreeWithAntiMatterTuplesSearchCursor`) returns every memory entry unprobed (the
+//!   only memory component has no newer B-tree to probe); a disk entry is merged with the other
+//!   disk components' entries (`LSMIndexSearchCursor.checkPriorityQueue`): an antimatter entry is
+//!   never returned and its target in an older component is dropped with it; a surviving disk
+//!   entry is then probed in the memory antimatter B-tree (`searchMemBTrees`, no I/O) and returned
+//!   unless found there;
+//! - a merge (`doMerge` through the same cursor) drops every target whose antimatter is in a
+//!   newer input (annihilation); the antimatter itself is written to the output unless the merge
+//!   includes the oldest component (`createMergeOperation` sets `returnDeletedTuples` exactly when
+//!   the merged components stop short of the oldest), where every antimatter entry is dropped.
+//!
+//! lsmlab keeps the authors' antimatter as [`SpatialEntry::ANTIMATTER`] entries: in memory beside
+//! the memory R-tree (the antimatter B-tree, a leaf holding as many tuples as an R-tree leaf, since
+//! it holds the same tuple), on disk inside the R-tree, shadowed by the index's query path
+//! (`index/query.rs`) and annihilated by [`TombstoneMerge`]. The old entry's location and stamp are
+//! what the authors' stream gives; lsmlab keeps each object's current entry beside the index for
+//! that (uncounted, like the stream's old location; a primary index lookup, when configured, gives
+//! the location instead and is counted).
+//!
+//! **Buddy** (`Eager(buddy)`), the index of `LSMRTree.modify` (named after the buddy deleted-key
+//! B-tree it keeps beside each R-tree, where Antimatter keeps tombstones inside the R-tree): its
+//! memory delete is commented out, so every version stays in memory; it is the index the authors'
+//! Validation runs use (`UMTest.runTest`, set up by `setUp`), kept as a named variant beside the
+//! authors' Eager (`flush`, `LSMRTreeSearchCursor`, `LSMRTreeSortedCursor` and `doMerge` of the
+//! competitor repository; the RUM repository's `UMTest` keys the buddy B-tree by the object id
+//! alone):
 //! - an update inserts the new entry into the memory R-tree and the object id into the memory
-//!   deleted-key B-tree (a duplicate is ignored: one key per object); the memory delete of the old
-//!   entry is commented out, so every version stays in memory. A delete (absent from their
-//!   driver) records the object id the same way. A first insert touches only the R-tree.
+//!   deleted-key B-tree (a duplicate is ignored: one key per object); every version stays in
+//!   memory. A delete (absent from their driver) records the object id the same way. A first
+//!   insert touches only the R-tree.
 //! - a flush writes every memory R-tree entry (`fill`, not `filteredFill`), stale versions included,
 //!   plus the deleted keys;
 //! - a query returns a candidate of component k unless the deleted-key tree of memory or of a newer
@@ -23,43 +62,47 @@
 //! the stale entries marked superseded ([`SpatialEntry::SUPERSEDED`]), so they take their pages and
 //! are read and probed as the authors' query reads and probes them, but are never returned; merges
 //! keep or drop them by the authors' rule, mark and all. On disk the deleted keys are object ids,
-//! as in the authors' buddy B-tree.
+//! as in the authors' buddy B-tree. Buddy probes a newer disk component's deleted keys through its
+//! Bloom filter, as intended.
 //!
-//! **Physical**, AsterixDB's Eager: an update or delete removes the old entry physically if it is
-//! in the memory R-tree (found at the old location the stream or the primary index gives) and
-//! records the object id in the memory deleted-key tree in any case; the flush writes the deleted
-//! keys beside the disk R-tree; they shadow older components at query time and annihilate their
-//! targets when a merge brings both together (a key that annihilated something is dropped).
+//! **Physical** (`Eager(physical)`), AsterixDB's Eager with a buddy B-tree: an update or delete
+//! removes the old entry physically if it is in the memory R-tree (found at the old location the
+//! stream or the primary index gives) and records the object id in the memory deleted-key tree in
+//! any case; the flush writes the deleted keys beside the disk R-tree; they shadow older
+//! components at query time and annihilate their targets when a merge brings both together (a key
+//! that annihilated something is dropped).
 //!
-//! Both key the deleted-key trees by object id alone, in memory and on disk, one key per object, as
-//! the authors' driver configures the buddy B-tree (`UMTest`: B-tree fields = the id field), so
-//! the two variants differ only in the memory delete (and Physical's merge).
-//!
-//! Both probe a newer disk component's deleted keys through its Bloom filter, as intended. The
-//! authors' query cursor inverts that test (it skips the probe when the filter says the key may be
-//! present), so as their code reads no disk deleted-key tree ever kills a query candidate: a key
-//! present is skipped, a key absent is probed and not found. lsmlab does not copy that; their
-//! merge cursor probes without the filter and is followed exactly.
+//! **Probe** (`Validation`, built by the Validation row): Buddy's writes, flushes and merges with
+//! the authors' query path as `LSMRTreeSearchCursor.doHasNext` reads: per candidate of component
+//! k, the memory deleted-key tree is probed, then each newer disk component's, until one holds the
+//! object, and the Bloom test is inverted: a component whose filter says the key may be present is
+//! skipped, one whose filter rules it out is searched (and finds nothing). So no disk deleted-key
+//! tree ever kills a candidate, and a candidate pays a B-tree search in every newer component whose
+//! filter rules its object out. lsmlab counts those probes and their page reads, and answers
+//! exactly from each object's current stamp, kept beside the index (uncounted): the authors'
+//! cursor returns the stale versions its skipped probes would have killed.
 
 use super::{by_names, key_index, StrategyDef};
 use crate::btree::BTreeComponent;
 use crate::cache::BufferCache;
 use crate::geom::Point;
 use crate::lsm::LsmBTree;
-use crate::rtree::{MemRTree, SpatialEntry};
+use crate::rtree::{DiskRTree, MemRTree, SpatialEntry};
 use crate::spatial::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeFilter, Source};
 use crate::spatial::stats::CleaningCounts;
 use crate::spatial::strategy::EagerVariant;
 use crate::{Error, Result};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// The table's row: `Eager` (the authors' semantics, option 0) and `Eager(physical)` (option 1).
+/// The table's row: `Eager` (antimatter entries, option 2), `Eager(buddy)` (option 0) and
+/// `Eager(physical)` (option 1).
 pub(crate) static EAGER: StrategyDef = StrategyDef {
     family: "Eager",
-    forms: "Eager, Eager(physical)",
-    parse: |name| by_names(name, &[("Eager", 0), ("Eager(physical)", 1)]),
+    forms: "Eager, Eager(buddy), Eager(physical)",
+    parse: |name| by_names(name, &[("Eager", 2), ("Eager(buddy)", 0), ("Eager(physical)", 1)]),
     name: |option| match EagerVariant::from_option(option) {
-        EagerVariant::Authors => "Eager".to_string(),
+        EagerVariant::Antimatter => "Eager".to_string(),
+        EagerVariant::Buddy => "Eager(buddy)".to_string(),
         EagerVariant::Physical => "Eager(physical)".to_string(),
     },
     build: |option, cfg, cache| {
@@ -68,49 +111,112 @@ pub(crate) static EAGER: StrategyDef = StrategyDef {
             .then(|| key_index(cfg, cache))
             .transpose()?;
         Ok(Box::new(Eager::new(
-            EagerVariant::from_option(option),
+            Kind::from(EagerVariant::from_option(option)),
             cache.page_size(),
             primary_index,
         )))
     },
 };
 
-/// Eager's state: the memory component's deleted keys and, optionally, a primary index that gives
-/// the old location of an object instead of the stream.
+/// What the state below runs: one of the Eager variants or the authors' Validation index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `Eager`: `LSMRTreeWithAntiMatterTuples` (antimatter entries in the R-trees).
+    Antimatter,
+    /// `Eager(buddy)`: `LSMRTree.modify` with the Bloom test as intended.
+    Buddy,
+    /// `Eager(physical)`: AsterixDB's physical memory delete with a buddy B-tree.
+    Physical,
+    /// `Validation`: `LSMRTree.modify` with `LSMRTreeSearchCursor`'s probe path as it reads.
+    Probe,
+}
+
+impl From<EagerVariant> for Kind {
+    fn from(v: EagerVariant) -> Self {
+        match v {
+            EagerVariant::Antimatter => Kind::Antimatter,
+            EagerVariant::Buddy => Kind::Buddy,
+            EagerVariant::Physical => Kind::Physical,
+        }
+    }
+}
+
+/// Eager's state: the memory component's deleted keys or antimatter and, optionally, a primary
+/// index that gives the old location of an object instead of the stream.
 pub(crate) struct Eager {
-    variant: EagerVariant,
-    /// The in-memory deleted-key B+-tree, keyed by object id as the authors' buddy B-tree (one key
-    /// per object), with the timestamp of the object's latest update or delete in this memory
-    /// component beside it (what keeps the authors' stale memory entries out of answers).
+    kind: Kind,
+    /// The in-memory deleted-key B+-tree (Buddy, Physical, Probe), keyed by object id as the
+    /// authors' buddy B-tree (one key per object), with the timestamp of the object's latest update
+    /// or delete in this memory component beside it (what keeps stale memory entries out of
+    /// answers).
     memory_deleted: BTreeMap<u64, u64>,
     /// Deleted keys per B+-tree leaf page, to size the in-memory deleted-key tree in pages.
     deleted_leaf_capacity: usize,
+    /// The in-memory antimatter B-tree (Antimatter): the antimatter entry of every update or
+    /// delete since the last flush, keyed by (object id, stamp of the entry it kills).
+    memory_tombstones: BTreeMap<(u64, u64), SpatialEntry>,
+    /// Antimatter tuples per leaf page: the whole entry, as many as an R-tree leaf holds.
+    tombstone_leaf_capacity: usize,
+    /// Each live object's current entry (location, stamp), for Antimatter (the old entry its
+    /// antimatter names, as the authors' stream gives it) and Probe (exact answers). Uncounted.
+    current: HashMap<u64, (Point, u64)>,
     /// oid -> location, when the old location is looked up (timed) rather than taken from the
     /// stream, as the paper did when it excluded that lookup.
     primary_index: Option<LsmBTree<Point>>,
     cleaned: CleaningCounts,
     superseded_flushed: u64,
+    antimatter_flushed: u64,
 }
 
 impl Eager {
-    pub fn new(variant: EagerVariant, page_size: usize, primary_index: Option<LsmBTree<Point>>) -> Self {
+    pub fn new(kind: Kind, page_size: usize, primary_index: Option<LsmBTree<Point>>) -> Self {
         Eager {
-            variant,
+            kind,
             memory_deleted: BTreeMap::new(),
             // a deleted key is an object id alone
-            deleted_leaf_capacity: BTreeComponent::<()>::leaf_capacity(page_size),
+            deleted_leaf_capacity: BTreeComponent::<()>::leaf_capacity(page_size).max(1),
+            memory_tombstones: BTreeMap::new(),
+            tombstone_leaf_capacity: DiskRTree::leaf_capacity(page_size).max(1),
+            current: HashMap::new(),
             primary_index,
             cleaned: CleaningCounts::default(),
             superseded_flushed: 0,
+            antimatter_flushed: 0,
         }
     }
 
-    /// The first half of an update or delete stamped `ts` of object `oid`, last at `old`: record
-    /// the object id (and `ts`) in the memory deleted-key tree, where it shadows the object's
-    /// entries in older components. Physical, as AsterixDB's LSM R-tree, also removes the old
-    /// entry from the memory R-tree if it is there; Authors leaves it there.
+    /// Whether the kind writes deleted keys into a buddy B-tree (every kind but Antimatter).
+    fn has_buddy(&self) -> bool {
+        self.kind != Kind::Antimatter
+    }
+
+    /// Whether the kind keeps each object's current entry.
+    fn tracks_current(&self) -> bool {
+        matches!(self.kind, Kind::Antimatter | Kind::Probe)
+    }
+
+    /// The first half of an update or delete stamped `ts` of object `oid`, last at `old`.
+    /// Antimatter removes the old entry from the memory R-tree if it is there and records its
+    /// antimatter in any case (`AbstractLSMRTree.modify`). The others record the object id (and
+    /// `ts`) in the memory deleted-key tree, where it shadows the object's entries in older
+    /// components; Physical, as AsterixDB's LSM R-tree, also removes the old entry from the memory
+    /// R-tree if it is there; Buddy and Probe leave it there.
     fn retire_old(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, ts: u64) {
-        if let (EagerVariant::Physical, Some(old)) = (self.variant, old) {
+        if self.kind == Kind::Antimatter {
+            if let Some(&(at, stamp)) = self.current.get(&oid) {
+                // The object's current entry: the old tuple the authors' stream gives. `old`, as
+                // the stream or the primary index located it, names the same place on a consistent
+                // stream; the entry kept here is used, so a wrong `old` cannot misplace antimatter.
+                let _ = old;
+                let target = SpatialEntry::new(at, oid, stamp);
+                if memory.remove(target.point, oid).is_some() {
+                    self.cleaned.memory_deletes += 1;
+                }
+                self.memory_tombstones.insert((oid, stamp), target.antimatter());
+            }
+            return;
+        }
+        if let (Kind::Physical, Some(old)) = (self.kind, old) {
             if memory.remove(old, oid).is_some() {
                 self.cleaned.memory_deletes += 1;
             }
@@ -118,36 +224,63 @@ impl Eager {
         self.memory_deleted.insert(oid, ts);
     }
 
-    /// Records `new` (or the deletion) in the primary index, if there is one.
-    fn record_primary(&mut self, oid: u64, new: Option<Point>) -> Result<()> {
+    /// Records `new` (or the deletion) in the primary index, if there is one, and as the object's
+    /// current entry where the kind keeps it.
+    fn record_current(&mut self, oid: u64, new: Option<(Point, u64)>) -> Result<()> {
+        if self.tracks_current() {
+            match new {
+                Some(v) => self.current.insert(oid, v),
+                None => self.current.remove(&oid),
+            };
+        }
         match (&mut self.primary_index, new) {
-            (Some(p), Some(to)) => p.upsert(oid, to),
+            (Some(p), Some((to, _))) => p.upsert(oid, to),
             (Some(p), None) => p.delete(oid),
             (None, _) => Ok(()),
         }
+    }
+
+    /// The Probe kind's query path for a disk candidate not killed in memory: each newer disk
+    /// component's deleted-key tree is searched unless its Bloom filter says the key may be present
+    /// (the authors' inverted test), until a search finds the key. Returns whether one did.
+    fn probe_inverted(
+        &self,
+        cache: &BufferCache,
+        newer: &[&crate::spatial::SpatialComponent],
+        oid: u64,
+        lookups: &mut u64,
+    ) -> Result<bool> {
+        for c in newer {
+            let Some(d) = &c.antimatter else { continue };
+            if d.has_bloom() && d.may_contain(oid) {
+                continue;
+            }
+            *lookups += 1;
+            if d.get_unfiltered(cache, oid)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
 impl Maintenance for Eager {
     fn insert(&mut self, memory: &mut MemRTree, e: SpatialEntry) -> Result<()> {
         memory.insert(e);
-        if let Some(p) = &mut self.primary_index {
-            p.upsert(e.oid, e.point)?;
-        }
-        Ok(())
+        self.record_current(e.oid, Some((e.point, e.ts)))
     }
 
     /// The old location from the primary index (a lookup that may fail before anything changed),
-    /// or else from the stream (required by Physical only: Authors never needs it).
+    /// or else from the stream (required by Physical only: the other kinds never need it).
     fn locate(&mut self, oid: u64, from: Option<Point>) -> Result<Option<Point>> {
-        match (&mut self.primary_index, self.variant) {
+        match (&mut self.primary_index, self.kind) {
             (Some(p), _) => p.get(oid),
-            (None, EagerVariant::Authors) => Ok(from),
-            (None, EagerVariant::Physical) => Ok(Some(from.ok_or_else(|| {
+            (None, Kind::Physical) => Ok(Some(from.ok_or_else(|| {
                 Error::Config(format!(
                     "Eager(physical) needs the old location of object {oid} to update or delete it"
                 ))
             })?)),
+            (None, _) => Ok(from),
         }
     }
 
@@ -156,43 +289,55 @@ impl Maintenance for Eager {
     fn update(&mut self, memory: &mut MemRTree, old: Option<Point>, e: SpatialEntry) -> Result<()> {
         self.retire_old(memory, e.oid, old, e.ts);
         memory.insert(e);
-        self.record_primary(e.oid, Some(e.point))
+        self.record_current(e.oid, Some((e.point, e.ts)))
     }
 
     fn delete(&mut self, memory: &mut MemRTree, oid: u64, old: Option<Point>, ts: u64) -> Result<()> {
         self.retire_old(memory, oid, old, ts);
-        self.record_primary(oid, None)
+        self.record_current(oid, None)
     }
 
     fn memory_antimatter_pages(&self) -> u64 {
-        self.memory_deleted.len().div_ceil(self.deleted_leaf_capacity) as u64
+        if self.has_buddy() {
+            self.memory_deleted.len().div_ceil(self.deleted_leaf_capacity) as u64
+        } else {
+            self.memory_tombstones
+                .len()
+                .div_ceil(self.tombstone_leaf_capacity) as u64
+        }
     }
 
     fn has_memory_antimatter(&self) -> bool {
-        !self.memory_deleted.is_empty()
+        !self.memory_deleted.is_empty() || !self.memory_tombstones.is_empty()
     }
 
     /// An entry older than its object's latest update or delete in memory: what the authors'
-    /// flush writes all the same (Physical has removed such entries, unless the old location it
-    /// was given was wrong).
+    /// `LSMRTree` flush writes all the same (Physical and Antimatter have removed such entries,
+    /// unless the old location Physical was given was wrong).
     fn superseded_on_flush(&self, e: &SpatialEntry) -> bool {
         self.memory_deleted.get(&e.oid).is_some_and(|&t| e.ts < t)
     }
 
-    /// One key per object: an Eager update or delete kills every older version of the object,
-    /// whatever its location.
+    /// One key per object: an update or delete kills every older version of the object, whatever
+    /// its location.
     fn memory_antimatter(&self) -> Vec<u64> {
         self.memory_deleted.keys().copied().collect()
     }
 
+    fn memory_antimatter_entries(&self) -> Vec<SpatialEntry> {
+        self.memory_tombstones.values().copied().collect()
+    }
+
     fn flushed(&mut self, cleanup: Cleanup) -> Result<()> {
         self.memory_deleted.clear();
+        self.memory_tombstones.clear();
         self.commit(cleanup)
     }
 
     fn commit(&mut self, cleanup: Cleanup) -> Result<()> {
         self.cleaned.add(&cleanup.cleaned);
         self.superseded_flushed += cleanup.superseded;
+        self.antimatter_flushed += cleanup.antimatter;
         Ok(())
     }
 
@@ -208,8 +353,8 @@ impl Maintenance for Eager {
         antimatter: Vec<Vec<u64>>,
         includes_oldest: bool,
     ) -> Box<dyn MergeFilter + 'a> {
-        match self.variant {
-            EagerVariant::Physical => Box::new(Annihilation {
+        match self.kind {
+            Kind::Physical => Box::new(Annihilation {
                 antimatter,
                 includes_oldest,
                 input: 0,
@@ -218,19 +363,28 @@ impl Maintenance for Eager {
                 consumed: BTreeSet::new(),
                 annihilated: 0,
             }),
-            EagerVariant::Authors => Box::new(SortedCursorMerge {
+            Kind::Buddy | Kind::Probe => Box::new(SortedCursorMerge {
                 antimatter,
                 includes_oldest,
                 killed: 0,
             }),
+            Kind::Antimatter => Box::new(TombstoneMerge {
+                includes_oldest,
+                seen: HashMap::new(),
+                annihilated: 0,
+            }),
         }
     }
 
-    /// A memory entry: fresh unless older than its object's latest update or delete in memory (no
-    /// probe: the authors' query returns every memory entry; Physical has removed the old ones). A disk entry: memory's deleted keys, then each
-    /// newer component's, are probed until one holds the object (the authors' cursor order); it is
-    /// fresh iff none does and it is not marked superseded (a superseded entry is probed all the
-    /// same, as the authors' query probes it).
+    /// A memory entry: Antimatter's are all current (the old ones were removed; no probe, as the
+    /// authors' cursor has no newer memory B-tree to probe); the others' are fresh unless older
+    /// than their object's latest update or delete in memory (no probe: the authors' query returns
+    /// every memory entry). A disk entry (Antimatter's survived the newer components' antimatter
+    /// already): one probe of the memory antimatter; the buddy kinds probe memory's deleted keys,
+    /// then each newer component's until one holds the object (the authors' cursor order, the
+    /// Bloom test as intended for Buddy and Physical, inverted for Probe); it is fresh iff none
+    /// does and it is not marked superseded (a superseded entry is probed all the same, as the
+    /// authors' query probes it). Probe answers from the object's current stamp.
     fn is_fresh(
         &self,
         cache: &BufferCache,
@@ -239,11 +393,21 @@ impl Maintenance for Eager {
         lookups: &mut u64,
     ) -> Result<bool> {
         let Source::Disk { newer } = source else {
-            return Ok(self.memory_deleted.get(&e.oid).is_none_or(|&t| e.ts >= t));
+            return Ok(
+                self.kind == Kind::Antimatter || self.memory_deleted.get(&e.oid).is_none_or(|&t| e.ts >= t)
+            );
         };
         *lookups += 1;
+        if self.kind == Kind::Antimatter {
+            return Ok(!self.memory_tombstones.contains_key(&(e.oid, e.stamp())));
+        }
         if self.memory_deleted.contains_key(&e.oid) {
             return Ok(false);
+        }
+        if self.kind == Kind::Probe {
+            let killed = self.probe_inverted(cache, newer, e.oid, lookups)?;
+            let current = self.current.get(&e.oid).is_some_and(|&(_, ts)| ts == e.stamp());
+            return Ok(!killed && current && !e.is_superseded());
         }
         for c in newer.iter() {
             if let Some(d) = &c.antimatter {
@@ -261,8 +425,46 @@ impl Maintenance for Eager {
             key_index: self.primary_index.as_ref().map(|k| (k.stats(), k.lookups())),
             cleaned: self.cleaned,
             superseded_flushed: self.superseded_flushed,
+            antimatter_flushed: self.antimatter_flushed,
             ..MaintenanceStats::default()
         }
+    }
+}
+
+/// The authors' antimatter merge (`LSMRTreeWithAntiMatterTuples.doMerge` through
+/// `LSMRTreeWithAntiMatterTuplesSearchCursor` and `LSMIndexSearchCursor.checkPriorityQueue`): an
+/// entry whose antimatter is in a newer input is dropped (annihilated); an antimatter entry is
+/// written to the output unless the merge includes the oldest component (`returnDeletedTuples`
+/// false), where every one is dropped. Inputs arrive newest first, so an antimatter entry is seen
+/// before its target. No buddy B-tree: the antimatter lives in the R-tree.
+struct TombstoneMerge {
+    includes_oldest: bool,
+    /// (oid, stamp) of every antimatter entry seen, with its input.
+    seen: HashMap<(u64, u64), usize>,
+    annihilated: u64,
+}
+
+impl MergeFilter for TombstoneMerge {
+    fn keep(&mut self, input: usize, e: &SpatialEntry) -> Result<bool> {
+        let key = (e.oid, e.stamp());
+        if e.is_antimatter() {
+            self.seen.insert(key, input);
+            return Ok(!self.includes_oldest);
+        }
+        let killed = self.seen.get(&key).is_some_and(|&i| i < input);
+        self.annihilated += u64::from(killed);
+        Ok(!killed)
+    }
+
+    fn finish(self: Box<Self>) -> (Vec<u64>, Cleanup) {
+        let cleanup = Cleanup {
+            cleaned: CleaningCounts {
+                annihilated: self.annihilated,
+                ..CleaningCounts::default()
+            },
+            ..Cleanup::default()
+        };
+        (Vec::new(), cleanup)
     }
 }
 
@@ -436,7 +638,7 @@ mod tests {
     }
 
     fn filtered(inputs: &[Input], includes_oldest: bool) -> (Vec<(usize, u64)>, u64, Vec<u64>) {
-        let mut eager = Eager::new(EagerVariant::Physical, 256, None);
+        let mut eager = Eager::new(Kind::Physical, 256, None);
         let antimatter = inputs.iter().map(|(d, _)| d.clone()).collect();
         let mut survivors = Vec::new();
         let mut filter = eager.merge_filter(antimatter, includes_oldest);
@@ -493,7 +695,7 @@ mod tests {
     /// includes the oldest component.
     #[test]
     fn the_authors_merge_kills_by_newer_inputs_only_and_keeps_the_union_of_keys() {
-        let mut eager = Eager::new(EagerVariant::Authors, 256, None);
+        let mut eager = Eager::new(Kind::Buddy, 256, None);
         let antimatter = vec![vec![1, 4], vec![2], vec![1, 3]];
         let e = |oid, ts| SpatialEntry::new(Point::new(0.0, 0.0), oid, ts);
         let mut stale = e(2, 5);
@@ -519,5 +721,27 @@ mod tests {
         eager.commit(cleanup).unwrap();
         let (keys, _) = eager.merge_filter(antimatter, true).finish();
         assert!(keys.is_empty());
+    }
+
+    /// The authors' antimatter merge: a target whose antimatter is in a newer input is dropped
+    /// (annihilated); antimatter is written unless the merge includes the oldest component
+    /// (`returnDeletedTuples`), and an antimatter entry names one version (object and stamp).
+    #[test]
+    fn the_antimatter_merge_annihilates_targets_and_keeps_antimatter_unless_it_includes_the_oldest() {
+        let e = |oid, ts| SpatialEntry::new(Point::new(0.0, 0.0), oid, ts);
+        for includes_oldest in [false, true] {
+            let mut eager = Eager::new(Kind::Antimatter, 256, None);
+            let mut filter = eager.merge_filter(Vec::new(), includes_oldest);
+            // input 0: the antimatter of (1, 3) and of (2, 9), whose target is not merged; (1, 5)
+            assert_eq!(filter.keep(0, &e(1, 3).antimatter()).unwrap(), !includes_oldest);
+            assert_eq!(filter.keep(0, &e(2, 9).antimatter()).unwrap(), !includes_oldest);
+            assert!(filter.keep(0, &e(1, 5)).unwrap());
+            // input 1: (1, 3) annihilated; (2, 4) is another version than the antimatter names
+            assert!(!filter.keep(1, &e(1, 3)).unwrap());
+            assert!(filter.keep(1, &e(2, 4)).unwrap());
+            let (keys, cleanup) = filter.finish();
+            assert!(keys.is_empty(), "no buddy B-tree");
+            assert_eq!(cleanup.cleaned.annihilated, 1);
+        }
     }
 }

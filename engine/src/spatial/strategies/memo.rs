@@ -259,6 +259,7 @@ impl Maintenance for UpdateMemoMaintenance {
             um_max_entries: self.um.max_len() as u64,
             cleaned: self.cleaned,
             superseded_flushed: 0,
+            antimatter_flushed: 0,
         }
     }
 

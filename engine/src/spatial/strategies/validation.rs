@@ -1,7 +1,22 @@
-//! Luo & Carey's Validation strategy (PVLDB 2019): blind inserts into the R-tree; a primary key
-//! index of each object's latest timestamp validates query candidates and, optionally, repairs
-//! merges by dropping the entries it shows obsolete.
+//! Validation in three variants ([`ValidationVariant`]).
+//!
+//! **Probe** (`Validation`, the default): the index the RUM-tree paper's authors ran as their
+//! Validation baseline. Their driver's `run_all` runs the validation experiments through
+//! `UMTest.setUp` and `UMTest.runTest` of the competitor repository: an `LSMRTree` (no primary key
+//! index anywhere) updated through `LSMRTree.modify` (the new entry inserted, the object recorded
+//! in the memory buddy B-tree, the old entry left in memory) and queried through
+//! `LSMRTreeSearchCursor`, which validates each candidate by probing the buddy B-tree of every
+//! newer component, the Bloom test inverted as it reads. That cursor is the only validation their
+//! Validation runs do, so it is the default; it shares Eager(buddy)'s writes, flushes and merges
+//! and is built from the same state (`eager.rs`, [`Kind::Probe`], where the probe path is
+//! described).
+//!
+//! **KeyIndex** (`Validation(key-index)`), Luo & Carey's Validation (PVLDB 2019): blind inserts into
+//! the R-tree; a primary key index of each object's latest timestamp validates query candidates,
+//! one lookup each. **Repair** (`Validation(repair)`) adds Luo & Carey's merge repair: merges drop
+//! the entries the key index shows obsolete.
 
+use super::eager::{Eager, Kind};
 use super::{by_names, key_index, StrategyDef};
 use crate::cache::BufferCache;
 use crate::geom::Point;
@@ -9,23 +24,40 @@ use crate::lsm::LsmBTree;
 use crate::rtree::{MemRTree, SpatialEntry};
 use crate::spatial::maintenance::{Cleanup, KeepAll, Maintenance, MaintenanceStats, MergeFilter, Source};
 use crate::spatial::stats::CleaningCounts;
+use crate::spatial::strategy::ValidationVariant;
 use crate::Result;
 
-/// The table's row: `Validation` as the RUM-tree paper's baseline ran it (option 0) and
-/// `Validation(repair)` with Luo & Carey's merge repair (option 1).
+/// The table's row: `Validation` as the RUM-tree paper's authors ran it (the probe path, option 2),
+/// `Validation(key-index)` (Luo & Carey's key index, option 0) and `Validation(repair)` (with Luo &
+/// Carey's merge repair, option 1).
 pub(crate) static VALIDATION: StrategyDef = StrategyDef {
     family: "Validation",
-    forms: "Validation, Validation(repair)",
-    parse: |name| by_names(name, &[("Validation", 0), ("Validation(repair)", 1)]),
+    forms: "Validation, Validation(key-index), Validation(repair)",
+    parse: |name| {
+        by_names(
+            name,
+            &[
+                ("Validation", 2),
+                ("Validation(key-index)", 0),
+                ("Validation(repair)", 1),
+            ],
+        )
+    },
     name: |option| {
-        if option == 1 {
-            "Validation(repair)"
-        } else {
-            "Validation"
+        match ValidationVariant::from_option(option) {
+            ValidationVariant::Probe => "Validation",
+            ValidationVariant::KeyIndex => "Validation(key-index)",
+            ValidationVariant::Repair => "Validation(repair)",
         }
         .to_string()
     },
-    build: |option, cfg, cache| Ok(Box::new(Validation::new(key_index(cfg, cache)?, option == 1))),
+    build: |option, cfg, cache| match ValidationVariant::from_option(option) {
+        ValidationVariant::Probe => Ok(Box::new(Eager::new(Kind::Probe, cache.page_size(), None))),
+        v => Ok(Box::new(Validation::new(
+            key_index(cfg, cache)?,
+            v == ValidationVariant::Repair,
+        ))),
+    },
 };
 
 /// Validation's state: the primary key index (oid -> latest ts) and the merge-repair switch.

@@ -227,25 +227,52 @@ impl Draw for Bars<'_> {
     }
 }
 
-/// `text` in lines of at most `width` characters, broken at spaces (a longer word keeps its line).
 /// The least height, in pixels, a non-zero segment of a stacked bar is drawn with.
 const MIN_SEGMENT_PX: f64 = 4.0;
 
+/// `text` in lines of at most `width` characters, broken at spaces, and a word longer than `width`
+/// also before each `(` (a variant's suffix: `Validation(key-index)` wraps as `Validation` over
+/// `(key-index)`); a part longer than `width` keeps its line.
 fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
-        match lines.last_mut() {
-            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
-                line.push(' ');
-                line.push_str(word);
+        for (k, part) in split_long(word, width).into_iter().enumerate() {
+            // the first part of a word follows a space; the parts after it follow no space
+            let gap = usize::from(k == 0);
+            match lines.last_mut() {
+                Some(line)
+                    if !line.is_empty() && line.chars().count() + gap + part.chars().count() <= width =>
+                {
+                    if gap == 1 {
+                        line.push(' ');
+                    }
+                    line.push_str(part);
+                }
+                _ => lines.push(part.to_string()),
             }
-            _ => lines.push(word.to_string()),
         }
     }
     if lines.is_empty() {
         lines.push(String::new());
     }
     lines
+}
+
+/// `word` whole if it fits `width`, else cut before each `(` that does not start it.
+fn split_long(word: &str, width: usize) -> Vec<&str> {
+    if word.chars().count() <= width {
+        return vec![word];
+    }
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (i, c) in word.char_indices() {
+        if c == '(' && i > start {
+            parts.push(&word[start..i]);
+            start = i;
+        }
+    }
+    parts.push(&word[start..]);
+    parts
 }
 
 impl Bars<'_> {
@@ -501,6 +528,21 @@ fn error_mark<DB: DrawingBackend>(i: usize, top: f64, h: i32, centre: i32, cap: 
 
 #[cfg(test)]
 mod tests {
+    use super::wrap_words;
+
+    #[test]
+    fn long_names_wrap_at_spaces_and_before_a_variant_suffix() {
+        assert_eq!(wrap_words("UM+FMBV", 8), ["UM+FMBV"]);
+        assert_eq!(
+            wrap_words("Validation(key-index)", 12),
+            ["Validation", "(key-index)"]
+        );
+        assert_eq!(wrap_words("Eager(buddy)", 12), ["Eager(buddy)"]);
+        assert_eq!(wrap_words("Eager(physical)", 8), ["Eager", "(physical)"]);
+        assert_eq!(wrap_words("a b(c)", 3), ["a b", "(c)"]);
+        assert_eq!(wrap_words("", 4), [""]);
+    }
+
     use super::*;
     use crate::plot::tests::assert_rendered;
 
