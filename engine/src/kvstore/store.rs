@@ -716,6 +716,13 @@ impl KvStore {
             );
             return Err(e);
         }
+        // A timed merge's blocks are held for the clock: count them here (the warmer has not seen
+        // them yet).
+        let output_blocks = if timed.is_some() {
+            held.iter().filter(|d| d.is_keyed_block()).count() as u64
+        } else {
+            counts.blocks_offered
+        };
         if let (Some(bytes_per_s), Some(pending)) = (timed, self.pending.as_mut()) {
             let pages = io_delta.page_reads + io_delta.page_writes;
             let t1 = pages as f64 * self.cache.page_size() as f64 / bytes_per_s;
@@ -728,7 +735,7 @@ impl KvStore {
             input_runs,
             input_blocks,
             cached_inputs,
-            output_blocks: counts.blocks_offered,
+            output_blocks,
             pages_read: io_delta.page_reads,
             pages_written: io_delta.page_writes,
             invalidated: cache_delta.invalidations,

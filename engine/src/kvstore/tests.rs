@@ -544,6 +544,11 @@ fn a_read_during_a_timed_merge_misses_where_incremental_warmup_evicted_the_old_b
     assert!(kv.merging());
     let t1 = (merge.pages_read + merge.pages_written) as f64;
     let outputs: Vec<BlockInfo> = kv.run_blocks().into_iter().flat_map(|r| r.blocks).collect();
+    assert_eq!(
+        merge.output_blocks,
+        outputs.len() as u64,
+        "counted as it was written"
+    );
     let n = outputs.len() as f64;
     let j = outputs.iter().position(|b| b.page == new.page).unwrap() as f64;
     assert!(j + 1.0 < n, "the block is not the merge's last");

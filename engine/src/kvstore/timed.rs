@@ -36,6 +36,14 @@ pub(crate) enum Deferred {
     },
 }
 
+impl Deferred {
+    /// Whether this is a written block with keys of its own (a data block, as the warmer counts
+    /// blocks offered to the policy).
+    pub fn is_keyed_block(&self) -> bool {
+        matches!(self, Deferred::Block { keys: Some(_), .. })
+    }
+}
+
 /// Stands between the executor and the [`CacheWarmer`]: passes events through, or, while
 /// holding, keeps them for [`Gate::deliver`].
 pub(crate) struct Gate {
