@@ -49,34 +49,10 @@ use common::{env_u64, hot_point, EXTENT};
 /// Operations per configuration under `cargo test` (`SOAK_OPS` overrides it).
 const DEFAULT_OPS: u64 = 1_500;
 
-/// Every strategy the index knows: Eager and Validation with their variants, and UM with each of
-/// the 16 subsets of F, M, B, V.
+/// Every strategy the index knows (the strategy table's names: Eager and Validation with their
+/// variants, and UM with each of the 16 subsets of F, M, B, V).
 fn strategies() -> Vec<String> {
-    let mut names: Vec<String> = [
-        "Eager",
-        "Eager(buddy)",
-        "Eager(physical)",
-        "Validation",
-        "Validation(key-index)",
-        "Validation(repair)",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for mask in 0..16u8 {
-        let flags: String = "FMBV"
-            .chars()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, c)| c)
-            .collect();
-        names.push(if flags.is_empty() {
-            "UM".into()
-        } else {
-            format!("UM+{flags}")
-        });
-    }
-    names
+    lsmlab_engine::spatial::every_strategy_name()
 }
 
 /// One configuration: a strategy and the engine parameters drawn for it.

@@ -323,11 +323,26 @@ impl KvStore {
     /// Tells the warmer what of the pending merges is due by `now` (at its due time), and ends
     /// the batch when its end has come.
     fn advance(&mut self, now: f64) -> Result<()> {
+        self.release(now, now)
+    }
+
+    /// Ends the pending batch now (one background worker: the next flush, or a merge of a later
+    /// round, waits for it): tells the warmer everything still held, installs the batch for reads
+    /// and frees the runs it retired (their cached blocks are invalidated).
+    fn complete_pending(&mut self) -> Result<()> {
+        let now = self.now;
+        self.release(f64::INFINITY, now)
+    }
+
+    /// Tells the warmer the pending steps due by `until`, each at its due time but no later than
+    /// `now`, and ends the batch once nothing is left and its end is reached (or `until` is past
+    /// every step). A step's error is returned after the others are told.
+    fn release(&mut self, until: f64, now: f64) -> Result<()> {
         let Some(pending) = self.pending.as_mut() else {
             return Ok(());
         };
-        let due = pending.take_due(now);
-        let finished = now >= pending.end_s && pending.due.is_empty();
+        let due = pending.take_due(until);
+        let finished = pending.due.is_empty() && (until.is_infinite() || now >= pending.end_s);
         let mut result = Ok(());
         for (at, d) in &due {
             // The policy is told the time the step was due (a merge's end, say), not the time the
@@ -345,26 +360,6 @@ impl KvStore {
         if finished {
             self.finish_pending();
         }
-        result
-    }
-
-    /// Ends the pending batch now: tells the warmer everything still held, installs the batch for
-    /// reads and frees the runs it retired (their cached blocks are invalidated).
-    fn complete_pending(&mut self) -> Result<()> {
-        let mut result = Ok(());
-        if let Some(pending) = self.pending.as_mut() {
-            let all = pending.take_due(f64::INFINITY);
-            for (_, d) in &all {
-                let r = self.gate.deliver(d);
-                if result.is_ok() {
-                    result = r;
-                }
-            }
-            let counts = self.warmer.take_operation();
-            self.stats.admitted += counts.blocks_admitted;
-            self.stats.policy_evictions += counts.policy_evictions;
-        }
-        self.finish_pending();
         result
     }
 

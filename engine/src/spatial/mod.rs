@@ -20,6 +20,6 @@ pub use maintenance::{
     Cleanup, KeepAll, Maintenance, MaintenanceStats, MemoryWrite, MergeFilter, Source, StampScan,
 };
 pub use stats::{CleaningCounts, SpatialStats};
-pub use strategies::{StrategyDef, STRATEGIES};
+pub use strategies::{every_strategy_name, StrategyDef, STRATEGIES};
 pub use strategy::{CleaningSwitches, EagerVariant, ParseStrategyError, Strategy, ValidationVariant};
 pub use um::{cils, MemoState, UpdateMemo};

@@ -463,6 +463,9 @@ pub(crate) fn measure(
     let wall = std::time::Instant::now();
     let mut recorder = RunRecorder::new(interval_s, t2_s);
     let mut m = Measured::default();
+    // Timed merges invalidate and admit as the clock goes, not at their start: counted in the
+    // interval where it happens. Untimed, the counts ride with the operation's window.
+    let timed = driver.store.config().background_bytes_per_s.is_some();
     while driver.clock.now_s() - t0 < run_s {
         let s = driver.step(&mut |_, _| {})?;
         recorder.op(s.start_s - t0, s.latency_us, s.hits, s.misses, s.prefetch_hits);
@@ -470,9 +473,6 @@ pub(crate) fn measure(
         m.invalidations += s.invalidated;
         m.admitted += s.admitted;
         m.policy_evictions += s.policy_evictions;
-        // Timed merges invalidate and admit as the clock goes, not at their start: counted in
-        // the interval where it happens. Untimed, the counts ride with the operation's window.
-        let timed = driver.store.config().background_bytes_per_s.is_some();
         if timed {
             recorder.counts(s.invalidated, s.admitted);
         }

@@ -59,6 +59,21 @@ pub(crate) fn parse(name: &str) -> Option<Strategy> {
         .find_map(|def| (def.parse)(name).map(|option| Strategy::from_def(def, option)))
 }
 
+/// The canonical name of every strategy the table knows, family by family (each option whose name
+/// parses back to it), e.g. for a test that runs them all.
+pub fn every_strategy_name() -> Vec<String> {
+    let mut names = Vec::new();
+    for def in STRATEGIES {
+        for option in 0..=u8::MAX {
+            let name = (def.name)(option);
+            if (def.parse)(&name) == Some(option) && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 /// Every family's accepted names, as one list.
 pub(crate) fn forms() -> String {
     STRATEGIES.iter().map(|d| d.forms).collect::<Vec<_>>().join(", ")
@@ -81,4 +96,23 @@ pub(crate) fn by_names(name: &str, names: &[(&str, u8)]) -> Option<u8> {
         .iter()
         .find(|(n, _)| name.eq_ignore_ascii_case(n))
         .map(|&(_, option)| option)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_strategy_name_lists_each_variant_once_and_each_parses_back() {
+        let names = every_strategy_name();
+        // Eager x3, Validation x3, UM with the 16 subsets of F, M, B, V.
+        assert_eq!(names.len(), 22, "{names:?}");
+        for want in ["Eager", "Eager(buddy)", "Validation(key-index)", "UM", "UM+FMBV"] {
+            assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+        }
+        for name in &names {
+            let s = parse(name).unwrap_or_else(|| panic!("{name} does not parse"));
+            assert_eq!(&s.to_string(), name);
+        }
+    }
 }
