@@ -100,13 +100,15 @@ soak:
 	SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) STRESS_OPS=$(STRESS_OPS) CACHE_RACE_OPS=$(CACHE_RACE_OPS) \
 		$(CARGO) test --release --no-fail-fast -p lsmlab-engine --test soak --test stress --test cache_race -- --nocapture
 
-# Model checking of the Update Memo's concurrent paths (engine/tests/loom_um.rs): every
-# interleaving of record / release / insert / is-obsolete on one object, up to LOOM_MAX_PREEMPTIONS
+# Model checking of the Update Memo's concurrent paths: every interleaving of record / release /
+# insert / is-obsolete on one object (engine/tests/loom_um.rs), and of a lock-free reader racing a
+# writer that grows a table (engine/src/spatial/um.rs, loom_tests), up to LOOM_MAX_PREEMPTIONS
 # preemptions, in its own target directory (loom needs the whole build under --cfg loom).
 LOOM_MAX_PREEMPTIONS ?= 3
+LOOM_ENV = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS)
 loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
-		$(CARGO) test --release -p lsmlab-engine --test loom_um
+	$(LOOM_ENV) $(CARGO) test --release -p lsmlab-engine --test loom_um
+	$(LOOM_ENV) $(CARGO) test --release -p lsmlab-engine --lib spatial::um::loom_tests
 
 # Hostile input at a long budget: every page decoder fed mutated pages through a hostile device
 # (engine/tests/fuzz_pages.rs), every data loader and trace reader fed raw and mutated files

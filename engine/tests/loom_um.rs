@@ -18,9 +18,17 @@ use lsmlab_engine::spatial::{MemoState, UpdateMemo};
 
 const OID: u64 = 42;
 
+/// loom's model builder (its settings from the environment, `LOOM_MAX_PREEMPTIONS` among them),
+/// allowing the branches of a check that reads every slot of the memo's 64 shards.
+pub fn model() -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 50_000;
+    builder
+}
+
 fn run(threads: Vec<Box<dyn Fn(&UpdateMemo) + Send + Sync>>, setup: fn(&UpdateMemo), check: fn(&UpdateMemo)) {
     let threads = Arc::new(threads);
-    loom::model(move || {
+    model().check(move || {
         let um = Arc::new(UpdateMemo::new());
         setup(&um);
         let handles: Vec<_> = (0..threads.len())
