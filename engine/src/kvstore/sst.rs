@@ -736,15 +736,18 @@ impl RunFormat for SstFormat {
             } else {
                 Vec::new()
             },
-            blocks: run
-                .blocks
-                .iter()
-                .map(|b| BlockKeys {
-                    page: b.page,
-                    keys: KeyRange::new(b.first_key, b.last_key),
-                })
-                .collect(),
         }
+    }
+
+    /// The run's data blocks with their first and last keys.
+    fn blocks(&self, run: &SstRun) -> Vec<BlockKeys<u64>> {
+        run.blocks
+            .iter()
+            .map(|b| BlockKeys {
+                page: b.page,
+                keys: KeyRange::new(b.first_key, b.last_key),
+            })
+            .collect()
     }
 
     /// Entries of empty values that fill `pages` data blocks: an upper bound, since values vary.

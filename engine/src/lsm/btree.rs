@@ -103,7 +103,6 @@ impl<T: FixedValue> RunFormat for BTreeRuns<T> {
                 first: run.first_page(),
                 pages: run.pages(),
             }],
-            blocks: Vec::new(),
         }
     }
 

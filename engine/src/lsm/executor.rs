@@ -32,9 +32,6 @@ pub struct RunInfo<K> {
     pub keys: Option<KeyRange<K>>,
     /// The pages it occupies.
     pub extents: Vec<Extent>,
-    /// Its blocks that hold key intervals, in key order, where the format keeps them (see
-    /// [`RunExtents::blocks`]).
-    pub blocks: Vec<BlockKeys<K>>,
 }
 
 /// How an index stores a run: build it from sorted entries, scan it back in order, destroy it.
@@ -58,6 +55,11 @@ pub trait RunFormat {
     fn destroy(&self, run: Self::Run);
     /// Where the run lies and what it holds.
     fn describe(&self, run: &Self::Run) -> RunInfo<Self::Key>;
+    /// Its blocks that hold key intervals, in key order, where the format keeps them (see
+    /// [`RunExtents::blocks`]); none by default. Asked only when observers are told of the run.
+    fn blocks(&self, _run: &Self::Run) -> Vec<BlockKeys<Self::Key>> {
+        Vec::new()
+    }
     /// How many entries fill a run of `pages` pages (to split compaction outputs at a target size).
     fn entries_per_run(&self, pages: u64) -> u64;
 }
@@ -296,14 +298,14 @@ impl<F: RunFormat> RunStore<F> {
     }
 
     fn extents(&self, meta: &RunMeta<F::Key>) -> RunExtents<F::Key> {
-        let info = self.format.describe(&self.runs[&meta.id]);
+        let run = &self.runs[&meta.id];
         RunExtents {
             id: meta.id,
             level: meta.level,
             entries: meta.entries,
             keys: meta.keys,
-            extents: info.extents,
-            blocks: info.blocks,
+            extents: self.format.describe(run).extents,
+            blocks: self.format.blocks(run),
         }
     }
 
@@ -644,7 +646,6 @@ mod tests {
                     first: run.tag * 100,
                     pages: n.div_ceil(4).max(1),
                 }],
-                blocks: Vec::new(),
             }
         }
         fn entries_per_run(&self, pages: u64) -> u64 {

@@ -275,8 +275,12 @@ impl RunFormat for SpatialRuns {
             entries: run.rtree.entries(),
             keys: None,
             extents,
-            blocks: run.leaves.clone(),
         }
+    }
+
+    /// The R-tree's leaves with their Hilbert key intervals.
+    fn blocks(&self, run: &SpatialComponent) -> Vec<BlockKeys<SpatialKey>> {
+        run.leaves.clone()
     }
 
     /// Full R-tree leaves of `pages` pages.
@@ -547,7 +551,7 @@ mod tests {
             .collect();
         assert_eq!(keyed.len(), es.len().div_ceil(leaves));
         assert_eq!(keyed, c.leaves);
-        assert_eq!(info.blocks, c.leaves);
+        assert_eq!(runs.blocks(&c), c.leaves);
         for (i, leaf) in keyed.iter().enumerate() {
             assert_eq!(leaf.page, pages[i]);
             let chunk = &es[i * leaves..((i + 1) * leaves).min(es.len())];
