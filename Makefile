@@ -80,10 +80,14 @@ test:
 
 # Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), then
 # the ratios in results/bench/peers.json. --noplot: criterion's own charts need system fonts, which
-# a fresh machine may not have (lsmlab's figures embed theirs).
+# a fresh machine may not have (lsmlab's figures embed theirs). BENCH_PREVIOUS=FILE (an earlier
+# run's summary, e.g. the committed peers.json just before a second run) adds that run's ratio to
+# each row.
+BENCH_PREVIOUS ?=
 bench: build
 	$(CARGO) bench --workspace --bench '*' -- --noplot
-	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json
+	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json \
+		$(if $(BENCH_PREVIOUS),--previous $(BENCH_PREVIOUS))
 
 # The differential soak at a long budget: SOAK_OPS operations per configuration of every engine
 # (the LSM R-tree's strategies and variants, the key-value store under every warm-up policy, every

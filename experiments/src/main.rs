@@ -140,6 +140,10 @@ enum Command {
         /// The summary file to write.
         #[arg(long, default_value = "results/bench/peers.json")]
         out: PathBuf,
+        /// An earlier run's summary (may be OUT itself): each row also gets that run's ratio, and
+        /// a row below 1.0 in either run is listed as below the peer.
+        #[arg(long)]
+        previous: Option<PathBuf>,
     },
 }
 
@@ -374,11 +378,19 @@ fn execute(command: Command) -> anyhow::Result<()> {
             note!("{n} operations of {workload} (scale {scale}, seed {seed})");
             Ok(())
         }
-        Command::BenchSummary { criterion, out } => {
-            let summary = lsmlab_harness::bench::write_summary(&criterion, &out)?;
+        Command::BenchSummary {
+            criterion,
+            out,
+            previous,
+        } => {
+            let summary = lsmlab_harness::bench::write_summary(&criterion, &out, previous.as_deref())?;
             for r in &summary.rows {
+                let before = r
+                    .previous_ratio
+                    .map(|p| format!(" (previous run {p:.2}x)"))
+                    .unwrap_or_default();
                 out!(
-                    "{:32} {:14} vs {:20} {:>6.2}x",
+                    "{:32} {:14} vs {:20} {:>6.2}x{before}",
                     r.operation,
                     r.lsmlab,
                     r.peer,

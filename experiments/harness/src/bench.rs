@@ -58,6 +58,9 @@ pub struct PeerRow {
     pub peer_per_s: f64,
     /// lsmlab's throughput over the peer's: above 1 means lsmlab is faster.
     pub ratio: f64,
+    /// The same row's ratio in the summary given as `--previous` (an earlier run), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_ratio: Option<f64>,
 }
 
 /// The file `lsmlab bench-summary` writes.
@@ -73,8 +76,12 @@ pub struct PeersSummary {
     pub criterion_dir: PathBuf,
     /// One row per lsmlab function and peer on an operation.
     pub rows: Vec<PeerRow>,
-    /// The rows below 1.0, as `operation: lsmlab vs peer (ratio)`.
+    /// The rows below 1.0 in this run or the previous one, as `operation: lsmlab vs peer (ratio)`
+    /// (with `; previous run R` when there was one).
     pub below_peer: Vec<String>,
+    /// When the previous run's summary, if one was given, was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_generated_at: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -184,6 +191,7 @@ pub fn rows(measured: &[Measured]) -> Vec<PeerRow> {
                     lsmlab_per_s: ours.per_s(),
                     peer_per_s: peer.per_s(),
                     ratio: ours.per_s() / peer.per_s(),
+                    previous_ratio: None,
                 });
             }
         }
@@ -191,10 +199,45 @@ pub fn rows(measured: &[Measured]) -> Vec<PeerRow> {
     out
 }
 
-/// Reads the estimates under `criterion_dir` and writes the summary to `out` (atomically).
-pub fn write_summary(criterion_dir: &Path, out: &Path) -> anyhow::Result<PeersSummary> {
+/// Reads a summary `lsmlab bench-summary` wrote. Errors name the file.
+pub fn read_summary(path: &Path) -> anyhow::Result<PeersSummary> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let summary: PeersSummary = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a peers summary (lsmlab bench-summary's output)",
+            path.display()
+        )
+    })?;
+    if summary.schema != SCHEMA {
+        bail!(
+            "{} has schema {:?}, not {SCHEMA:?}",
+            path.display(),
+            summary.schema
+        );
+    }
+    Ok(summary)
+}
+
+/// Reads the estimates under `criterion_dir` and writes the summary to `out` (atomically). With
+/// `previous` (an earlier run's summary, read before `out` is written, so it may be `out`
+/// itself), each row also carries that run's ratio, and a row below 1.0 in either run is listed.
+pub fn write_summary(
+    criterion_dir: &Path,
+    out: &Path,
+    previous: Option<&Path>,
+) -> anyhow::Result<PeersSummary> {
+    let previous = previous.map(read_summary).transpose()?;
     let measured = collect(criterion_dir)?;
-    let rows = rows(&measured);
+    let mut rows = rows(&measured);
+    if let Some(prev) = &previous {
+        for row in &mut rows {
+            row.previous_ratio = prev
+                .rows
+                .iter()
+                .find(|p| (&p.operation, &p.lsmlab, &p.peer) == (&row.operation, &row.lsmlab, &row.peer))
+                .map(|p| p.ratio);
+        }
+    }
     if rows.is_empty() {
         bail!(
             "no bench group under {} has both an lsmlab function and a peer; run `make bench` first",
@@ -203,8 +246,17 @@ pub fn write_summary(criterion_dir: &Path, out: &Path) -> anyhow::Result<PeersSu
     }
     let below_peer = rows
         .iter()
-        .filter(|r| r.ratio < 1.0)
-        .map(|r| format!("{}: {} vs {} ({:.2}x)", r.operation, r.lsmlab, r.peer, r.ratio))
+        .filter(|r| r.ratio < 1.0 || r.previous_ratio.is_some_and(|p| p < 1.0))
+        .map(|r| {
+            let previous = r
+                .previous_ratio
+                .map(|p| format!("; previous run {p:.2}x"))
+                .unwrap_or_default();
+            format!(
+                "{}: {} vs {} ({:.2}x{previous})",
+                r.operation, r.lsmlab, r.peer, r.ratio
+            )
+        })
         .collect();
     let summary = PeersSummary {
         schema: SCHEMA.into(),
@@ -213,6 +265,7 @@ pub fn write_summary(criterion_dir: &Path, out: &Path) -> anyhow::Result<PeersSu
         criterion_dir: criterion_dir.to_path_buf(),
         rows,
         below_peer,
+        previous_generated_at: previous.map(|p| p.generated_at),
     };
     crate::atomic::write(out, (serde_json::to_string_pretty(&summary)? + "\n").as_bytes())?;
     Ok(summary)
@@ -252,7 +305,7 @@ mod tests {
         bench(dir.path(), "hit", "quick_cache", 5.0, None);
         bench(dir.path(), "alone", "lsmlab", 5.0, None);
         let out = dir.path().join("bench/peers.json");
-        let summary = write_summary(dir.path(), &out).unwrap();
+        let summary = write_summary(dir.path(), &out, None).unwrap();
         assert_eq!(summary.rows.len(), 3, "{:?}", summary.rows);
         let insert = summary.rows.iter().find(|r| r.operation == "insert").unwrap();
         assert!((insert.ratio - 2.0).abs() < 1e-9 && (insert.lsmlab_per_s - 1e8).abs() < 1.0);
@@ -269,12 +322,47 @@ mod tests {
     #[test]
     fn missing_or_broken_estimates_are_named() {
         let dir = tempfile::tempdir().unwrap();
-        let err = write_summary(&dir.path().join("nope"), &dir.path().join("p.json")).unwrap_err();
+        let err = write_summary(&dir.path().join("nope"), &dir.path().join("p.json"), None).unwrap_err();
         assert!(format!("{err:#}").contains("make bench"), "{err:#}");
         bench(dir.path(), "g", "lsmlab", 1.0, None);
         fs::write(dir.path().join("g/lsmlab/new/estimates.json"), "{").unwrap();
-        let err = write_summary(dir.path(), &dir.path().join("p.json")).unwrap_err();
+        let err = write_summary(dir.path(), &dir.path().join("p.json"), None).unwrap_err();
         assert!(format!("{err:#}").contains("estimates.json"), "{err:#}");
         assert!(!dir.path().join("p.json").exists());
+    }
+
+    #[test]
+    fn a_previous_run_adds_its_ratio_and_its_rows_below_the_peer() {
+        let dir = tempfile::tempdir().unwrap();
+        bench(dir.path(), "hit", "lsmlab", 10.0, None);
+        bench(dir.path(), "hit", "peer", 20.0, None);
+        bench(dir.path(), "miss", "lsmlab", 10.0, None);
+        bench(dir.path(), "miss", "peer", 5.0, None);
+        let out = dir.path().join("peers.json");
+        write_summary(dir.path(), &out, None).unwrap();
+        // the second run: hit 0.5x -> 1.25x, miss 0.5x -> 0.8x; the previous file is `out` itself
+        bench(dir.path(), "hit", "lsmlab", 8.0, None);
+        bench(dir.path(), "hit", "peer", 10.0, None);
+        bench(dir.path(), "miss", "peer", 8.0, None);
+        let s = write_summary(dir.path(), &out, Some(&out)).unwrap();
+        let hit = s.rows.iter().find(|r| r.operation == "hit").unwrap();
+        assert!(
+            (hit.ratio - 1.25).abs() < 1e-9 && hit.previous_ratio == Some(2.0),
+            "{hit:?}"
+        );
+        assert_eq!(
+            s.below_peer,
+            vec!["miss: lsmlab vs peer (0.80x; previous run 0.50x)".to_string()]
+        );
+        assert!(s.previous_generated_at.is_some());
+        // not a summary: named, nothing written
+        let bad = dir.path().join("bad.json");
+        fs::write(&bad, "{}").unwrap();
+        let err = write_summary(dir.path(), &dir.path().join("q.json"), Some(&bad)).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("bad.json is not a peers summary"),
+            "{err:#}"
+        );
+        assert!(!dir.path().join("q.json").exists());
     }
 }
