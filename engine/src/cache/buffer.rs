@@ -339,6 +339,7 @@ impl BufferCache {
         }
     }
 
+    #[inline]
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
     }
@@ -392,6 +393,7 @@ impl BufferCache {
 
     /// Reads a page, from the cache if it is there (a hit), else from the device (a miss; the page
     /// is then cached, which may evict a victim and write it back if it is dirty).
+    #[inline]
     pub fn read(&self, id: PageId) -> Result<PageRef> {
         let (start, spare) = {
             let mut st = self.lock();
