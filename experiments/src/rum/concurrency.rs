@@ -328,8 +328,8 @@ impl TypedExperiment for RumConcurrency {
         ));
         notes.push(
             "The memory R-tree, flushes and merges sit behind one lock (the engine's R-tree has no latch \
-             coupling); the Update Memo is updated outside it with CILS and put-if-absent, so only UM work \
-             runs in parallel. Each thread replays the operations of the objects with oid mod threads == its \
+             coupling); the Update Memo is used outside it: its reads take no lock and an update locks one of \
+             its 64 shards (put-if-absent, increment and CILS in one store), so only UM work runs in parallel. Each thread replays the operations of the objects with oid mod threads == its \
              index, in stream order; an operation's timestamp is its position in the stream."
                 .into(),
         );
