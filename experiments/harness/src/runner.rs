@@ -199,7 +199,17 @@ pub fn run_with(
     crate::data::preflight(&data)?;
     if std::env::var_os(NO_MEMORY_CHECK).is_none() {
         let estimate = experiment.memory_estimate(&resolved, &data)?;
-        check_memory(experiment.name(), estimate.as_ref(), available_memory())?;
+        let available = available_memory();
+        check_memory(experiment.name(), estimate.as_ref(), available)?;
+        if let Some(e) = &estimate {
+            // Said before a long run starts, so that its peak can be checked against it.
+            let of = available.map_or(String::new(), |a| format!(" of {} available", gib(a)));
+            progress.message(format!(
+                "memory estimate: about {} at its peak{of} ({})",
+                gib(e.bytes),
+                e.basis
+            ));
+        }
     }
     if request.sweep.repeat == 0 {
         bail!("--repeat 0 runs nothing; give 1 or more");
