@@ -54,10 +54,12 @@ impl Config for CompactionConfig {
 }
 
 /// Peak RSS per point for the memory check: an upper bound, rounded up from the slope of peak RSS
-/// between the tiny defaults and ten times their points (re-measure with `/usr/bin/time -v lsmlab
-/// run diol-compaction --scale tiny`, then again with `--set points=200000`). The measured slope is
-/// in `docs/scale.md#memory-estimates-where-the-constants-come-from`.
-const BYTES_PER_POINT: u64 = 300;
+/// between 1,000,000 and 3,000,000 points (90 B; re-measure with `/usr/bin/time -v lsmlab run
+/// diol-compaction --scale tiny --set points=1000000`, then `--set points=3000000`). A run holds one
+/// arrival stream and one workload's operations at a time beside one store's pages; below a
+/// million points fixed costs steepen the slope. The measurements are in
+/// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
+const BYTES_PER_POINT: u64 = 100;
 
 impl TypedExperiment for DiolCompaction {
     type Config = CompactionConfig;
@@ -121,9 +123,9 @@ impl TypedExperiment for DiolCompaction {
         // The delay model outermost: the run's cells are its models.
         for (name, model) in &models {
             for &o3 in &setup.o3_ratios {
-                let (stream, o3_points) = streams.get(setup, o3, name, model, ctx.seed)?;
+                let (stream, o3_points) = streams.take(setup, o3, name, model, ctx.seed)?;
                 for &w in &wls {
-                    let ops = setup.ops(stream, w, ctx.seed)?;
+                    let ops = setup.ops(&stream, w, ctx.seed)?;
                     for v in &variants {
                         for (mode, trigger) in &modes {
                             ctx.progress.begin(format!(
@@ -137,10 +139,10 @@ impl TypedExperiment for DiolCompaction {
                                     delay_files_trigger: *trigger,
                                 });
                             }
-                            let m = run_cell(sc, setup.page_size, stream, &ops)?;
+                            let m = run_cell(sc, setup.page_size, &stream, &ops)?;
                             let flushed = m.stats.flush_pages_written.max(1) as f64;
                             out.rows.push(
-                                base_row(w.name(), o3, name, &v.label, setup.points, &m, *o3_points)
+                                base_row(w.name(), o3, name, &v.label, setup.points, &m, o3_points)
                                     .str("compaction", mode.as_str())
                                     .int("delay_files_trigger", *trigger as u64)
                                     .int("disk_compactions", m.stats.disk_compactions)

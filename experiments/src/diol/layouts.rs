@@ -40,10 +40,12 @@ pub fn workloads(names: &[String]) -> Vec<TsWorkload> {
 }
 
 /// Peak RSS per point for the memory check: an upper bound, rounded up from the slope of peak RSS
-/// between the tiny defaults and ten times their points (re-measure with `/usr/bin/time -v lsmlab
-/// run diol --scale tiny`, then again with `--set points=200000`). The measured slope is in
+/// between 1,000,000 and 3,000,000 points (92 B; re-measure with `/usr/bin/time -v lsmlab run
+/// diol --scale tiny --set points=1000000`, then `--set points=3000000`). A run holds one
+/// arrival stream and one workload's operations at a time beside one store's pages; below a
+/// million points fixed costs steepen the slope. The measurements are in
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
-const BYTES_PER_POINT: u64 = 300;
+const BYTES_PER_POINT: u64 = 100;
 
 impl TypedExperiment for DiolLayouts {
     type Config = LayoutsConfig;
@@ -101,23 +103,23 @@ impl TypedExperiment for DiolLayouts {
             .set_total(setup.o3_ratios.len() * models.len() * wls.len() * variants.len());
         for &o3 in &setup.o3_ratios {
             for (name, model) in &models {
-                let (stream, o3_points) = streams.get(setup, o3, name, model, ctx.seed)?;
+                let (stream, o3_points) = streams.take(setup, o3, name, model, ctx.seed)?;
                 out.notes.push(format!(
                     "o3 {o3}, {name}: {} of {} points arrive after a later point ({:.1}%); DIOL's delay memory holds {:.1}% \
                      of them.",
                     o3_points,
                     setup.points,
-                    100.0 * *o3_points as f64 / setup.points as f64,
-                    100.0 * delay_memory_points(setup) as f64 / (*o3_points).max(1) as f64
+                    100.0 * o3_points as f64 / setup.points as f64,
+                    100.0 * delay_memory_points(setup) as f64 / o3_points.max(1) as f64
                 ));
                 for &w in &wls {
-                    let ops = setup.ops(stream, w, ctx.seed)?;
+                    let ops = setup.ops(&stream, w, ctx.seed)?;
                     for v in &variants {
                         ctx.progress
                             .begin(format!("{} o3={o3} {name} {}", w.name(), v.label));
-                        let m = run_cell(v.config.clone(), setup.page_size, stream, &ops)?;
+                        let m = run_cell(v.config.clone(), setup.page_size, &stream, &ops)?;
                         out.rows.push(
-                            base_row(w.name(), o3, name, &v.label, setup.points, &m, *o3_points).build(),
+                            base_row(w.name(), o3, name, &v.label, setup.points, &m, o3_points).build(),
                         );
                     }
                 }

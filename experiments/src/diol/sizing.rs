@@ -56,10 +56,12 @@ const NORMAL_MEMTABLES: u64 = 11;
 const OBJECTIVES: [&str; 3] = ["disk_reads", "disk_read_points", "page_writes"];
 
 /// Peak RSS per point for the memory check: an upper bound, rounded up from the slope of peak RSS
-/// between the tiny defaults and ten times their points (re-measure with `/usr/bin/time -v lsmlab
-/// run diol-sizing --scale tiny`, then again with `--set points=200000`). The measured slope is in
+/// between 1,000,000 and 3,000,000 points (85 B; re-measure with `/usr/bin/time -v lsmlab run
+/// diol-sizing --scale tiny --set points=1000000`, then `--set points=3000000`). A run holds one
+/// arrival stream and one workload's operations at a time beside one store's pages; below a
+/// million points fixed costs steepen the slope. The measurements are in
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
-const BYTES_PER_POINT: u64 = 120;
+const BYTES_PER_POINT: u64 = 95;
 
 impl TypedExperiment for DiolSizing {
     type Config = SizingConfig;
@@ -149,14 +151,14 @@ impl TypedExperiment for DiolSizing {
         let mut skipped = Vec::new();
         for (name, model) in &models {
             for &o3 in &setup.o3_ratios {
-                let (stream, o3_points) = streams.get(setup, o3, name, model, ctx.seed)?;
-                let ops = setup.ops(stream, workload, ctx.seed)?;
+                let (stream, o3_points) = streams.take(setup, o3, name, model, ctx.seed)?;
+                let ops = setup.ops(&stream, workload, ctx.seed)?;
                 let mut cell_rows: Vec<Row> = Vec::new();
                 let mut iotdb_row: Option<Row> = None;
                 if with_iotdb {
                     ctx.progress.begin(format!("o3={o3} {name} iotdb reference"));
-                    let m = run_cell(setup.series_config(Layout::Iotdb), setup.page_size, stream, &ops)?;
-                    let row = base_row(workload.name(), o3, name, "iotdb", setup.points, &m, *o3_points)
+                    let m = run_cell(setup.series_config(Layout::Iotdb), setup.page_size, &stream, &ops)?;
+                    let row = base_row(workload.name(), o3, name, "iotdb", setup.points, &m, o3_points)
                         .str("kind", "reference")
                         .build();
                     iotdb_row = Some(row.clone());
@@ -177,8 +179,8 @@ impl TypedExperiment for DiolSizing {
                         sc.diol.delay_m1 = count / 2;
                         sc.diol.delay_m2 = count - 1 - count / 2;
                         sc.diol.normal_bytes = (budget - delay_total) / NORMAL_MEMTABLES;
-                        let m = run_cell(sc.clone(), setup.page_size, stream, &ops)?;
-                        let row = base_row(workload.name(), o3, name, "diol", setup.points, &m, *o3_points)
+                        let m = run_cell(sc.clone(), setup.page_size, &stream, &ops)?;
+                        let row = base_row(workload.name(), o3, name, "diol", setup.points, &m, o3_points)
                             .str("kind", "cell")
                             .num("delay_memtable_mb", mb)
                             .int("delay_memtables", count as u64)
