@@ -42,7 +42,7 @@ use crate::cache::{BufferCache, CacheStats};
 use crate::cluster::{self, ClusterOptions, Layout, Lookup, RecordCluster, Rid};
 use crate::geom::{HilbertCurve, Point, Rect};
 use crate::kvstore::{Access, CacheWarmer, NoWarmUp, PrepopulateAll, WarmCounts, WarmUpPolicy};
-use crate::leaper::{AccessRecord, LeaperPolicy, LeaperStats, StatsHandle};
+use crate::leaper::{AccessLog, AccessRecord, LeaperPolicy, LeaperStats, StatsHandle};
 use crate::spatial::{LsmRTree, SpatialConfig};
 use crate::storage::IoStats;
 use crate::{Error, Result};
@@ -257,7 +257,7 @@ pub struct CombinedStore {
     objects: FxHashMap<u64, (Rid, Point, u64)>,
     record_bytes: usize,
     /// The access log kept while logging is on (Hilbert keys, virtual time).
-    log: Option<Vec<AccessRecord>>,
+    log: Option<AccessLog>,
 }
 
 impl CombinedStore {
@@ -348,11 +348,11 @@ impl CombinedStore {
 
     /// Starts keeping the access log (Hilbert keys) that trains Leaper.
     pub fn start_log(&mut self) {
-        self.log = Some(Vec::new());
+        self.log = Some(AccessLog::new());
     }
 
     /// The access log so far, ending the logging.
-    pub fn take_log(&mut self) -> Vec<AccessRecord> {
+    pub fn take_log(&mut self) -> AccessLog {
         self.log.take().unwrap_or_default()
     }
 

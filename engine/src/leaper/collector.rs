@@ -170,11 +170,20 @@ impl RangeHistory {
     /// Collects a log: every record through a [`Collector`] with `config` (every slot kept).
     /// Records must be in non-decreasing time order.
     pub fn from_log(records: &[AccessRecord], config: &CollectorConfig) -> LeaperResult<Self> {
+        Self::from_records(records.iter().copied(), config)
+    }
+
+    /// [`RangeHistory::from_log`] over records read one after another (e.g. from a compact
+    /// [`super::AccessLog`]).
+    pub fn from_records(
+        records: impl IntoIterator<Item = AccessRecord>,
+        config: &CollectorConfig,
+    ) -> LeaperResult<Self> {
         let mut config = config.clone();
         config.retain_slots = None;
         let mut c = Collector::new(config)?;
         let mut last = f64::NEG_INFINITY;
-        for (i, r) in records.iter().enumerate() {
+        for (i, r) in records.into_iter().enumerate() {
             if !(r.time.is_finite() && r.time >= 0.0) {
                 return Err(LeaperError::Invalid(format!("record {i} has time {}", r.time)));
             }
@@ -195,7 +204,7 @@ impl RangeHistory {
             }
             c.record(r.time, r.lo, r.hi, r.access);
         }
-        Ok(c.history())
+        Ok(c.into_history())
     }
 
     /// Adds estimated counts of `range` in slot index `i` (relative to `first_slot`).
@@ -395,6 +404,12 @@ impl Collector {
 
     /// The retained slots as a history (contiguous from the oldest retained slot to the latest).
     pub fn history(&self) -> RangeHistory {
+        self.clone().into_history()
+    }
+
+    /// [`Collector::history`], moving the range transfers into it instead of copying them (they
+    /// grow with the accesses, the counts with the ranges).
+    pub fn into_history(mut self) -> RangeHistory {
         let (first, last) = match (self.slots.first_key_value(), self.latest) {
             (Some((&f, _)), Some(l)) => (f, l),
             _ => {
@@ -406,8 +421,9 @@ impl Collector {
                 }
             }
         };
+        let p = self.config.sample_p;
         let mut slots = vec![SlotCounts::default(); (last - first + 1) as usize];
-        for (&s, raw) in &self.slots {
+        while let Some((s, raw)) = self.slots.pop_first() {
             let out = &mut slots[(s - first) as usize];
             out.counts = raw
                 .counts
@@ -416,13 +432,13 @@ impl Collector {
                     (
                         r,
                         RangeCounts {
-                            reads: self.estimate(c.reads),
-                            writes: self.estimate(c.writes),
+                            reads: estimate(c.reads, p),
+                            writes: estimate(c.writes, p),
                         },
                     )
                 })
                 .collect();
-            out.transfers = raw.transfers.clone();
+            out.transfers = raw.transfers;
         }
         RangeHistory {
             range_size: self.config.range_size,
@@ -655,5 +671,28 @@ mod tests {
         let log = [AccessRecord::read(2.0, 1), AccessRecord::read(1.0, 1)];
         let e = RangeHistory::from_log(&log, &cfg(1.0)).unwrap_err();
         assert!(e.to_string().contains("back in time"), "{e}");
+    }
+
+    #[test]
+    fn a_compact_log_collects_the_same_history() {
+        let mut log = Vec::new();
+        let mut state = 0x9e37_79b9_u64;
+        for i in 0..20_000u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let key = (state >> 33) % 5_000;
+            let t = i as f64 * 0.001;
+            log.push(match state % 7 {
+                0 => AccessRecord::scan(t, key, key + (state >> 20) % 300),
+                1 | 2 => AccessRecord::write(t, key),
+                _ => AccessRecord::read(t, key),
+            });
+        }
+        let compact: crate::leaper::AccessLog = log.iter().copied().collect();
+        let config = CollectorConfig::offline(37, 0.5);
+        let want = RangeHistory::from_log(&log, &config).unwrap();
+        assert_eq!(RangeHistory::from_records(compact.iter(), &config).unwrap(), want);
+        assert!(want.len() >= 40);
     }
 }

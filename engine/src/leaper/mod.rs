@@ -7,6 +7,8 @@
 //!   access of a slot always counted and later ones sampled with probability `P`, scaled back by
 //!   Eq. 1. Offline it also records the range transfers Algorithm 2 needs; its output is a
 //!   [`RangeHistory`].
+//! - `log`: the warm-up's access log, compact ([`AccessLog`]), which the collector and
+//!   Algorithm 1 read offline.
 //! - `range_size` (§4.1, Algorithm 1): the key-range size, chosen from an access log by
 //!   doubling while the expansion stays *efficient* (Definition 1), then a binary search.
 //! - `features` (§4.2): the 18 features of a (key range, slot) pair (reads and writes in the
@@ -25,6 +27,7 @@
 
 mod collector;
 pub(crate) mod features;
+mod log;
 mod model;
 mod overlap;
 mod policy;
@@ -38,10 +41,13 @@ pub use features::{
     compute_precursors, features_at, time_of_day, FeatureGroup, Precursors, Row as FeatureRow, FEATURES,
     HISTORY_SLOTS, PRECURSORS,
 };
+pub use log::{AccessLog, Iter as AccessLogIter};
 pub use model::{GbdtModel, GbdtParams, HotRangeModel};
 pub use overlap::{overlapping_blocks, overlapping_blocks_binary, overlapping_blocks_merge, HotSet};
 pub use policy::{LeaperParams, LeaperPolicy, LeaperStats, Published, StatsHandle};
-pub use range_size::{select_range_size, select_range_size_in, KeySpace, RangeSizeChoice, RangeSizeParams};
+pub use range_size::{
+    select_range_size, select_range_size_in, select_range_size_of, KeySpace, RangeSizeChoice, RangeSizeParams,
+};
 pub use train::{
     ablation, train, AblationRow, GroupImportance, LeaperModel, Metrics, ModelMeta, StepReport, TrainParams,
     TrainReport,

@@ -134,22 +134,44 @@ impl AccessMatrix {
     /// From a log: one row per slot from the first record's slot to the last's (empty slots are
     /// rows of zeros).
     pub fn from_log(records: &[AccessRecord], key_space: u64, slot_secs: f64) -> LeaperResult<Self> {
+        Self::from_records(records.iter().copied(), key_space, slot_secs)
+    }
+
+    /// [`AccessMatrix::from_log`] over records read one after another, twice (the slots' bounds,
+    /// then the intervals). Each slot's intervals are sorted and merged as soon as a record of
+    /// another slot follows (merging again what is merged, with more, merges the same keys: the
+    /// matrix is the same), so a log in time order holds the merged intervals of its slots and
+    /// the raw ones of a single slot at a time. A slot with an interval outside the key space is
+    /// left as logged, for [`AccessMatrix::new`] to name it.
+    pub fn from_records<I>(records: I, key_space: u64, slot_secs: f64) -> LeaperResult<Self>
+    where
+        I: IntoIterator<Item = AccessRecord>,
+        I::IntoIter: Clone,
+    {
         if !(slot_secs.is_finite() && slot_secs > 0.0) {
             return Err(LeaperError::Invalid(format!(
                 "slot_secs must be positive, got {slot_secs}"
             )));
         }
-        let Some(first) = records.iter().map(|r| slot_of(r.time, slot_secs)).min() else {
+        let records = records.into_iter();
+        let bounds = records.clone().fold(None, |b: Option<(u64, u64)>, r| {
+            let s = slot_of(r.time, slot_secs);
+            Some(b.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))))
+        });
+        let Some((first, last)) = bounds else {
             return Err(LeaperError::Invalid("the access log is empty".into()));
         };
-        let last = records
-            .iter()
-            .map(|r| slot_of(r.time, slot_secs))
-            .max()
-            .unwrap_or(first);
-        let mut slots = vec![Vec::new(); (last - first + 1) as usize];
+        let mut slots: Vec<Vec<(u64, u64)>> = vec![Vec::new(); (last - first + 1) as usize];
+        let mut open = None;
         for r in records {
-            slots[(slot_of(r.time, slot_secs) - first) as usize].push((r.lo.min(r.hi), r.lo.max(r.hi)));
+            let s = (slot_of(r.time, slot_secs) - first) as usize;
+            if open != Some(s) {
+                if let Some(o) = open {
+                    merge_in_place(&mut slots[o], key_space);
+                }
+                open = Some(s);
+            }
+            slots[s].push((r.lo.min(r.hi), r.lo.max(r.hi)));
         }
         AccessMatrix::new(key_space, slots)
     }
@@ -208,6 +230,27 @@ impl AccessMatrix {
     }
 }
 
+/// Sorts and merges a slot's intervals (as [`AccessMatrix::new`] does), its memory shrunk to
+/// them; left as it is when an interval lies outside `0..key_space`.
+fn merge_in_place(iv: &mut Vec<(u64, u64)>, key_space: u64) {
+    if iv.iter().any(|&(lo, hi)| lo > hi || hi >= key_space) {
+        return;
+    }
+    iv.sort_unstable();
+    let mut n = 0;
+    for i in 0..iv.len() {
+        let (lo, hi) = iv[i];
+        if n > 0 && lo <= iv[n - 1].1.saturating_add(1) {
+            iv[n - 1].1 = iv[n - 1].1.max(hi);
+        } else {
+            iv[n] = (lo, hi);
+            n += 1;
+        }
+    }
+    iv.truncate(n);
+    iv.shrink_to_fit();
+}
+
 /// Algorithm 1 over an access log: the key-range size for the workload.
 pub fn select_range_size(
     records: &[AccessRecord],
@@ -228,7 +271,31 @@ pub fn select_range_size_in(
     rows: KeySpace,
     initial_keys: u64,
 ) -> LeaperResult<RangeSizeChoice> {
-    let m = AccessMatrix::from_log(records, key_space, slot_secs)?;
+    select_range_size_of(
+        records.iter().copied(),
+        key_space,
+        slot_secs,
+        params,
+        rows,
+        initial_keys,
+    )
+}
+
+/// [`select_range_size_in`] over records read one after another (twice: see
+/// [`AccessMatrix::from_records`]).
+pub fn select_range_size_of<I>(
+    records: I,
+    key_space: u64,
+    slot_secs: f64,
+    params: RangeSizeParams,
+    rows: KeySpace,
+    initial_keys: u64,
+) -> LeaperResult<RangeSizeChoice>
+where
+    I: IntoIterator<Item = AccessRecord>,
+    I::IntoIter: Clone,
+{
+    let m = AccessMatrix::from_records(records, key_space, slot_secs)?;
     let m = match rows {
         KeySpace::Whole => m,
         KeySpace::Live => m.live_from(initial_keys),
@@ -445,5 +512,75 @@ mod tests {
         assert_eq!(m.slots(), 3);
         // A = 10: slot 0 one range, slot 1 none, slot 2 ranges 1, 2, 9: 26 zeros of 30.
         assert_eq!(m.zero_proportion(10), 26.0 / 30.0);
+    }
+
+    /// The matrix as [`AccessMatrix::from_log`] built it before it merged slots as it went: every
+    /// slot's raw intervals, then [`AccessMatrix::new`].
+    fn unmerged(log: &[AccessRecord], key_space: u64, slot_secs: f64) -> LeaperResult<AccessMatrix> {
+        let slot = |r: &AccessRecord| slot_of(r.time, slot_secs);
+        let first = log.iter().map(slot).min().unwrap();
+        let last = log.iter().map(slot).max().unwrap();
+        let mut slots = vec![Vec::new(); (last - first + 1) as usize];
+        for r in log {
+            slots[(slot(r) - first) as usize].push((r.lo.min(r.hi), r.lo.max(r.hi)));
+        }
+        AccessMatrix::new(key_space, slots)
+    }
+
+    #[test]
+    fn merging_slots_as_they_end_builds_the_same_matrix() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for case in 0..200 {
+            let n = rng.random_range(1..400);
+            let key_space = rng.random_range(1..300u64);
+            let mut t = 0.0;
+            let log: Vec<AccessRecord> = (0..n)
+                .map(|_| {
+                    // mostly in time order, some records going back (any order is accepted)
+                    t = if rng.random_bool(0.1) {
+                        rng.random_range(0.0..t + 1.0)
+                    } else {
+                        t + rng.random_range(0.0..0.7)
+                    };
+                    let lo = rng.random_range(0..key_space);
+                    let hi = if rng.random_bool(0.3) {
+                        rng.random_range(0..key_space)
+                    } else {
+                        lo
+                    };
+                    if rng.random_bool(0.5) {
+                        AccessRecord::scan(t, lo, hi)
+                    } else {
+                        AccessRecord::write(t, lo)
+                    }
+                })
+                .collect();
+            let want = unmerged(&log, key_space, 1.0).unwrap();
+            let got = AccessMatrix::from_log(&log, key_space, 1.0).unwrap();
+            assert_eq!(got.slots, want.slots, "case {case}");
+            assert_eq!(got.key_space, want.key_space);
+            let from_compact = AccessMatrix::from_records(
+                log.iter().copied().collect::<crate::leaper::AccessLog>().iter(),
+                key_space,
+                1.0,
+            )
+            .unwrap();
+            assert_eq!(from_compact.slots, want.slots, "case {case}");
+        }
+        // a key outside the key space is named as before, in its slot, not merged away
+        let log = [
+            AccessRecord::read(0.5, 3),
+            AccessRecord::read(0.6, 5),
+            AccessRecord::scan(1.5, 4, 120),
+            AccessRecord::read(1.7, 2),
+            AccessRecord::read(2.5, 1),
+        ];
+        let want = unmerged(&log, 100, 1.0).unwrap_err().to_string();
+        assert_eq!(
+            AccessMatrix::from_log(&log, 100, 1.0).unwrap_err().to_string(),
+            want
+        );
+        assert!(want.contains("slot 1: keys 4..=120"), "{want}");
     }
 }

@@ -23,7 +23,7 @@ use lsmlab_engine::cluster::Layout;
 use lsmlab_engine::combined::{Answer, CachePolicy, CombinedStore, QueryPages, WarmUp};
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::leaper::{
-    train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
+    train, AccessLog, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
 };
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
@@ -186,7 +186,7 @@ struct Trained {
     baseline_recall: Option<f64>,
 }
 
-fn train_leaper(cfg: &CombinedConfig, log: &[AccessRecord], seed: u64) -> Trained {
+fn train_leaper(cfg: &CombinedConfig, log: &AccessLog, seed: u64) -> Trained {
     let range_size = HILBERT_KEYS / cfg.leaper_ranges;
     let fail = |why: String| Trained {
         policy: None,
@@ -195,7 +195,7 @@ fn train_leaper(cfg: &CombinedConfig, log: &[AccessRecord], seed: u64) -> Traine
         recall: None,
         baseline_recall: None,
     };
-    let history = match RangeHistory::from_log(log, &CollectorConfig::offline(range_size, 1.0)) {
+    let history = match RangeHistory::from_records(log.iter(), &CollectorConfig::offline(range_size, 1.0)) {
         Ok(h) => h,
         Err(e) => return fail(format!("no history: {e}")),
     };

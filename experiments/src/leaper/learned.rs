@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use lsmlab_engine::kvstore::WarmUpPolicy;
 use lsmlab_engine::leaper::{
-    select_range_size_in, AccessRecord, CollectorConfig, GbdtParams, KeySpace, LeaperModel, LeaperParams,
+    select_range_size_of, AccessRecord, CollectorConfig, GbdtParams, KeySpace, LeaperModel, LeaperParams,
     LeaperPolicy, LeaperStats, RangeHistory, RangeSizeParams, TrainParams, TrainReport,
 };
 use lsmlab_workloads::kv::{KvOp, KvWorkload};
@@ -162,10 +162,11 @@ impl LeaperSettings {
 /// remaining steps, as the policy does beyond its models).
 pub const MAX_STEPS: usize = 12;
 
-/// The warm-up's accesses, in time order, as Leaper's offline collection reads them.
+/// The warm-up's accesses, in time order, as Leaper's offline collection reads them (compact:
+/// 16 bytes per point access, 24 per scan; see [`lsmlab_engine::leaper::AccessLog`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AccessLog {
-    pub records: Vec<AccessRecord>,
+    pub records: lsmlab_engine::leaper::AccessLog,
     /// One past the largest key accessed.
     pub key_space: u64,
 }
@@ -324,18 +325,24 @@ pub(crate) struct TrainingSet {
 /// [`lsmlab_engine::leaper::train`] sets aside (the last `test_fraction` of the label slots,
 /// after the feature history's first slots), so that Algorithm 1 picks the range size from the
 /// training data alone and the test slots stay unseen. The log's records are in time order.
-pub(crate) fn training_records(log: &AccessLog, slot_s: f64, test_fraction: f64) -> &[AccessRecord] {
+pub(crate) fn training_records(
+    log: &AccessLog,
+    slot_s: f64,
+    test_fraction: f64,
+) -> std::iter::Take<lsmlab_engine::leaper::AccessLogIter<'_>> {
     let slot = |t: f64| lsmlab_engine::leaper::slot_of(t, slot_s);
-    let (Some(first), Some(last)) = (log.records.first(), log.records.last()) else {
-        return &log.records;
+    let n = log.records.len();
+    let (Some(first), Some(last)) = (log.records.time(0), n.checked_sub(1).and_then(|i| log.records.time(i)))
+    else {
+        return log.records.iter().take(n);
     };
-    let (f, l) = (slot(first.time), slot(last.time));
+    let (f, l) = (slot(first), slot(last));
     let n = (l.saturating_sub(f) + 1) as usize;
     let label = n.saturating_sub(lsmlab_engine::leaper::HISTORY_SLOTS);
     let test = ((test_fraction * label as f64).round() as usize).max(1);
     let cut = f + n.saturating_sub(test) as u64;
-    let end = log.records.partition_point(|r| slot(r.time) < cut);
-    &log.records[..end.max(1)]
+    let end = log.records.partition_point_time(|t| slot(t) < cut);
+    log.records.iter().take(end.max(1))
 }
 
 /// Algorithm 1 (initial size 10, alpha 0.6) on a log over `0..key_space` whose first `records`
@@ -349,7 +356,7 @@ pub(crate) fn algorithm1(
     records: u64,
     test_fraction: f64,
 ) -> anyhow::Result<lsmlab_engine::leaper::RangeSizeChoice> {
-    select_range_size_in(
+    select_range_size_of(
         training_records(log, slot_s, test_fraction),
         key_space,
         slot_s,
@@ -396,7 +403,7 @@ pub(crate) fn training_set(
         ..CollectorConfig::offline(range_size, slot_s)
     };
     let history =
-        RangeHistory::from_log(&log.records, &config).context("collecting the warm-up's accesses")?;
+        RangeHistory::from_records(log.records.iter(), &config).context("collecting the warm-up's accesses")?;
     let longest = warmup.compactions.iter().map(|(t1, _)| *t1).fold(0.0, f64::max);
     let steps = if s.steps > 0 {
         s.steps
@@ -426,10 +433,11 @@ pub(crate) fn training_set(
     })
 }
 
-/// Trains the models on a warm-up's log, saves them and checks they load back.
+/// Trains the models on a warm-up's log, saves them and checks they load back. The log is freed
+/// once Algorithm 1 and the collector have read it, before the models' rows are built.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn train(
-    log: &AccessLog,
+    log: AccessLog,
     warmup: &Warmup,
     s: &LeaperSettings,
     interval_s: f64,
@@ -438,7 +446,8 @@ pub(crate) fn train(
     seed: u64,
     cost_alpha: f64,
 ) -> anyhow::Result<TrainedLeaper> {
-    let set = training_set(log, warmup, s, interval_s, t2_s, spec, seed)?;
+    let set = training_set(&log, warmup, s, interval_s, t2_s, spec, seed)?;
+    drop(log);
     let (model, report) =
         lsmlab_engine::leaper::train(&set.history, &set.params).context("training the Leaper model")?;
     let dir = model_dir(&spec.name);
@@ -620,10 +629,10 @@ mod tests {
         }
         let train = training_records(&log, 1.0, 0.25);
         assert_eq!(train.len(), 16);
-        assert!(train.iter().all(|r| r.time < 16.0));
+        assert!(train.clone().all(|r| r.time < 16.0));
         // a test share of 1/2: 7 held out
         assert_eq!(training_records(&log, 1.0, 0.5).len(), 13);
-        assert!(training_records(&AccessLog::default(), 1.0, 0.25).is_empty());
+        assert_eq!(training_records(&AccessLog::default(), 1.0, 0.25).len(), 0);
     }
 
     #[test]

@@ -607,9 +607,15 @@ pub(crate) const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
 /// lowered to 5,000,000), measured in
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const FILE_STORE_BYTES_PER_RECORD: u64 = 170;
-/// The warm-up's access log per operation (32 B a record) and Algorithm 1's per-slot intervals
-/// built from it (16 B each), doubled for the vectors' growth: from the sizes of its records, not
-/// a measured slope (the 5,000,000-record run's training pass peaked below its measured run).
+/// The warm-up's access log per operation and Algorithm 1's per-slot intervals built from it:
+/// an upper bound of their exact sizes, not a measured slope. The log holds 16 B per point
+/// access and 24 B per scan (`lsmlab_engine::leaper::AccessLog`, in chunks: no doubling) and is
+/// freed before the models' rows are built; the matrix at most one merged 16 B interval per
+/// access. Not counted here: the collector's range transfers (up to 3 per access, kept per slot
+/// in hash maps, and aggregated again by Algorithm 2), which grow with the operations when the
+/// key ranges are many: a 2,000,000-record run with 4,000,000 logged operations and 28,207
+/// ranges peaked at 1.2 GB, about 200 B per operation above this estimate's store and rows
+/// (`docs/scale.md#memory-estimates-where-the-constants-come-from`).
 pub const LOG_BYTES_PER_WARMUP_OP: u64 = 96;
 /// One training row of the models (18 features, its slot and range, the per-step copy and the
 /// GBDT's matrix): an upper bound rounded up from the peak RSS per row of the same

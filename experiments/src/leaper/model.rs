@@ -192,6 +192,22 @@ impl TypedExperiment for LeaperModelExperiment {
             )?;
             drop(driver);
             let set = learned::training_set(&log, &run, &settings, interval_s, t2_s, &spec, ctx.seed)?;
+            // Algorithm 1 under both matrix-row readings (the key_ranges row below), before the
+            // log is freed: the models' rows are not built beside it.
+            let key_space = log.key_space.max(spec.records).max(1);
+            let mut alg1 = Vec::new();
+            for rows in [learned::Alg1KeySpace::Whole, learned::Alg1KeySpace::Live] {
+                let c = learned::algorithm1(
+                    &log,
+                    key_space,
+                    set.slot_s,
+                    rows,
+                    spec.records,
+                    settings.test_fraction,
+                )?;
+                alg1.push((rows, c.size));
+            }
+            drop(log);
             let started = Instant::now();
             let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.params)
                 .with_context(|| format!("training on {workload}"))?;
@@ -291,7 +307,6 @@ impl TypedExperiment for LeaperModelExperiment {
                 );
             }
             // Algorithm 1 under both matrix-row readings, and the paper's ratio, beside the size used.
-            let key_space = log.key_space.max(spec.records).max(1);
             let mut key_ranges = dims("key_ranges")
                 .str("used_key_space", settings.alg1_key_space.name())
                 .int("records", spec.records)
@@ -307,18 +322,10 @@ impl TypedExperiment for LeaperModelExperiment {
                     "paper_ratio_range_keys",
                     ((spec.records as f64 * learned::PAPER_RANGE_FRACTION).round() as u64).max(1),
                 );
-            for rows in [learned::Alg1KeySpace::Whole, learned::Alg1KeySpace::Live] {
-                let c = learned::algorithm1(
-                    &log,
-                    key_space,
-                    set.slot_s,
-                    rows,
-                    spec.records,
-                    settings.test_fraction,
-                )?;
-                key_ranges = key_ranges.int(&format!("alg1_{}_size", rows.name()), c.size).int(
+            for (rows, size) in alg1 {
+                key_ranges = key_ranges.int(&format!("alg1_{}_size", rows.name()), size).int(
                     &format!("alg1_{}_ranges", rows.name()),
-                    key_space.div_ceil(c.size),
+                    key_space.div_ceil(size),
                 );
             }
             out.rows.push(key_ranges.build());

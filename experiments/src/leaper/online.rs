@@ -328,7 +328,7 @@ fn train_cell(cell: &Cell, prep: &Prepared, ctx: &RunContext) -> anyhow::Result<
     // background bandwidth.
     let cost_alpha = cell.setup.cost_model().background_s(1, 1);
     learned::train(
-        &log,
+        log,
         &prep.training,
         &cell.settings,
         prep.interval_s,
