@@ -22,6 +22,7 @@ use lsmlab_engine::cache::BufferCache;
 use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind, WarmUpPolicy};
 use lsmlab_engine::leaper::{
     train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
+    TrainingPrecursors,
 };
 use lsmlab_engine::storage::{Device, Fault, FaultyDevice, Injection, MemDevice};
 use rand::{Rng, SeedableRng};
@@ -410,7 +411,8 @@ fn train_leaper(dir: &Path) {
         },
         ..TrainParams::default()
     };
-    let (model, _) = train(&history, &params).unwrap();
+    let precursors = TrainingPrecursors::of(&history, || log.iter().copied(), &params).unwrap();
+    let (model, _) = train(&history, &precursors, &params).unwrap();
     model.save(dir).unwrap();
 }
 

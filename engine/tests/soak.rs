@@ -36,6 +36,7 @@ use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::kvstore::{KvConfig, KvStore, WarmUpKind, WarmUpPolicy};
 use lsmlab_engine::leaper::{
     train, AccessRecord, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
+    TrainingPrecursors,
 };
 use lsmlab_engine::lsm::{LeveledParams, MergePolicyConfig};
 use lsmlab_engine::spatial::{CleaningCounters, FlushTrigger, LsmRTree, SpatialConfig, Strategy};
@@ -459,7 +460,8 @@ fn leaper_model_dir() -> &'static Path {
             },
             ..TrainParams::default()
         };
-        let (model, _) = train(&history, &params).unwrap();
+        let precursors = TrainingPrecursors::of(&history, || log.iter().copied(), &params).unwrap();
+        let (model, _) = train(&history, &precursors, &params).unwrap();
         model.save(dir.path()).unwrap();
         dir
     })

@@ -761,8 +761,8 @@ fn the_store_can_move_between_threads() {
 /// walked 2^64 / 100 ranges (memory ran out).
 #[test]
 fn a_scan_of_the_whole_key_space_under_leaper_counts_only_the_held_ranges() {
-    use crate::leaper::train::tests::periodic_history;
-    use crate::leaper::{train, GbdtParams, LeaperParams, LeaperPolicy, TrainParams};
+    use crate::leaper::train::tests::{periodic_history, train_without_log};
+    use crate::leaper::{GbdtParams, LeaperParams, LeaperPolicy, TrainParams};
     let params = TrainParams {
         steps: 2,
         gbdt: GbdtParams {
@@ -771,7 +771,7 @@ fn a_scan_of_the_whole_key_space_under_leaper_counts_only_the_held_ranges() {
         },
         ..TrainParams::default()
     };
-    let model = train(&periodic_history(20), &params).unwrap().0;
+    let model = train_without_log(&periodic_history(20), &params).unwrap().0;
     let policy = LeaperPolicy::new(
         model,
         LeaperParams {

@@ -13,15 +13,13 @@
 //! policy synchronously from one thread, so a plain map is enough here: the locking scheme
 //! addresses multi-threaded collection, which this engine does not need.
 //!
-//! Offline, the collector also records the *range transfers* of Algorithm 2 (line 3: for each
-//! access of range `k_i`, `T[k_i][k_{i-j}] += 1` for the `γ` previous accesses), per slot so
-//! that training can restrict precursor selection to the training slots. A scan counts once in
-//! every range it touches, ranges in key order.
+//! A scan counts once in every range it touches. The order of the accesses, which Algorithm 2's
+//! range transfers need, is not kept here: [`super::compute_precursors`] reads it from the log.
 
 use super::{range_of, AccessRecord, LeaperError, LeaperResult};
 use crate::kvstore::Access;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// A small deterministic generator (SplitMix64) for the sampling decisions.
 #[derive(Clone, Debug)]
@@ -59,13 +57,10 @@ pub struct CollectorConfig {
     pub seed: u64,
     /// Keep only the most recent slots (online); `None` keeps every slot (offline collection).
     pub retain_slots: Option<usize>,
-    /// Record range transfers over this many previous accesses (Algorithm 2's `γ`); 0 records
-    /// none (online).
-    pub transfer_window: usize,
 }
 
 impl CollectorConfig {
-    /// The paper's sampling (P = 0.01), every slot kept, transfers over 3 previous accesses.
+    /// The paper's sampling (P = 0.01), every slot kept.
     pub fn offline(range_size: u64, slot_secs: f64) -> Self {
         CollectorConfig {
             range_size,
@@ -73,7 +68,6 @@ impl CollectorConfig {
             sample_p: 0.01,
             seed: 0x1ea9e5,
             retain_slots: None,
-            transfer_window: super::PRECURSORS,
         }
     }
 
@@ -119,14 +113,11 @@ impl RangeCounts {
     }
 }
 
-/// Per-slot statistics: estimated counts per range and the range transfers
-/// (`(target, precursor) -> count`) of the slot's accesses.
+/// Per-slot statistics: estimated counts per range.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlotCounts {
     /// Estimated counts per key range.
     pub counts: FxHashMap<u64, RangeCounts>,
-    /// Range transfers: `(target, precursor) -> count`.
-    pub transfers: FxHashMap<(u64, u64), u64>,
 }
 
 /// Where features read their counts from: a [`Collector`] online, a [`RangeHistory`] offline.
@@ -184,24 +175,7 @@ impl RangeHistory {
         let mut c = Collector::new(config)?;
         let mut last = f64::NEG_INFINITY;
         for (i, r) in records.into_iter().enumerate() {
-            if !(r.time.is_finite() && r.time >= 0.0) {
-                return Err(LeaperError::Invalid(format!("record {i} has time {}", r.time)));
-            }
-            if r.time < last {
-                return Err(LeaperError::Invalid(format!(
-                    "record {i} goes back in time ({} after {last})",
-                    r.time
-                )));
-            }
-            last = r.time;
-            let span =
-                range_of(r.lo.max(r.hi), c.config.range_size) - range_of(r.lo.min(r.hi), c.config.range_size);
-            if span >= MAX_RANGES_PER_ACCESS {
-                return Err(LeaperError::Invalid(format!(
-                    "record {i} spans keys {}..={}, more than {MAX_RANGES_PER_ACCESS} ranges of {} keys",
-                    r.lo, r.hi, c.config.range_size
-                )));
-            }
+            check_record(i, &r, &mut last, c.config.range_size)?;
             c.record(r.time, r.lo, r.hi, r.access);
         }
         Ok(c.into_history())
@@ -212,11 +186,6 @@ impl RangeHistory {
         let c = self.slots[i].counts.entry(range).or_default();
         c.reads += reads;
         c.writes += writes;
-    }
-
-    /// Adds `n` transfers "`precursor` accessed shortly before `target`" in slot index `i`.
-    pub fn add_transfer(&mut self, i: usize, target: u64, precursor: u64, n: u64) {
-        *self.slots[i].transfers.entry((target, precursor)).or_default() += n;
     }
 
     /// Slots in the history.
@@ -256,7 +225,6 @@ struct Sampled {
 #[derive(Clone, Debug, Default)]
 struct SlotRaw {
     counts: FxHashMap<u64, Sampled>,
-    transfers: FxHashMap<(u64, u64), u64>,
 }
 
 /// Counted work of a collector.
@@ -284,7 +252,6 @@ pub struct Collector {
     rng: SplitMix64,
     slots: BTreeMap<u64, SlotRaw>,
     latest: Option<u64>,
-    recent: VecDeque<u64>,
     stats: CollectorStats,
 }
 
@@ -297,7 +264,6 @@ impl Collector {
             config,
             slots: BTreeMap::new(),
             latest: None,
-            recent: VecDeque::new(),
             stats: CollectorStats::default(),
         })
     }
@@ -353,7 +319,6 @@ impl Collector {
             }
         }
         let p = self.config.sample_p;
-        let window = self.config.transfer_window;
         let raw = self.slots.entry(slot).or_default();
         for r in range_of(lo, self.config.range_size)..=range_of(hi, self.config.range_size) {
             self.stats.range_accesses += 1;
@@ -369,15 +334,6 @@ impl Collector {
             } else if p >= 1.0 || self.rng.next_f64() < p {
                 *s += 1;
                 self.stats.counted += 1;
-            }
-            if window > 0 {
-                for &prev in &self.recent {
-                    if prev != r {
-                        *raw.transfers.entry((r, prev)).or_default() += 1;
-                    }
-                }
-                self.recent.push_front(r);
-                self.recent.truncate(window);
             }
         }
     }
@@ -407,8 +363,7 @@ impl Collector {
         self.clone().into_history()
     }
 
-    /// [`Collector::history`], moving the range transfers into it instead of copying them (they
-    /// grow with the accesses, the counts with the ranges).
+    /// [`Collector::history`], consuming the collector.
     pub fn into_history(mut self) -> RangeHistory {
         let (first, last) = match (self.slots.first_key_value(), self.latest) {
             (Some((&f, _)), Some(l)) => (f, l),
@@ -438,7 +393,6 @@ impl Collector {
                     )
                 })
                 .collect();
-            out.transfers = raw.transfers;
         }
         RangeHistory {
             range_size: self.config.range_size,
@@ -471,6 +425,30 @@ pub fn estimate(sampled: u64, p: f64) -> f64 {
     }
 }
 
+/// Checks record `i` of a log read in order (`last`: the previous record's time, updated): a
+/// finite, non-negative time, not before the previous record's, and at most
+/// [`MAX_RANGES_PER_ACCESS`] ranges wide. The error names the record.
+pub(crate) fn check_record(i: usize, r: &AccessRecord, last: &mut f64, range_size: u64) -> LeaperResult<()> {
+    if !(r.time.is_finite() && r.time >= 0.0) {
+        return Err(LeaperError::Invalid(format!("record {i} has time {}", r.time)));
+    }
+    if r.time < *last {
+        return Err(LeaperError::Invalid(format!(
+            "record {i} goes back in time ({} after {last})",
+            r.time
+        )));
+    }
+    *last = r.time;
+    let span = range_of(r.lo.max(r.hi), range_size) - range_of(r.lo.min(r.hi), range_size);
+    if span >= MAX_RANGES_PER_ACCESS {
+        return Err(LeaperError::Invalid(format!(
+            "record {i} spans keys {}..={}, more than {MAX_RANGES_PER_ACCESS} ranges of {range_size} keys",
+            r.lo, r.hi
+        )));
+    }
+    Ok(())
+}
+
 /// The slot of a virtual time (negative or NaN times fall in slot 0).
 pub fn slot_of(now: f64, slot_secs: f64) -> u64 {
     // `as` saturates: NaN and negatives give 0.
@@ -488,7 +466,6 @@ mod tests {
             sample_p: p,
             seed: 7,
             retain_slots: None,
-            transfer_window: 0,
         }
     }
 
@@ -591,12 +568,8 @@ mod tests {
     }
 
     #[test]
-    fn scans_count_every_range_once_and_transfers_follow_order() {
-        let mut c = Collector::new(CollectorConfig {
-            transfer_window: 2,
-            ..cfg(1.0)
-        })
-        .unwrap();
+    fn scans_count_every_range_once() {
+        let mut c = Collector::new(cfg(1.0)).unwrap();
         c.record(0.0, 5, 34, Access::Read); // ranges 0, 1, 2, 3
         c.record(0.0, 12, 12, Access::Write); // range 1
         let h = c.history();
@@ -604,22 +577,7 @@ mod tests {
             assert_eq!(h.counts(0, r).reads, 1.0);
         }
         assert_eq!(h.counts(0, 1).writes, 1.0);
-        let t = &h.slots[0].transfers;
-        // 1 <- 0; 2 <- 1, 0; 3 <- 2, 1; then range 1 <- 3, 2.
-        let mut got: Vec<_> = t.iter().map(|(&k, &v)| (k, v)).collect();
-        got.sort();
-        assert_eq!(
-            got,
-            vec![
-                ((1, 0), 1),
-                ((1, 2), 1),
-                ((1, 3), 1),
-                ((2, 0), 1),
-                ((2, 1), 1),
-                ((3, 1), 1),
-                ((3, 2), 1)
-            ]
-        );
+        assert_eq!(h.counts(0, 4), RangeCounts::default());
     }
 
     #[test]

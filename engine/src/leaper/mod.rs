@@ -5,10 +5,9 @@
 //! The pieces, in the paper's order:
 //! - `collector` (§5.1): one counter per key range and time slot, lazily created, the first
 //!   access of a slot always counted and later ones sampled with probability `P`, scaled back by
-//!   Eq. 1. Offline it also records the range transfers Algorithm 2 needs; its output is a
-//!   [`RangeHistory`].
-//! - `log`: the warm-up's access log, compact ([`AccessLog`]), which the collector and
-//!   Algorithm 1 read offline.
+//!   Eq. 1. Its output offline is a [`RangeHistory`].
+//! - `log`: the warm-up's access log, compact ([`AccessLog`]), which the collector, Algorithm 1
+//!   and Algorithm 2 (the order of the accesses) read offline.
 //! - `range_size` (§4.1, Algorithm 1): the key-range size, chosen from an access log by
 //!   doubling while the expansion stays *efficient* (Definition 1), then a binary search.
 //! - `features` (§4.2): the 18 features of a (key range, slot) pair (reads and writes in the
@@ -39,7 +38,7 @@ pub use collector::{
 };
 pub use features::{
     compute_precursors, features_at, time_of_day, FeatureGroup, Precursors, Row as FeatureRow, FEATURES,
-    HISTORY_SLOTS, PRECURSORS,
+    HISTORY_SLOTS, PRECURSORS, TRANSFERS_PER_PASS,
 };
 pub use log::{AccessLog, Iter as AccessLogIter};
 pub use model::{GbdtModel, GbdtParams, HotRangeModel};
@@ -50,7 +49,7 @@ pub use range_size::{
 };
 pub use train::{
     ablation, train, AblationRow, GroupImportance, LeaperModel, Metrics, ModelMeta, StepReport, TrainParams,
-    TrainReport,
+    TrainReport, TrainingPrecursors,
 };
 
 use crate::kvstore::Access;

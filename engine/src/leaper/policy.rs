@@ -150,7 +150,6 @@ impl LeaperPolicy {
             sample_p: params.sample_p,
             seed: params.seed,
             retain_slots: Some(HISTORY_SLOTS + 1),
-            transfer_window: 0,
         })?;
         let reverse_precursors = model.precursors().reverse();
         Ok(LeaperPolicy {
@@ -447,7 +446,9 @@ mod tests {
     use super::*;
     use crate::kvstore::RunBlocks;
     use crate::leaper::model::GbdtParams;
-    use crate::leaper::train::{tests::periodic_history, train, TrainParams};
+    use crate::leaper::train::{
+        tests::periodic_history, tests::train_without_log, train, TrainParams, TrainingPrecursors,
+    };
     use crate::lsm::KeyRange;
     use crate::storage::{Device, MemDevice};
     use std::sync::Arc;
@@ -463,7 +464,7 @@ mod tests {
             },
             ..TrainParams::default()
         };
-        train(&periodic_history(30), &params).unwrap().0
+        train_without_log(&periodic_history(30), &params).unwrap().0
     }
 
     /// The same pattern online for slots 0..10 (exact counts), then `now` = 100.5 (slot 10).
@@ -684,7 +685,8 @@ mod tests {
             },
             ..TrainParams::default()
         };
-        let (model, report) = train(&history, &params).unwrap();
+        let precursors = TrainingPrecursors::of(&history, || log.iter().copied(), &params).unwrap();
+        let (model, report) = train(&history, &precursors, &params).unwrap();
         assert!(
             report.steps[0].model.recall > 0.9 && report.steps[0].model.precision > 0.9,
             "{report:?}"

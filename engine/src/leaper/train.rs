@@ -9,7 +9,8 @@
 //! **Held-out tail.** The last `test_fraction` of the label slots are the test set: a row whose
 //! label slot lies in the tail is a test row, the others are training rows, for every step.
 //! Precursors (Algorithm 2) are computed from the training slots only, so nothing of the tail
-//! leaks into training.
+//! leaks into training: [`TrainingPrecursors::of`] reads them from the access log the history was
+//! collected from, before the log may be dropped and the rows built.
 //!
 //! **Multi-step prediction** (§6.1): `steps = K` models, model `k` predicting "accessed in slot
 //! `t + k`"; the prefetcher combines them per Eq. 4. Each model is reported with precision,
@@ -26,7 +27,7 @@ use super::features::{
     compute_precursors, features_at, FeatureGroup, Precursors, Row, FEATURES, HISTORY_SLOTS, PRECURSORS,
 };
 use super::model::{GbdtModel, GbdtParams, HotRangeModel};
-use super::{LeaperError, LeaperResult};
+use super::{AccessRecord, LeaperError, LeaperResult};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -272,26 +273,77 @@ fn kept_ranges(lo: u64, hi: u64, keep: u64) -> Vec<u64> {
     kept
 }
 
+/// The first held-out slot of a history of `n` slots: the last `test_fraction` of the label slots
+/// are the test tail. An error when the history is too short to train and test.
+fn training_split(n: usize, params: &TrainParams) -> LeaperResult<usize> {
+    params.validate()?;
+    let label_slots = n.saturating_sub(HISTORY_SLOTS);
+    let test_slots = ((params.test_fraction * label_slots as f64).round() as usize).max(1);
+    let split = n.saturating_sub(test_slots);
+    // Step K needs a training row: t = 5 with t + K < split.
+    if label_slots < 2 || split < HISTORY_SLOTS + params.steps {
+        return Err(LeaperError::Training(format!(
+            "a history of {n} slots is too short for {} history slots, {} steps and a {:.0}% test tail",
+            HISTORY_SLOTS,
+            params.steps,
+            params.test_fraction * 100.0
+        )));
+    }
+    Ok(split)
+}
+
+/// Algorithm 2's precursors over the training slots of a history, as [`train`] and [`ablation`]
+/// take them: computed from the access log before the log is dropped, and checked against the
+/// history and parameters they are used with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainingPrecursors {
+    precursors: Precursors,
+    slots: usize,
+    split: usize,
+    epsilon: f64,
+}
+
+impl TrainingPrecursors {
+    /// The precursors of `history`'s training slots (those before the held-out tail `params`
+    /// sets aside), from `records`, the log the history was collected from
+    /// ([`compute_precursors`]; an empty log gives none).
+    pub fn of<I>(history: &RangeHistory, records: impl Fn() -> I, params: &TrainParams) -> LeaperResult<Self>
+    where
+        I: IntoIterator<Item = AccessRecord>,
+    {
+        let split = training_split(history.len(), params)?;
+        Ok(TrainingPrecursors {
+            precursors: compute_precursors(records, history, 0..split, PRECURSORS, params.epsilon)?,
+            slots: history.len(),
+            split,
+            epsilon: params.epsilon,
+        })
+    }
+
+    /// The precursors.
+    pub fn precursors(&self) -> &Precursors {
+        &self.precursors
+    }
+}
+
 impl Dataset {
-    fn build(h: &RangeHistory, params: &TrainParams) -> LeaperResult<Dataset> {
-        params.validate()?;
+    fn build(
+        h: &RangeHistory,
+        precursors: &TrainingPrecursors,
+        params: &TrainParams,
+    ) -> LeaperResult<Dataset> {
         let n = h.len();
-        let label_slots = n.saturating_sub(HISTORY_SLOTS);
-        let test_slots = ((params.test_fraction * label_slots as f64).round() as usize).max(1);
-        let split = n.saturating_sub(test_slots);
-        // Step K needs a training row: t = 5 with t + K < split.
-        if label_slots < 2 || split < HISTORY_SLOTS + params.steps {
-            return Err(LeaperError::Training(format!(
-                "a history of {n} slots is too short for {} history slots, {} steps and a {:.0}% test tail",
-                HISTORY_SLOTS,
-                params.steps,
-                params.test_fraction * 100.0
+        let split = training_split(n, params)?;
+        if (precursors.slots, precursors.split, precursors.epsilon) != (n, split, params.epsilon) {
+            return Err(LeaperError::Invalid(format!(
+                "precursors computed for {} slots split at {} with epsilon {}, not for this history's {n} slots split at {split} with epsilon {}",
+                precursors.slots, precursors.split, precursors.epsilon, params.epsilon
             )));
         }
         let Some((lo, hi)) = h.range_bounds() else {
             return Err(LeaperError::Training("the history has no access".into()));
         };
-        let precursors = compute_precursors(h, 0..split, PRECURSORS, params.epsilon)?;
+        let precursors = precursors.precursors.clone();
         let ranges = hi - lo + 1;
         let per_range = (n - HISTORY_SLOTS) as u64;
         let keep = if params.max_rows == 0 {
@@ -366,10 +418,15 @@ fn baseline_score(row: &Row) -> f64 {
     }
 }
 
-/// Trains the multi-step models on a history and evaluates them on its held-out tail.
-pub fn train(history: &RangeHistory, params: &TrainParams) -> LeaperResult<(LeaperModel, TrainReport)> {
+/// Trains the multi-step models on a history and evaluates them on its held-out tail, with the
+/// precursors of its training slots ([`TrainingPrecursors::of`] with the same parameters).
+pub fn train(
+    history: &RangeHistory,
+    precursors: &TrainingPrecursors,
+    params: &TrainParams,
+) -> LeaperResult<(LeaperModel, TrainReport)> {
     let start = Instant::now();
-    let ds = Dataset::build(history, params)?;
+    let ds = Dataset::build(history, precursors, params)?;
     let all: Vec<usize> = (0..FEATURES).collect();
     let mut models: Vec<Box<dyn HotRangeModel>> = Vec::new();
     let mut reports = Vec::new();
@@ -431,8 +488,12 @@ pub fn train(history: &RangeHistory, params: &TrainParams) -> LeaperResult<(Leap
 }
 
 /// The feature-group ablation of the step-1 model (Figure 8): R, R/W, R/W/T, R/W/T/P.
-pub fn ablation(history: &RangeHistory, params: &TrainParams) -> LeaperResult<Vec<AblationRow>> {
-    let ds = Dataset::build(history, params)?;
+pub fn ablation(
+    history: &RangeHistory,
+    precursors: &TrainingPrecursors,
+    params: &TrainParams,
+) -> LeaperResult<Vec<AblationRow>> {
+    let ds = Dataset::build(history, precursors, params)?;
     let (train_idx, test_idx) = ds.split_step(history, 1);
     let (rows, labels) = ds.gather(&train_idx);
     let (test_rows, test_labels) = ds.gather(&test_idx);
@@ -685,6 +746,18 @@ pub(crate) mod tests {
         h
     }
 
+    /// Trains on a hand-built history, which has no access log and so no precursors.
+    pub(crate) fn train_without_log(
+        h: &RangeHistory,
+        params: &TrainParams,
+    ) -> LeaperResult<(LeaperModel, TrainReport)> {
+        train(h, &TrainingPrecursors::of(h, std::iter::empty, params)?, params)
+    }
+
+    fn no_precursors(h: &RangeHistory, params: &TrainParams) -> TrainingPrecursors {
+        TrainingPrecursors::of(h, std::iter::empty, params).unwrap()
+    }
+
     fn quick() -> TrainParams {
         TrainParams {
             steps: 2,
@@ -716,7 +789,7 @@ pub(crate) mod tests {
     #[test]
     fn learns_always_hot_and_periodic_ranges_and_beats_the_baseline() {
         let h = periodic_history(40);
-        let (model, report) = train(&h, &quick()).unwrap();
+        let (model, report) = train_without_log(&h, &quick()).unwrap();
         assert_eq!(model.steps(), 2);
         assert_eq!(report.ranges, 60);
         // 34 label slots, 25% held out: 9 test slots, split at 31.
@@ -749,12 +822,12 @@ pub(crate) mod tests {
             max_rows: 600,
             ..quick()
         };
-        let (_, report) = train(&h, &bounded).unwrap();
+        let (_, report) = train_without_log(&h, &bounded).unwrap();
         assert_eq!((report.ranges, report.train_ranges), (60, 17));
         let s1 = &report.steps[0];
         assert_eq!((s1.train_rows, s1.test_rows), (25 * 17, 9 * 17));
         // Every slot of a chosen range, none of another: the same subset for every step.
-        let ds = Dataset::build(&h, &bounded).unwrap();
+        let ds = Dataset::build(&h, &no_precursors(&h, &bounded), &bounded).unwrap();
         let mut ranges: Vec<u64> = ds.range.clone();
         ranges.sort_unstable();
         ranges.dedup();
@@ -766,26 +839,23 @@ pub(crate) mod tests {
         assert!(ranges[0] < 20 && ranges[16] >= 40, "{ranges:?}");
         // A bound above the rows, and 0, change nothing.
         for max_rows in [0, 60 * 34] {
-            let (_, r) = train(&h, &TrainParams { max_rows, ..quick() }).unwrap();
+            let (_, r) = train_without_log(&h, &TrainParams { max_rows, ..quick() }).unwrap();
             assert_eq!(r.train_ranges, 60);
             assert_eq!(r.steps[0].train_rows, 25 * 60);
         }
         // A bound below one range's rows still keeps one range.
-        let one = Dataset::build(
-            &h,
-            &TrainParams {
-                max_rows: 5,
-                ..quick()
-            },
-        )
-        .unwrap();
+        let five = TrainParams {
+            max_rows: 5,
+            ..quick()
+        };
+        let one = Dataset::build(&h, &no_precursors(&h, &five), &five).unwrap();
         assert_eq!(one.used_ranges, 1);
     }
 
     #[test]
     fn model_directory_round_trip_and_corruption() {
         let h = periodic_history(30);
-        let (model, _) = train(&h, &quick()).unwrap();
+        let (model, _) = train_without_log(&h, &quick()).unwrap();
         let dir = tempfile::tempdir().unwrap();
         model.save(dir.path()).unwrap();
         let back = LeaperModel::load(dir.path()).unwrap();
@@ -834,34 +904,40 @@ pub(crate) mod tests {
 
     #[test]
     fn short_or_single_class_histories_are_errors() {
-        let e = train(&periodic_history(8), &quick()).unwrap_err();
+        let e = train_without_log(&periodic_history(8), &quick()).unwrap_err();
         assert!(matches!(e, LeaperError::Training(_)), "{e}");
         let mut h = RangeHistory::new(100, 10.0, 0, 30).unwrap();
         for s in 0..30 {
             h.add(s, 3, 1.0, 0.0);
         }
         // One range accessed every slot: every label is positive.
-        let e = train(&h, &quick()).unwrap_err();
+        let e = train_without_log(&h, &quick()).unwrap_err();
         assert!(e.to_string().contains("both classes"), "{e}");
-        assert!(train(&periodic_history(30), &TrainParams { steps: 0, ..quick() }).is_err());
+        assert!(train_without_log(&periodic_history(30), &TrainParams { steps: 0, ..quick() }).is_err());
     }
 
     #[test]
     fn precursors_predict_what_a_ranges_own_history_cannot() {
         // Ranges 0..10 are read at random (probability 0.6 per slot); range 20 + i is read in
-        // slot s + 1 exactly when range i was read in slot s, and always right after it in the
-        // access stream (the transfers). Range 20 + i's own history says nothing about its next
-        // slot; its precursor's last slot says everything.
+        // slot s + 1 exactly when range i was read in slot s, and right after it in the access
+        // stream (the transfers). Range 20 + i's own history says nothing about its next slot;
+        // its precursor's last slot says everything. Each pair is followed in the log by reads of
+        // ranges 50..53, never read in the history (cosine 0), so the window of 3 before any
+        // access holds no other candidate Algorithm 2 would accept.
         let n = 60;
         let mut rng = crate::leaper::collector::SplitMix64::new(11);
         let mut h = RangeHistory::new(100, 10.0, 0, n).unwrap();
+        let mut log = Vec::new();
         let mut prev = [false; 10];
         for s in 0..n {
             let mut now = [false; 10];
+            let t = s as f64 * 10.0 + 5.0;
             for i in 0..10u64 {
                 if prev[i as usize] {
                     h.add(s, 20 + i, 2.0, 0.0);
-                    h.add_transfer(s, 20 + i, i, 2);
+                    for key in [i * 100, (20 + i) * 100, 5_000, 5_100, 5_200] {
+                        log.push(AccessRecord::read(t, key));
+                    }
                 }
                 now[i as usize] = rng.next_f64() < 0.6;
                 if now[i as usize] {
@@ -875,7 +951,8 @@ pub(crate) mod tests {
             epsilon: 0.3,
             ..quick()
         };
-        let (model, report) = train(&h, &params).unwrap();
+        let precursors = TrainingPrecursors::of(&h, || log.iter().copied(), &params).unwrap();
+        let (model, report) = train(&h, &precursors, &params).unwrap();
         for i in 0..10 {
             assert_eq!(model.precursors().get(20 + i), &[i], "range {}", 20 + i);
         }
@@ -886,33 +963,37 @@ pub(crate) mod tests {
             .find(|g| g.group == FeatureGroup::Precursor)
             .unwrap();
         assert!(p.share > 0.3, "{:?}", report.importance);
-        let rows = ablation(&h, &params).unwrap();
+        let rows = ablation(&h, &precursors, &params).unwrap();
         let (without, with) = (rows[2].model.auc.unwrap(), rows[3].model.auc.unwrap());
         assert!(with > without + 0.1, "R/W/T AUC {without}, R/W/T/P AUC {with}");
         // The followers are predicted from their precursors: every follower row right.
-        let (ds, k) = (Dataset::build(&h, &params).unwrap(), 1);
+        let (ds, k) = (Dataset::build(&h, &precursors, &params).unwrap(), 1);
         let (_, test) = ds.split_step(&h, k);
         let followers: Vec<(usize, bool)> = test.into_iter().filter(|&(i, _)| ds.range[i] >= 20).collect();
         let (rows, labels) = ds.gather(&followers);
         let m = Metrics::of(&model.predict(1, &rows), &labels, 0.5);
         assert_eq!((m.fp, m.fn_), (0, 0), "{m:?}");
         assert!(m.tp > 20, "{m:?}");
+        // Precursors computed for other parameters are refused.
+        let other = TrainParams {
+            epsilon: 0.5,
+            ..params.clone()
+        };
+        let e = train(&h, &precursors, &other).unwrap_err();
+        assert!(e.to_string().contains("precursors computed for"), "{e}");
     }
 
     #[test]
     fn ablation_reports_the_four_groups() {
         let h = periodic_history(30);
-        let rows = ablation(
-            &h,
-            &TrainParams {
-                gbdt: GbdtParams {
-                    rounds: 10,
-                    ..GbdtParams::default()
-                },
-                ..quick()
+        let params = TrainParams {
+            gbdt: GbdtParams {
+                rounds: 10,
+                ..GbdtParams::default()
             },
-        )
-        .unwrap();
+            ..quick()
+        };
+        let rows = ablation(&h, &no_precursors(&h, &params), &params).unwrap();
         let names: Vec<&str> = rows.iter().map(|r| r.groups.as_str()).collect();
         assert_eq!(names, ["R", "R/W", "R/W/T", "R/W/T/P"]);
         assert_eq!(

@@ -24,6 +24,7 @@ use lsmlab_engine::combined::{Answer, CachePolicy, CombinedStore, QueryPages, Wa
 use lsmlab_engine::geom::{Point, Rect};
 use lsmlab_engine::leaper::{
     train, AccessLog, CollectorConfig, GbdtParams, LeaperParams, LeaperPolicy, RangeHistory, TrainParams,
+    TrainingPrecursors,
 };
 use lsmlab_engine::spatial::Strategy;
 use lsmlab_engine::storage::IoStats;
@@ -208,7 +209,9 @@ fn train_leaper(cfg: &CombinedConfig, log: &AccessLog, seed: u64) -> Trained {
         },
         ..TrainParams::default()
     };
-    let (model, report) = match train(&history, &params) {
+    let trained = TrainingPrecursors::of(&history, || log.iter(), &params)
+        .and_then(|precursors| train(&history, &precursors, &params));
+    let (model, report) = match trained {
         Ok(x) => x,
         Err(e) => return fail(format!("not trained: {e}")),
     };

@@ -9,6 +9,7 @@ use lsmlab_engine::kvstore::WarmUpPolicy;
 use lsmlab_engine::leaper::{
     select_range_size_of, AccessRecord, CollectorConfig, GbdtParams, KeySpace, LeaperModel, LeaperParams,
     LeaperPolicy, LeaperStats, RangeHistory, RangeSizeParams, TrainParams, TrainReport,
+    TrainingPrecursors,
 };
 use lsmlab_workloads::kv::{KvOp, KvWorkload};
 use serde::{Deserialize, Serialize};
@@ -311,11 +312,12 @@ pub fn model_dir(label: &str) -> PathBuf {
 }
 
 /// The training inputs of a warm-up: the range size (set, or by Algorithm 1), the collected
-/// history and the training parameters.
+/// history, Algorithm 2's precursors over its training slots and the training parameters.
 pub(crate) struct TrainingSet {
     pub range_size: u64,
     pub tried: Vec<(u64, f64)>,
     pub history: RangeHistory,
+    pub precursors: TrainingPrecursors,
     pub params: TrainParams,
     pub slot_s: f64,
     pub day_s: f64,
@@ -423,10 +425,13 @@ pub(crate) fn training_set(
         max_rows: s.max_training_rows,
         ..TrainParams::default()
     };
+    let precursors = TrainingPrecursors::of(&history, || log.records.iter(), &params)
+        .context("Algorithm 2 (precursors) over the warm-up's accesses")?;
     Ok(TrainingSet {
         range_size,
         tried,
         history,
+        precursors,
         params,
         slot_s,
         day_s,
@@ -434,7 +439,7 @@ pub(crate) fn training_set(
 }
 
 /// Trains the models on a warm-up's log, saves them and checks they load back. The log is freed
-/// once Algorithm 1 and the collector have read it, before the models' rows are built.
+/// once Algorithm 1, the collector and Algorithm 2 have read it, before the models' rows are built.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn train(
     log: AccessLog,
@@ -449,7 +454,7 @@ pub(crate) fn train(
     let set = training_set(&log, warmup, s, interval_s, t2_s, spec, seed)?;
     drop(log);
     let (model, report) =
-        lsmlab_engine::leaper::train(&set.history, &set.params).context("training the Leaper model")?;
+        lsmlab_engine::leaper::train(&set.history, &set.precursors, &set.params).context("training the Leaper model")?;
     let dir = model_dir(&spec.name);
     model
         .save(&dir)

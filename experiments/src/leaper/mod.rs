@@ -607,20 +607,32 @@ pub(crate) const MODEL_BYTES_PER_WARMUP_OP: u64 = 250;
 /// lowered to 5,000,000), measured in
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const FILE_STORE_BYTES_PER_RECORD: u64 = 170;
-/// The warm-up's access log per operation and Algorithm 1's per-slot intervals built from it:
-/// an upper bound of their exact sizes, not a measured slope. The log holds 16 B per point
-/// access and 24 B per scan (`lsmlab_engine::leaper::AccessLog`, in chunks: no doubling) and is
-/// freed before the models' rows are built; the matrix at most one merged 16 B interval per
-/// access. The collector's range transfers are [`TRANSFER_BYTES_PER_WARMUP_OP`].
+/// The warm-up's access log per operation, Algorithm 1's per-slot intervals built from it and the
+/// collector's counts: an upper bound of their exact sizes. The log holds 16 B per point access
+/// and 24 B per scan (`lsmlab_engine::leaper::AccessLog`, in chunks: no doubling) and is freed
+/// before the models' rows are built; the matrix at most one merged 16 B interval per access.
+/// Measured: 60 B per logged operation between 4,000,000 and 20,000,000 logged operations over
+/// 28,207 and 38,449 key ranges (`docs/scale.md#memory-estimates-where-the-constants-come-from`).
 pub const LOG_BYTES_PER_WARMUP_OP: u64 = 96;
-/// The collector's range transfers per logged operation (Algorithm 2's input: up to 3 per
-/// access, `(target, precursor) -> count` per slot in hash maps, summed again over the training
-/// slots by Algorithm 2): the excess a 2,000,000-record run with 4,000,000 logged operations and
-/// 28,207 key ranges showed over the store, log and rows, about 200 B per operation. Many ranges
-/// make many distinct pairs, so that run is near the worst case (3 entries of at most about 64 B
-/// per access); with few ranges the pairs repeat and cost far less
-/// (`docs/scale.md#memory-estimates-where-the-constants-come-from`).
-pub const TRANSFER_BYTES_PER_WARMUP_OP: u64 = 200;
+/// Algorithm 2's buffer, whatever the warm-up's length: one pass's range transfers, at most
+/// twice [`lsmlab_engine::leaper::TRANSFERS_PER_PASS`] triples of 24 B (the transfers are read
+/// from the log in passes instead of being held whole, which cost about 200 B per logged
+/// operation).
+pub const TRANSFER_PASS_BYTES: u64 = 2 * 24 * lsmlab_engine::leaper::TRANSFERS_PER_PASS;
+/// The warm-up's access log alone per operation, at most (24 B per scan, 16 B per point access):
+/// what a run holds beside its store before training when the store is freed first.
+pub const RAW_LOG_BYTES_PER_WARMUP_OP: u64 = 24;
+
+/// Whether a Leaper experiment trains beside its store (which it keeps for measured runs) or
+/// after freeing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Training {
+    /// The store stays open through training (leaper-online, leaper-sensitivity).
+    BesideStore,
+    /// The store is dropped after the warm-up, before training (leaper-model).
+    AfterStore,
+}
+
 /// One training row of the models (18 features, its slot and range, the per-step copy and the
 /// GBDT's matrix): an upper bound rounded up from the peak RSS per row of the same
 /// 5-million-record run's training, less the store beside it (measured in
@@ -630,14 +642,17 @@ pub const TRAINING_BYTES_PER_ROW: u64 = 850;
 /// The peak-memory estimate of a Leaper run over `setup`'s records and warm-up. On the mem
 /// device (tiny and small) it is linear in both, with the coefficients measured for each
 /// experiment ([`ONLINE_BYTES_PER_RECORD`] and its siblings). On the file device (paper) the
-/// store's pages live in the file, so it is the larger of two moments of the two workers: two
-/// measured runs side by side, or a run beside a training pass (a store, the warm-up's log, the collector's range transfers and the
-/// model's training rows, at most `max_training_rows`).
+/// store's pages live in the file, so it is the largest of the moments of the two workers: two
+/// measured runs side by side, and a training pass (the warm-up's log, Algorithm 2's buffer and
+/// the model's training rows, at most `max_training_rows`) beside a store, or, when `training`
+/// is [`Training::AfterStore`], after it (then the store and the growing log are the other
+/// moment).
 pub fn memory_estimate(
     setup: &KvSetup,
     per_record: u64,
     per_op: u64,
     max_training_rows: usize,
+    training: Training,
     what: &str,
 ) -> crate::experiment::MemoryEstimate {
     let thousands = crate::progress::thousands;
@@ -645,7 +660,8 @@ pub fn memory_estimate(
         let store = setup.records.saturating_mul(FILE_STORE_BYTES_PER_RECORD);
         let log = setup
             .warmup_ops
-            .saturating_mul(LOG_BYTES_PER_WARMUP_OP + TRANSFER_BYTES_PER_WARMUP_OP);
+            .saturating_mul(LOG_BYTES_PER_WARMUP_OP)
+            .saturating_add(TRANSFER_PASS_BYTES);
         let rows = if max_training_rows == 0 {
             // every range of every slot: at worst one range per loaded key, over at least the
             // slots the model trains on (a lower bound of the worst case; refused far above 24 GiB)
@@ -653,15 +669,22 @@ pub fn memory_estimate(
         } else {
             max_training_rows as u64
         };
-        let training = rows.saturating_mul(TRAINING_BYTES_PER_ROW);
         let side_by_side = store.saturating_mul(2);
-        let beside_training = store.saturating_add(log).saturating_add(training);
+        let pass = log.saturating_add(rows.saturating_mul(TRAINING_BYTES_PER_ROW));
+        let (peak, moment) = match training {
+            Training::BesideStore => (side_by_side.max(store.saturating_add(pass)), "one store beside"),
+            Training::AfterStore => {
+                let warming = store.saturating_add(setup.warmup_ops.saturating_mul(RAW_LOG_BYTES_PER_WARMUP_OP));
+                (side_by_side.max(warming).max(pass), "a store with its raw log, then")
+            }
+        };
         return crate::experiment::MemoryEstimate {
-            bytes: side_by_side.max(beside_training).saturating_add(RUN_BASE_BYTES),
+            bytes: peak.saturating_add(RUN_BASE_BYTES),
             basis: format!(
-                "file device: the larger of two stores ({} records x {FILE_STORE_BYTES_PER_RECORD} B each) and one store beside a training pass ({} warm-up operations x {LOG_BYTES_PER_WARMUP_OP} B of log + {TRANSFER_BYTES_PER_WARMUP_OP} B of range transfers + {} training rows x {TRAINING_BYTES_PER_ROW} B) ({what}: store and rows measured per record and per row on a 5,000,000-record run, the transfers per operation on a 2,000,000-record run, the log from its record sizes) + {} MiB",
+                "file device: the largest of two stores ({} records x {FILE_STORE_BYTES_PER_RECORD} B each) and {moment} a training pass ({} warm-up operations x {LOG_BYTES_PER_WARMUP_OP} B of log and counts + {} MiB of Algorithm 2's transfers + {} training rows x {TRAINING_BYTES_PER_ROW} B) ({what}: store and rows measured per record and per row on a 5,000,000-record run, the log and counts bounded from their record sizes above the 60 B per operation measured on 2,000,000-record runs) + {} MiB",
                 thousands(setup.records),
                 thousands(setup.warmup_ops),
+                TRANSFER_PASS_BYTES >> 20,
                 thousands(rows),
                 RUN_BASE_BYTES >> 20
             ),
@@ -753,21 +776,33 @@ mod tests {
     #[test]
     fn memory_estimates_grow_with_the_records_and_the_warm_up() {
         let rows = learned::MAX_TRAINING_ROWS;
-        let at = |scale| memory_estimate(&KvSetup::defaults(scale), 1_300, 650, rows, "x").bytes;
+        let at = |scale| memory_estimate(&KvSetup::defaults(scale), 1_300, 650, rows, Training::BesideStore, "x").bytes;
         let (tiny, small, paper) = (at(Scale::Tiny), at(Scale::Small), at(Scale::Paper));
         assert_eq!(tiny, 5_000 * 1_300 + 10_000 * 650 + RUN_BASE_BYTES);
         assert_eq!(small, 200_000 * 1_300 + 400_000 * 650 + RUN_BASE_BYTES);
         assert!(tiny < small && small < paper);
         // paper: a store of 50 million records (8.5 GB) beside a training pass (100 million
-        // operations of log and range transfers, 29.6 GB; 4 million rows, 3.4 GB): past 24 GiB,
-        // so refused here until the transfers are kept smaller
+        // operations of log and counts, 9.6 GB; Algorithm 2's buffer, 384 MiB; 4 million rows,
+        // 3.4 GB): 20.5 GiB, within a 24 GiB machine
         assert_eq!(
             paper,
-            50_000_000 * 170 + 100_000_000 * (96 + 200) + 4_000_000 * 850 + RUN_BASE_BYTES
+            50_000_000 * 170 + 100_000_000 * 96 + (384 << 20) + 4_000_000 * 850 + RUN_BASE_BYTES
         );
-        assert!(paper > 24 << 30, "{paper}");
+        assert!(paper > 20 << 30 && paper < 21 << 30, "{paper}");
+        // freed before training (leaper-model's two days of 100 million operations), the store
+        // is not counted beside the training pass
+        let two_days = KvSetup {
+            warmup_ops: 200_000_000,
+            ..KvSetup::defaults(Scale::Paper)
+        };
+        let after = memory_estimate(&two_days, 0, 0, rows, Training::AfterStore, "x");
+        assert_eq!(
+            after.bytes,
+            200_000_000 * 96 + (384 << 20) + 4_000_000 * 850 + RUN_BASE_BYTES
+        );
+        assert!(after.basis.contains("a store with its raw log, then"), "{}", after.basis);
         // without the rows' bound every logged operation may be a row
-        let unbounded = memory_estimate(&KvSetup::defaults(Scale::Paper), 0, 0, 0, "x");
+        let unbounded = memory_estimate(&KvSetup::defaults(Scale::Paper), 0, 0, 0, Training::BesideStore, "x");
         assert!(unbounded.bytes > 64 << 30, "{}", unbounded.bytes);
         assert!(unbounded.basis.contains("file device"), "{}", unbounded.basis);
         let e = memory_estimate(
@@ -775,6 +810,7 @@ mod tests {
             1_300,
             650,
             rows,
+            Training::BesideStore,
             "leaper-online",
         );
         assert!(

@@ -114,6 +114,7 @@ impl TypedExperiment for LeaperModelExperiment {
             super::MODEL_BYTES_PER_RECORD,
             super::MODEL_BYTES_PER_WARMUP_OP,
             config.leaper.max_training_rows,
+            super::Training::AfterStore,
             "leaper-model",
         ))
     }
@@ -209,7 +210,7 @@ impl TypedExperiment for LeaperModelExperiment {
             }
             drop(log);
             let started = Instant::now();
-            let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.params)
+            let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.precursors, &set.params)
                 .with_context(|| format!("training on {workload}"))?;
             let train_s = started.elapsed().as_secs_f64();
             // Inference per compaction: every range active in the history, one prediction per step
@@ -283,7 +284,7 @@ impl TypedExperiment for LeaperModelExperiment {
                 out.rows
                     .push(metric_fields(step("last-slot"), &s.baseline).build());
             }
-            for a in ablation(&set.history, &set.params).context("feature ablation")? {
+            for a in ablation(&set.history, &set.precursors, &set.params).context("feature ablation")? {
                 out.rows.push(
                     metric_fields(dims("ablation").str("features", &a.groups), &a.model)
                         .int("columns", a.columns as u64)

@@ -849,6 +849,7 @@ impl TypedExperiment for LeaperOnline {
             super::ONLINE_BYTES_PER_RECORD,
             super::ONLINE_BYTES_PER_WARMUP_OP,
             config.leaper.max_training_rows,
+            super::Training::BesideStore,
             "leaper-online",
         ))
     }

@@ -186,6 +186,7 @@ impl TypedExperiment for LeaperSensitivity {
             super::SENSITIVITY_BYTES_PER_RECORD,
             super::SENSITIVITY_BYTES_PER_WARMUP_OP,
             config.leaper.max_training_rows,
+            super::Training::BesideStore,
             "leaper-sensitivity, per cell",
         ))
     }
