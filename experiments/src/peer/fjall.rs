@@ -20,6 +20,15 @@
 //! - fjall's defaults otherwise: Bloom filters, index blocks of levels 0-1 and filter blocks of
 //!   level 0 pinned in memory.
 //!
+//! One guard against a hang: while the active memtable is past its limit, every write asks
+//! fjall's workers to seal it (a non-blocking send into their queue of 1,000 messages), and a
+//! worker that seals one sends the flush into that same queue, blocking while it is full. If the
+//! workers get no CPU for about 1,000 writes (a busy machine), the queue fills and every worker
+//! and the writer wait on each other for good (fjall 3.1.13). The driver therefore seals the
+//! memtable itself when [`SEAL_AFTER_WRITES`] writes in a row found it past its limit, before
+//! the queue can fill; the workers' stale requests then find nothing to do. With workers that
+//! keep up it never acts, and [`FjallTimeline`] counts the times it did (`driver_seals`).
+//!
 //! # Loading
 //!
 //! The initial records are inserted in key order through the normal write path. Because each
@@ -240,6 +249,40 @@ fn settle(db: &Database, keyspace: &Keyspace, limit: Duration) -> anyhow::Result
     }
 }
 
+/// Writes in a row that may find the active memtable past its limit before the driver seals it
+/// (each asks fjall's workers once; their queue holds 1,000 messages).
+const SEAL_AFTER_WRITES: u32 = 256;
+
+/// Seals fjall's memtable when its workers lag (see the module documentation).
+#[derive(Default)]
+struct Sealer {
+    /// Writes in a row that found the active memtable past its limit.
+    over_limit: u32,
+    /// Memtables the driver sealed.
+    seals: u64,
+}
+
+impl Sealer {
+    /// Called after each write.
+    fn after_write(&mut self, keyspace: &Keyspace, limit: u64) -> anyhow::Result<()> {
+        if keyspace.tree.active_memtable().size() <= limit {
+            self.over_limit = 0;
+            return Ok(());
+        }
+        self.over_limit += 1;
+        if self.over_limit >= SEAL_AFTER_WRITES {
+            self.over_limit = 0;
+            if keyspace
+                .rotate_memtable()
+                .context("sealing fjall's memtable while its workers lag")?
+            {
+                self.seals += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The last version written per key, and the number of keys, to check answers.
 struct Oracle {
     versions: HashMap<u64, u64>,
@@ -252,6 +295,7 @@ struct Replay {
     oracle: Oracle,
     reads: u64,
     verified_reads: u64,
+    sealer: Sealer,
 }
 
 impl Replay {
@@ -273,6 +317,9 @@ impl Replay {
             check,
             &mut latency,
         )?;
+        if op.op.is_write() {
+            self.sealer.after_write(keyspace, spec.memtable_bytes)?;
+        }
         self.verified_reads += u64::from(check);
         Ok(latency)
     }
@@ -395,10 +442,12 @@ fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<
 
     // Load.
     let load_start = Instant::now();
+    let mut sealer = Sealer::default();
     for (k, value) in spec.workload.initial_records() {
         keyspace
             .insert(key_bytes(k), value)
             .with_context(|| format!("fjall load of key {k}"))?;
+        sealer.after_write(keyspace, spec.memtable_bytes)?;
     }
     keyspace
         .rotate_memtable_and_wait()
@@ -421,6 +470,7 @@ fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<
         },
         reads: 0,
         verified_reads: 0,
+        sealer,
     };
 
     // Warm-up.
@@ -515,6 +565,7 @@ fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<
         warmup_secs,
         measured_secs,
         verified_reads: replay.verified_reads,
+        driver_seals: replay.sealer.seals,
         warmup_flushes: warmup_events.flushes,
         warmup_compactions: warmup_events.merges,
         intervals,
@@ -666,5 +717,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// With no worker to seal it (fjall's pool emptied), the memtable stays past its limit; the
+    /// driver seals it after [`SEAL_AFTER_WRITES`] such writes, once, and not before.
+    #[test]
+    fn the_driver_seals_a_memtable_its_workers_leave_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder(dir.path())
+            .worker_threads_unchecked(0)
+            .manual_journal_persist(true)
+            .open()
+            .unwrap();
+        let limit = 4_096;
+        let keyspace = db
+            .keyspace(KEYSPACE, || {
+                KeyspaceCreateOptions::default()
+                    .max_memtable_size(limit)
+                    .manual_journal_persist(true)
+            })
+            .unwrap();
+        let mut sealer = Sealer::default();
+        let mut over = 0u32;
+        for k in 0..2_000u64 {
+            keyspace.insert(key_bytes(k), vec![7u8; 100]).unwrap();
+            let past = keyspace.tree.active_memtable().size() > limit;
+            sealer.after_write(&keyspace, limit).unwrap();
+            over = if past { over + 1 } else { 0 };
+            if over == SEAL_AFTER_WRITES {
+                assert_eq!(sealer.seals, 1, "sealed at write {k}");
+                break;
+            }
+            assert_eq!(sealer.seals, 0, "sealed early, at write {k}");
+        }
+        assert_eq!(sealer.seals, 1);
+        assert_eq!(keyspace.sealed_memtable_count(), 1);
+        assert!(keyspace.tree.active_memtable().size() <= limit);
     }
 }

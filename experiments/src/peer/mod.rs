@@ -305,6 +305,10 @@ pub(crate) struct FjallTimeline {
     pub measured_secs: f64,
     /// Reads whose answers were checked (all correct, or the run fails).
     pub verified_reads: u64,
+    /// Memtables the driver sealed itself because fjall's workers lagged (0 when they keep up;
+    /// see `peer::fjall`'s module documentation).
+    #[serde(default)]
+    pub driver_seals: u64,
     /// Flushes, merges and moves seen during the warm-up phase.
     pub warmup_flushes: u64,
     pub warmup_compactions: u64,
@@ -473,6 +477,7 @@ mod tests {
             warmup_secs: 0.0,
             measured_secs: 0.0,
             verified_reads: 0,
+            driver_seals: 0,
             warmup_flushes: 0,
             warmup_compactions: 0,
             // median 0.9; dips at 2 (a window), 3 (after it) and 6 (no window near)

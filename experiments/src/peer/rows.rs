@@ -109,7 +109,8 @@ pub(crate) fn rows(workload: &str, t: &FjallTimeline) -> Vec<Row> {
         .opt_num("hit_ratio_after_compaction", s.hit_ratio_after_compaction)
         .num("dip_drop", DIP_DROP)
         .num("wall_s", t.measured_secs)
-        .int("verified_reads", t.verified_reads);
+        .int("verified_reads", t.verified_reads)
+        .int("driver_seals", t.driver_seals);
     if let Some(d) = dips {
         row = row
             .num("median_interval_hit_ratio", d.median_hit_ratio)
@@ -243,6 +244,7 @@ mod tests {
             warmup_secs: 0.0,
             measured_secs: 0.4,
             verified_reads: 3,
+            driver_seals: 0,
             warmup_flushes: 0,
             warmup_compactions: 0,
             intervals,
