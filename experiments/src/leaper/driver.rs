@@ -12,6 +12,7 @@ use lsmlab_engine::lsm::LeveledParams;
 use lsmlab_engine::storage::{Device, FileDevice, FileDeviceOptions, MemDevice};
 
 use crate::config::DeviceKind;
+use crate::progress::{thousands, Progress};
 use lsmlab_workloads::kv::{KvOp, KvStream, KvWorkload, TimedOp};
 
 use super::clock::Queue;
@@ -355,10 +356,14 @@ impl Warmup {
     }
 }
 
+/// Operations between two looks at the progress line (which prints at most every few seconds).
+const PROGRESS_EVERY: u64 = 1 << 14;
+
 /// Runs `ops` operations (the warm-up), calling `on_op` with each one's start time.
 pub(crate) fn warm_up(
     driver: &mut Driver,
     ops: u64,
+    progress: &Progress,
     on_op: &mut dyn FnMut(f64, &TimedOp),
 ) -> anyhow::Result<Warmup> {
     let mut w = Warmup::default();
@@ -367,6 +372,9 @@ pub(crate) fn warm_up(
     for i in 0..ops {
         if i == half {
             half_start = driver.clock.now_s();
+        }
+        if i.is_multiple_of(PROGRESS_EVERY) {
+            progress.tick(|| format!("warm-up, {} / {} operations", thousands(i), thousands(ops)));
         }
         warm_step(driver, &mut w, on_op)?;
     }
@@ -382,9 +390,18 @@ pub(crate) fn extend_warm_up(
     driver: &mut Driver,
     w: &mut Warmup,
     until_s: f64,
+    progress: &Progress,
     on_op: &mut dyn FnMut(f64, &TimedOp),
 ) -> anyhow::Result<()> {
     while driver.clock.now_s() < until_s {
+        if w.ops.is_multiple_of(PROGRESS_EVERY) {
+            progress.tick(|| {
+                format!(
+                    "warm-up extended to cover the training slots, {:.1} / {until_s:.1} virtual s",
+                    driver.clock.now_s()
+                )
+            });
+        }
         warm_step(driver, w, on_op)?;
     }
     w.secs = driver.clock.now_s();
@@ -458,6 +475,7 @@ pub(crate) fn measure(
     run_s: f64,
     interval_s: f64,
     t2_s: f64,
+    progress: &Progress,
 ) -> anyhow::Result<(RunTimeline, Measured)> {
     let t0 = driver.clock.now_s();
     let wall = std::time::Instant::now();
@@ -466,7 +484,12 @@ pub(crate) fn measure(
     // Timed merges invalidate and admit as the clock goes, not at their start: counted in the
     // interval where it happens. Untimed, the counts ride with the operation's window.
     let timed = driver.store.config().background_bytes_per_s.is_some();
+    let mut steps = 0u64;
     while driver.clock.now_s() - t0 < run_s {
+        if steps.is_multiple_of(PROGRESS_EVERY) {
+            progress.tick(|| format!("measured run, {:.1} / {run_s:.1} virtual s", driver.clock.now_s() - t0));
+        }
+        steps += 1;
         let s = driver.step(&mut |_, _| {})?;
         recorder.op(s.start_s - t0, s.latency_us, s.hits, s.misses, s.prefetch_hits);
         recorder.lookups(s.meta_hits, s.meta_misses, s.read);
@@ -563,7 +586,7 @@ mod tests {
         let store = open_store(&setup, &layout, &spec, WarmUpKind::Lru.baseline().unwrap()).unwrap();
         let mut d = Driver::new(store, &spec, 7, setup.cost_model(), false).unwrap();
         let mut seen = 0u64;
-        let w = warm_up(&mut d, 4_000, &mut |_, _| seen += 1).unwrap();
+        let w = warm_up(&mut d, 4_000, &Progress::silent(), &mut |_, _| seen += 1).unwrap();
         assert_eq!((w.ops, seen), (4_000, 4_000));
         // messaging writes 60% of its operations: 2,400 writes of 216 B against a memtable of
         // 0.1 x 167 blocks x 4 KiB = 68 KB flush about 7 times
@@ -607,8 +630,8 @@ mod tests {
             )
             .unwrap();
             let mut d = Driver::new(store, &spec, 3, setup.cost_model(), false).unwrap();
-            warm_up(&mut d, 2_000, &mut |_, _| {}).unwrap();
-            let (tl, m) = measure(&mut d, 0.05, 0.005, 0.01).unwrap();
+            warm_up(&mut d, 2_000, &Progress::silent(), &mut |_, _| {}).unwrap();
+            let (tl, m) = measure(&mut d, 0.05, 0.005, 0.01, &Progress::silent()).unwrap();
             (
                 tl.all.ops,
                 tl.all.hits,

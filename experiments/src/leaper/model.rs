@@ -162,13 +162,14 @@ impl TypedExperiment for LeaperModelExperiment {
             ctx.progress.begin(format!("{workload}: {} days", cfg.days));
             let spec = setup.workload_spec(workload, day_ops(setup))?;
             let layout = setup.layout(setup.cache_ratio);
+            ctx.progress.message(format!("bulk-loading {} records", crate::progress::thousands(setup.records)));
             let store = open_store(setup, &layout, &spec, WarmUpKind::Lru.baseline().expect("lru"))?;
             let trace = traces.iter().find(|t| t.workload == workload);
             let mut driver = Driver::new(store, &spec, ctx.seed, setup.cost_model(), false)?
                 .replaying(trace.map(|t| &**t))?;
             let mut log = AccessLog::default();
             let ops = cfg.days * spec.day_ops;
-            let mut run = warm_up(&mut driver, ops, &mut |t, op| log.record(t, &op.op))?;
+            let mut run = warm_up(&mut driver, ops, ctx.progress, &mut |t, op| log.record(t, &op.op))?;
             // The same slots as leaper-online: the interval calibrated on the first two days.
             let interval_s = if setup.interval_s > 0.0 {
                 setup.interval_s
@@ -189,9 +190,14 @@ impl TypedExperiment for LeaperModelExperiment {
                 &mut driver,
                 &mut run,
                 MIN_TRAINING_SLOTS as f64 * slot_s,
+                ctx.progress,
                 &mut |t, op| log.record(t, &op.op),
             )?;
             drop(driver);
+            ctx.progress.message(format!(
+                "key ranges (Algorithm 1), counts and precursors (Algorithm 2) of {} logged operations",
+                crate::progress::thousands(run.ops)
+            ));
             let set = learned::training_set(&log, &run, &settings, interval_s, t2_s, &spec, ctx.seed)?;
             // Algorithm 1 under both matrix-row readings (the key_ranges row below), before the
             // log is freed: the models' rows are not built beside it.
@@ -209,6 +215,11 @@ impl TypedExperiment for LeaperModelExperiment {
                 alg1.push((rows, c.size));
             }
             drop(log);
+            ctx.progress.message(format!(
+                "training {} step models on {} slots",
+                set.params.steps,
+                set.history.len()
+            ));
             let started = Instant::now();
             let (model, report) = lsmlab_engine::leaper::train(&set.history, &set.precursors, &set.params)
                 .with_context(|| format!("training on {workload}"))?;
@@ -284,6 +295,7 @@ impl TypedExperiment for LeaperModelExperiment {
                 out.rows
                     .push(metric_fields(step("last-slot"), &s.baseline).build());
             }
+            ctx.progress.message("feature ablation (four step-1 models)");
             for a in ablation(&set.history, &set.precursors, &set.params).context("feature ablation")? {
                 out.rows.push(
                     metric_fields(dims("ablation").str("features", &a.groups), &a.model)

@@ -273,6 +273,7 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
     let setup = &cell.setup;
     let layout: Layout = setup.layout(cell.cache_ratio);
     let cost = setup.cost_model();
+    ctx.progress.message(format!("bulk-loading {} records", crate::progress::thousands(setup.records)));
     let store = open_store(
         setup,
         &layout,
@@ -283,7 +284,9 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
         .replaying(cell.trace.as_deref())?
         .with_queue(setup.queue(0.0));
     let mut log = learned::AccessLog::default();
-    let mut training = warm_up(&mut driver, setup.warmup_ops, &mut |t, op| log.record(t, &op.op))?;
+    let mut training = warm_up(&mut driver, setup.warmup_ops, ctx.progress, &mut |t, op| {
+        log.record(t, &op.op)
+    })?;
     let interval_s = if setup.interval_s > 0.0 {
         setup.interval_s
     } else {
@@ -306,6 +309,7 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
         &mut driver,
         &mut training,
         MIN_TRAINING_SLOTS as f64 * slot_s,
+        ctx.progress,
         &mut |t, op| log.record(t, &op.op),
     )?;
     Ok(Prepared {
@@ -360,13 +364,14 @@ fn run_policy(
     )?
     .replaying(cell.trace.as_deref())?
     .with_queue(setup.queue(0.0));
-    warm_up(&mut driver, prep.training.ops, &mut |_, _| {})?;
+    warm_up(&mut driver, prep.training.ops, ctx.progress, &mut |_, _| {})?;
     let before = handle.as_ref().map(learned::read);
     let (timeline, measured) = measure(
         &mut driver,
         setup.intervals as f64 * prep.interval_s,
         prep.interval_s,
         prep.t2_s,
+        ctx.progress,
     )?;
     let leaper = handle.as_ref().map(|h| learned::read(h).since(before.as_ref()));
     Ok(PolicyRun {
