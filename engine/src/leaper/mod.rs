@@ -48,8 +48,8 @@ pub use range_size::{
     select_range_size, select_range_size_in, select_range_size_of, KeySpace, RangeSizeChoice, RangeSizeParams,
 };
 pub use train::{
-    ablation, train, AblationRow, GroupImportance, LeaperModel, Metrics, ModelMeta, StepReport, TrainParams,
-    TrainReport, TrainingPrecursors,
+    ablation, held_out_from, train, AblationRow, GroupImportance, LeaperModel, Metrics, ModelMeta,
+    StepReport, TrainParams, TrainReport, TrainingPrecursors,
 };
 
 use crate::kvstore::Access;

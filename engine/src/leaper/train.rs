@@ -273,13 +273,19 @@ fn kept_ranges(lo: u64, hi: u64, keep: u64) -> Vec<u64> {
     kept
 }
 
-/// The first held-out slot of a history of `n` slots: the last `test_fraction` of the label slots
-/// are the test tail. An error when the history is too short to train and test.
+/// The first held-out slot of a history of `n` slots: the last `test_fraction` of its label slots
+/// (those after the first [`HISTORY_SLOTS`]), at least one, are the test tail.
+pub fn held_out_from(n: usize, test_fraction: f64) -> usize {
+    let label_slots = n.saturating_sub(HISTORY_SLOTS);
+    let test_slots = ((test_fraction * label_slots as f64).round() as usize).max(1);
+    n.saturating_sub(test_slots)
+}
+
+/// [`held_out_from`], or an error when the history is too short to train and test.
 fn training_split(n: usize, params: &TrainParams) -> LeaperResult<usize> {
     params.validate()?;
     let label_slots = n.saturating_sub(HISTORY_SLOTS);
-    let test_slots = ((params.test_fraction * label_slots as f64).round() as usize).max(1);
-    let split = n.saturating_sub(test_slots);
+    let split = held_out_from(n, params.test_fraction);
     // Step K needs a training row: t = 5 with t + K < split.
     if label_slots < 2 || split < HISTORY_SLOTS + params.steps {
         return Err(LeaperError::Training(format!(

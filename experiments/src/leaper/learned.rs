@@ -340,9 +340,7 @@ pub(crate) fn training_records(
     };
     let (f, l) = (slot(first), slot(last));
     let n = (l.saturating_sub(f) + 1) as usize;
-    let label = n.saturating_sub(lsmlab_engine::leaper::HISTORY_SLOTS);
-    let test = ((test_fraction * label as f64).round() as usize).max(1);
-    let cut = f + n.saturating_sub(test) as u64;
+    let cut = f + lsmlab_engine::leaper::held_out_from(n, test_fraction) as u64;
     let end = log.records.partition_point_time(|t| slot(t) < cut);
     log.records.iter().take(end.max(1))
 }
