@@ -498,6 +498,18 @@ mod tests {
         assert_eq!(p.reverse().get(&13).map(Vec::as_slice), Some(&[10u64][..]));
     }
 
+    #[test]
+    fn transfers_follow_the_order_of_the_ranges_accessed() {
+        // A scan over ranges 0, 1, 2, 3 (in key order), then a write to range 1, window 2.
+        let log = [AccessRecord::scan(0.0, 5, 34), AccessRecord::write(0.0, 12)];
+        let h = RangeHistory::from_log(&log, &super::super::CollectorConfig::offline(10, 1.0)).unwrap();
+        let mut got = Vec::new();
+        for_each_transfer(log, &h, &(0..1), 2, |t, p| got.push((t, p))).unwrap();
+        got.sort_unstable();
+        // 1 <- 0; 2 <- 1, 0; 3 <- 2, 1; then range 1 <- 3, 2.
+        assert_eq!(got, [(1, 0), (1, 2), (1, 3), (2, 0), (2, 1), (3, 1), (3, 2)]);
+    }
+
     /// Algorithm 2 written out plainly: the whole transfer matrix in a map, every target's
     /// candidates sorted, the read vectors dense.
     fn brute_force_precursors(
