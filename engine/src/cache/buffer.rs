@@ -36,13 +36,17 @@ const SPARE_PAGES: usize = 4;
 ///
 /// One mutex guards the page table, the frames and the policy, so the policy sees one global
 /// order of accesses (exact LRU needs it). A read miss releases the lock while it reads the
-/// device. Write-backs of dirty pages, and the writes of a cache of capacity 0, happen under the
+/// device, unless the device reads from memory ([`Device::reads_from_memory`]: a copy no longer
+/// than the lock's round trip), where it keeps the lock and takes it once. Write-backs of dirty pages, and the writes of a cache of capacity 0, happen under the
 /// lock, so no reader can fetch a page from the device while its newer bytes are on their way
 /// there unnoticed: a miss that overlapped a write or an invalidation neither caches what it read
 /// nor gives up on a failed read at once (see `State::epoch`).
 pub struct BufferCache {
     device: Arc<dyn Device>,
     capacity: usize,
+    /// The device's [`Device::reads_from_memory`]: a miss then reads it under the lock, taking the
+    /// lock once.
+    read_locked: bool,
     state: Mutex<State>,
 }
 
@@ -323,6 +327,7 @@ impl BufferCache {
 
     fn build(device: Arc<dyn Device>, capacity: usize, policy: Policy) -> Self {
         BufferCache {
+            read_locked: device.reads_from_memory(),
             device,
             capacity,
             state: Mutex::new(State {
@@ -401,6 +406,9 @@ impl BufferCache {
                 return Ok(page);
             }
             st.stats.misses += 1;
+            if self.read_locked {
+                return self.read_miss_locked(st, id);
+            }
             (st.miss_start(), st.spare.pop())
         };
         self.read_miss(id, start, spare)
@@ -418,6 +426,9 @@ impl BufferCache {
                 return Ok((page, note));
             }
             st.stats.misses += 1;
+            if self.read_locked {
+                return Ok((self.read_miss_locked(st, id)?, None));
+            }
             (st.miss_start(), st.spare.pop())
         };
         Ok((self.read_miss(id, start, spare)?, None))
@@ -482,6 +493,21 @@ impl BufferCache {
             }
         }
         st.place(&*self.device, self.capacity, id, page.clone(), Arrival::Demand)?;
+        Ok(page)
+    }
+
+    /// The rest of a miss on a device that reads from memory ([`Device::reads_from_memory`]),
+    /// under the lock the miss was found with: the same steps as [`Self::read_miss`] in the same
+    /// order (device read, then the page's arrival), but nothing can happen between them, so the
+    /// epoch and arrival checks have nothing to catch and a failed read fails at once. Out of line,
+    /// as `read_miss`.
+    #[inline(never)]
+    fn read_miss_locked(&self, mut st: MutexGuard<'_, State>, id: PageId) -> Result<PageRef> {
+        let spare = st.spare.pop();
+        let page = self.read_device(id, spare)?;
+        if self.capacity != 0 {
+            st.place(&*self.device, self.capacity, id, page.clone(), Arrival::Demand)?;
+        }
         Ok(page)
     }
 

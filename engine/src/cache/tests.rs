@@ -349,8 +349,57 @@ impl ReplacementPolicy for PlainLru {
 
 /// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
 /// device's I/O and every byte read after each step.
-fn check_against_model(capacity: usize, ops: &[Op], kind: Checked) -> std::result::Result<(), TestCaseError> {
-    let dev = device(MODEL_PAGES);
+/// A memory device whose reads the cache treats as slow (`reads_from_memory` false): a miss on it
+/// releases the cache's lock for the device read and takes it again, where a miss on the plain
+/// memory device keeps it. The model checks run on both, so both miss paths are held to the model.
+struct ReadsUnlocked(Arc<dyn Device>);
+
+impl Device for ReadsUnlocked {
+    fn page_size(&self) -> usize {
+        self.0.page_size()
+    }
+    fn allocate(&self, count: u64) -> PageId {
+        self.0.allocate(count)
+    }
+    fn free(&self, first: PageId, count: u64) {
+        self.0.free(first, count)
+    }
+    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
+        self.0.write_page(id, data)
+    }
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
+        self.0.read_page(id, buf)
+    }
+    fn sync(&self) -> crate::Result<()> {
+        self.0.sync()
+    }
+    fn stats(&self) -> IoStats {
+        self.0.stats()
+    }
+    fn allocated_pages(&self) -> u64 {
+        self.0.allocated_pages()
+    }
+}
+
+#[test]
+fn only_a_memory_device_is_read_under_the_cache_lock() {
+    let mem = device(1);
+    assert!(mem.reads_from_memory());
+    assert!(!ReadsUnlocked(mem.clone()).reads_from_memory());
+    assert!(!crate::storage::VerifyingDevice::new(mem).reads_from_memory());
+}
+
+fn check_against_model(
+    capacity: usize,
+    ops: &[Op],
+    kind: Checked,
+    unlocked_reads: bool,
+) -> std::result::Result<(), TestCaseError> {
+    let dev: Arc<dyn Device> = if unlocked_reads {
+        Arc::new(ReadsUnlocked(device(MODEL_PAGES)))
+    } else {
+        device(MODEL_PAGES)
+    };
     let io0 = dev.stats();
     let cache = match kind {
         Checked::Lru => BufferCache::new(dev.clone(), capacity),
@@ -434,8 +483,9 @@ proptest! {
             ],
             0..300,
         ),
+        unlocked_reads in any::<bool>(),
     ) {
-        check_against_model(capacity, &ops, Checked::Lru)?;
+        check_against_model(capacity, &ops, Checked::Lru, unlocked_reads)?;
     }
 
     /// Every operation: writes, admissions, prefetches, evictions, flushes and clears too.
@@ -444,8 +494,10 @@ proptest! {
         capacity in 0usize..10,
         ops in proptest::collection::vec(op(), 0..300),
         boxed in any::<bool>(),
+        unlocked_reads in any::<bool>(),
     ) {
-        check_against_model(capacity, &ops, if boxed { Checked::BoxedLru } else { Checked::Lru })?;
+        let kind = if boxed { Checked::BoxedLru } else { Checked::Lru };
+        check_against_model(capacity, &ops, kind, unlocked_reads)?;
     }
 
     /// CLOCK against its model on every operation: which frame each page gets and which one the
@@ -454,8 +506,9 @@ proptest! {
     fn clock_matches_the_model_on_every_operation(
         capacity in 0usize..10,
         ops in proptest::collection::vec(op(), 0..300),
+        unlocked_reads in any::<bool>(),
     ) {
-        check_against_model(capacity, &ops, Checked::Clock)?;
+        check_against_model(capacity, &ops, Checked::Clock, unlocked_reads)?;
     }
 }
 

@@ -105,6 +105,11 @@ impl Device for MemDevice {
     fn allocated_pages(&self) -> u64 {
         self.state.lock().allocated
     }
+
+    /// A read is a copy of one page under the device's lock.
+    fn reads_from_memory(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -58,6 +58,14 @@ pub trait Device: Send + Sync {
     fn stats(&self) -> IoStats;
     /// Pages currently allocated (live footprint).
     fn allocated_pages(&self) -> u64;
+    /// Whether [`Device::read_page`] is a copy out of memory that never waits on anything but the
+    /// device's own short lock. The buffer cache then reads a missing page while it holds its
+    /// lock, taking the lock once per miss instead of twice (`BufferCache::read`). A device whose
+    /// reads take long (a file, a wrapper that checks or delays them) keeps the default, `false`:
+    /// the cache releases its lock for the read so that other threads' hits go on meanwhile.
+    fn reads_from_memory(&self) -> bool {
+        false
+    }
 }
 
 /// Counted device I/O.
