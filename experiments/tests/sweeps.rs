@@ -338,10 +338,29 @@ fn repeat_writes_means_with_intervals_and_repetition_one_is_the_plain_run() {
 }
 
 /// Small sweeps of one experiment of each other paper, each a grid of at least two cells.
-const PAPER_SWEEPS: [(&str, &[&str]); 3] = [
+const PAPER_SWEEPS: [(&str, &[&str]); 4] = [
     (
         "leaper-model",
         &["--set", "workloads=synthetic,messaging", "--seed", "7"],
+    ),
+    (
+        "leaper-online",
+        &[
+            "--set",
+            "workloads=synthetic,messaging",
+            "--set",
+            "policies=lru,leaper",
+            "--set",
+            "variants=keys=special",
+            "--set",
+            "variant_policies=lru",
+            "--set",
+            "queueing_clients=0",
+            "--set",
+            "fjall_peer=false",
+            "--seed",
+            "7",
+        ],
     ),
     (
         "diol",

@@ -859,6 +859,18 @@ impl TypedExperiment for LeaperOnline {
         ))
     }
 
+    /// One cell per workload: a workload's training passes, calibration, models and runs (its
+    /// default, queueing and variant setups, and its fjall peer) use nothing of another's, and each
+    /// run draws from the run's seed, so the cells' rows are the whole run's. A paper-scale run,
+    /// half a day on 2 cores, can then be sharded and resumed by workload. Replayed traces stay
+    /// one cell (the traces name the workloads).
+    fn cells(&self, cfg: &OnlineConfig, data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        if !crate::trace::trace_paths(data).is_empty() {
+            return vec![crate::cells::Cell::whole()];
+        }
+        crate::cells::Cell::grid(&[("workloads", cfg.workloads.len())])
+    }
+
     fn defaults(&self, scale: Scale) -> OnlineConfig {
         OnlineConfig {
             workloads: Workload::ALL.to_vec(),
