@@ -37,10 +37,11 @@ const SPARE_PAGES: usize = 4;
 /// One mutex guards the page table, the frames and the policy, so the policy sees one global
 /// order of accesses (exact LRU needs it). A read miss releases the lock while it reads the
 /// device, unless the device reads from memory ([`Device::reads_from_memory`]: a copy no longer
-/// than the lock's round trip), where it keeps the lock and takes it once. Write-backs of dirty pages, and the writes of a cache of capacity 0, happen under the
-/// lock, so no reader can fetch a page from the device while its newer bytes are on their way
-/// there unnoticed: a miss that overlapped a write or an invalidation neither caches what it read
-/// nor gives up on a failed read at once (see `State::epoch`).
+/// than the lock's round trip), where it keeps the lock and takes it once. Write-backs of dirty
+/// pages, and the writes of a cache of capacity 0, happen under the lock, so no reader can fetch
+/// a page from the device while its newer bytes are on their way there unnoticed: a miss that
+/// overlapped a write or an invalidation neither caches what it read nor gives up on a failed read
+/// at once (see `State::epoch`).
 pub struct BufferCache {
     device: Arc<dyn Device>,
     capacity: usize,

@@ -347,8 +347,6 @@ impl ReplacementPolicy for PlainLru {
     }
 }
 
-/// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
-/// device's I/O and every byte read after each step.
 /// A memory device whose reads the cache treats as slow (`reads_from_memory` false): a miss on it
 /// releases the cache's lock for the device read and takes it again, where a miss on the plain
 /// memory device keeps it. The model checks run on both, so both miss paths are held to the model.
@@ -389,6 +387,9 @@ fn only_a_memory_device_is_read_under_the_cache_lock() {
     assert!(!crate::storage::VerifyingDevice::new(mem).reads_from_memory());
 }
 
+/// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
+/// device's I/O and every byte read after each step. With `unlocked_reads` the cache's misses take
+/// the two-lock path ([`ReadsUnlocked`]), else the one-lock path of a memory device.
 fn check_against_model(
     capacity: usize,
     ops: &[Op],
