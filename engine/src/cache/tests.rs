@@ -347,49 +347,17 @@ impl ReplacementPolicy for PlainLru {
     }
 }
 
-/// A memory device whose reads the cache treats as slow (`reads_from_memory` false): a miss on it
-/// releases the cache's lock for the device read and takes it again, where a miss on the plain
-/// memory device keeps it. The model checks run on both, so both miss paths are held to the model.
-struct ReadsUnlocked(Arc<dyn Device>);
-
-impl Device for ReadsUnlocked {
-    fn page_size(&self) -> usize {
-        self.0.page_size()
-    }
-    fn allocate(&self, count: u64) -> PageId {
-        self.0.allocate(count)
-    }
-    fn free(&self, first: PageId, count: u64) {
-        self.0.free(first, count)
-    }
-    fn write_page(&self, id: PageId, data: &[u8]) -> crate::Result<()> {
-        self.0.write_page(id, data)
-    }
-    fn read_page(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
-        self.0.read_page(id, buf)
-    }
-    fn sync(&self) -> crate::Result<()> {
-        self.0.sync()
-    }
-    fn stats(&self) -> IoStats {
-        self.0.stats()
-    }
-    fn allocated_pages(&self) -> u64 {
-        self.0.allocated_pages()
-    }
-}
-
 #[test]
 fn only_a_memory_device_is_read_under_the_cache_lock() {
     let mem = device(1);
     assert!(mem.reads_from_memory());
-    assert!(!ReadsUnlocked(mem.clone()).reads_from_memory());
+    assert!(!HookedReads::new(1).reads_from_memory());
     assert!(!crate::storage::VerifyingDevice::new(mem).reads_from_memory());
 }
 
 /// Runs `ops` on a real cache and on the model, comparing every counter, the resident set, the
 /// device's I/O and every byte read after each step. With `unlocked_reads` the cache's misses take
-/// the two-lock path ([`ReadsUnlocked`]), else the one-lock path of a memory device.
+/// the two-lock path (an unarmed [`HookedReads`]), else the one-lock path of a memory device.
 fn check_against_model(
     capacity: usize,
     ops: &[Op],
@@ -397,7 +365,7 @@ fn check_against_model(
     unlocked_reads: bool,
 ) -> std::result::Result<(), TestCaseError> {
     let dev: Arc<dyn Device> = if unlocked_reads {
-        Arc::new(ReadsUnlocked(device(MODEL_PAGES)))
+        HookedReads::new(MODEL_PAGES)
     } else {
         device(MODEL_PAGES)
     };
@@ -946,7 +914,8 @@ fn a_miss_that_overlaps_an_invalidation_does_not_cache_what_it_read() {
 }
 
 /// A memory device that runs a step of another thread's, once, in the middle of the next read it
-/// serves while armed: the cache's lock is free then, as while any miss reads the device.
+/// serves while armed. It keeps `reads_from_memory` false, so the cache's lock is free then, as
+/// while any miss reads a file; unarmed, it is a memory device read outside the cache's lock.
 struct HookedReads {
     inner: MemDevice,
     cache: std::sync::OnceLock<std::sync::Weak<BufferCache>>,
@@ -957,17 +926,23 @@ struct HookedReads {
 type Hook = Box<dyn FnOnce(&BufferCache) + Send>;
 
 impl HookedReads {
-    /// A cache of `capacity` pages over a hooked device of four pages, page `i` filled with `i`.
-    fn cache(capacity: usize) -> (Arc<HookedReads>, Arc<BufferCache>) {
+    /// An unarmed hooked device of `n` pages, page `i` filled with `i` (as [`device`]).
+    fn new(n: u64) -> Arc<HookedReads> {
         let dev = Arc::new(HookedReads {
             inner: MemDevice::new(PS),
             cache: std::sync::OnceLock::new(),
             hook: parking_lot::Mutex::new(None),
         });
-        Device::allocate(&*dev, 4);
-        for i in 0..4 {
+        assert_eq!(Device::allocate(&*dev, n), 0);
+        for i in 0..n {
             Device::write_page(&*dev, i, &[i as u8; PS]).unwrap();
         }
+        dev
+    }
+
+    /// A cache of `capacity` pages over a hooked device of four pages, page `i` filled with `i`.
+    fn cache(capacity: usize) -> (Arc<HookedReads>, Arc<BufferCache>) {
+        let dev = HookedReads::new(4);
         let cache = Arc::new(BufferCache::new(dev.clone(), capacity));
         dev.cache.set(Arc::downgrade(&cache)).unwrap();
         (dev, cache)
