@@ -32,6 +32,7 @@ pub mod result;
 pub mod rows;
 pub mod runner;
 pub mod scale;
+pub mod source_tree;
 pub mod trace;
 
 /// Fake experiments and a sample result for tests, here and in the crates above (feature

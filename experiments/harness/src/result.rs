@@ -8,7 +8,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
@@ -157,14 +156,17 @@ pub struct Machine {
     pub memory_bytes: u64,
 }
 
-/// The code a run ran. `commit` is `unknown` (and `dirty` false) outside a git work tree.
+/// The code a run ran: the state of the source tree when the binary was built
+/// ([`GitInfo::of_build`]). `commit` is `unknown` (and `dirty` false) for a binary built outside a
+/// git work tree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitInfo {
     /// The commit hash, or `unknown`.
     pub commit: String,
-    /// Tracked files differ from the commit. Untracked files and what the harness itself writes
-    /// (`results/`, `plots/`, `REPORT.md`, so that `make` regenerating the committed reference does
-    /// not mark its own later runs) do not count.
+    /// The code the binary was built from differed from the commit: a tracked file under
+    /// [`crate::source_tree::CODE_PATHS`] (the Cargo manifests, `engine/`, `workloads/`,
+    /// `experiments/`) was modified. Untracked files and everything else (documentation, results,
+    /// figures, REPORT.md, which `make` rewrites) do not count.
     pub dirty: bool,
 }
 
@@ -208,30 +210,22 @@ impl Machine {
 }
 
 impl GitInfo {
-    /// The commit checked out in `dir` and whether tracked files were modified.
+    /// The source tree this binary was built from, as it was at the build (recorded by
+    /// `build.rs`): a run started from an older binary while the tree has moved on, or has
+    /// uncommitted edits the binary does not hold, still names the code that ran.
+    pub fn of_build() -> GitInfo {
+        GitInfo {
+            commit: env!("LSMLAB_GIT_COMMIT").to_string(),
+            dirty: env!("LSMLAB_GIT_DIRTY") == "true",
+        }
+    }
+
+    /// The commit checked out in the work tree holding `dir` and whether its code
+    /// ([`crate::source_tree::CODE_PATHS`]) differs from it.
     pub fn detect(dir: &Path) -> GitInfo {
-        let git = |args: &[&str]| -> Option<String> {
-            let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
-            out.status
-                .success()
-                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-        };
-        match git(&["rev-parse", "HEAD"]) {
-            Some(commit) if !commit.trim().is_empty() => GitInfo {
-                commit: commit.trim().to_string(),
-                dirty: git(&[
-                    "status",
-                    "--porcelain",
-                    "--untracked-files=no",
-                    "--",
-                    ":(top)",
-                    ":(top,exclude)results",
-                    ":(top,exclude)plots",
-                    ":(top,exclude)REPORT.md",
-                ])
-                .is_some_and(|s| !s.trim().is_empty()),
-            },
-            _ => GitInfo::unknown(),
+        match crate::source_tree::state(dir) {
+            Some((commit, dirty)) => GitInfo { commit, dirty },
+            None => GitInfo::unknown(),
         }
     }
 
@@ -622,7 +616,8 @@ mod tests {
     }
 
     #[test]
-    fn the_harness_outputs_do_not_make_a_tree_dirty() {
+    fn only_the_code_makes_a_tree_dirty() {
+        use std::process::Command;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let git = |args: &[&str]| {
@@ -636,21 +631,44 @@ mod tests {
             assert!(ok, "git {args:?}");
         };
         git(&["init", "-q"]);
-        std::fs::create_dir_all(root.join("results/small")).unwrap();
-        for f in ["results/small/r.json", "REPORT.md", "src.rs"] {
+        for d in ["results/small", "docs", "engine/src"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let outside = ["results/small/r.json", "REPORT.md", "docs/d.md", "Makefile"];
+        for f in outside.iter().chain(&["engine/src/lib.rs", "Cargo.toml"]) {
             std::fs::write(root.join(f), "a").unwrap();
         }
         git(&["add", "."]);
         git(&["commit", "-qm", "c"]);
         let sub = root.join("results/small");
-        std::fs::write(sub.join("r.json"), "b").unwrap();
-        std::fs::write(root.join("REPORT.md"), "b").unwrap();
-        assert!(!GitInfo::detect(&sub).dirty, "rewritten results and report");
-        std::fs::write(root.join("src.rs"), "b").unwrap();
+        let clean = GitInfo::detect(&sub);
+        assert!(clean.commit.len() >= 40 && !clean.dirty, "{clean:?}");
+        for f in outside {
+            std::fs::write(root.join(f), "b").unwrap();
+        }
+        assert!(
+            !GitInfo::detect(&sub).dirty,
+            "results, report, docs and Makefile are not code"
+        );
+        std::fs::write(root.join("engine/src/lib.rs"), "b").unwrap();
         assert!(
             GitInfo::detect(&sub).dirty,
             "a changed source file, seen from a subdirectory"
         );
+        std::fs::write(root.join("engine/src/lib.rs"), "a").unwrap();
+        assert!(!GitInfo::detect(&sub).dirty, "the source file restored");
+        std::fs::write(root.join("Cargo.toml"), "b").unwrap();
+        git(&["add", "Cargo.toml"]);
+        assert!(GitInfo::detect(&sub).dirty, "a staged change to a manifest");
+    }
+
+    #[test]
+    fn the_build_recorded_the_source_tree_it_was_compiled_from() {
+        // `cargo test` builds before it runs, and the build script re-runs whenever the code or
+        // the commit changes, so the recorded state is the tree's now (a checkout without git
+        // records `unknown`, as detection finds it).
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        assert_eq!(GitInfo::of_build(), GitInfo::detect(&root));
     }
 
     #[test]

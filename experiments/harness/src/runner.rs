@@ -379,7 +379,7 @@ fn run_checked(
         seed: request.seed,
         config: config.clone(),
         machine: Machine::detect(),
-        git: source_git_info(),
+        git: GitInfo::of_build(),
         started_at: now_rfc3339(),
         duration_s: 0.0,
         rows: Vec::new(),
@@ -680,18 +680,6 @@ fn check_resumable(
         );
     }
     Ok(())
-}
-
-/// The git state of the source tree this binary was built from (or of the working directory when
-/// that tree is gone).
-fn source_git_info() -> GitInfo {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = if source.is_dir() {
-        source.to_path_buf()
-    } else {
-        PathBuf::from(".")
-    };
-    GitInfo::detect(&dir)
 }
 
 /// Which figures `lsmlab plot` rendered from which result, kept beside the figures as
