@@ -17,7 +17,7 @@ use super::learned::{self, LeaperSettings, TrainedLeaper};
 use super::report::{self as lr, BASELINE, LEAPER};
 use super::variant::Variant;
 use super::{check_workloads, median, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
-use crate::config::{check, Config};
+use crate::config::{check, Config, DeviceKind};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use lsmlab_workloads::kv::{KeyDist, KvWorkload};
 
@@ -413,11 +413,57 @@ pub(crate) struct CellOutput {
     pub peer: Option<(Vec<Row>, String)>,
 }
 
-/// Runs every cell on the [`pool`]'s workers: per cell the training pass, then the model's
-/// training (then the Leaper run) beside the other policies' runs (then the fjall peer after the
-/// run it is matched with). Counted results are those of running the cells one after another.
+/// The memory one job of `cells` needs outside the run's memory estimate: on the file device, a
+/// store's page file, which the OS page cache must hold or every cache miss of the run reads the
+/// disk, beside the store's own memory. The memory device's pages are in the estimate: 0.
+fn page_cache_job_bytes(cells: &[Cell]) -> u64 {
+    cells
+        .iter()
+        .filter(|c| c.setup.device == DeviceKind::File)
+        .map(|c| {
+            let file = c.setup.layout(c.cache_ratio).data_blocks * c.setup.page_size as u64;
+            file.saturating_add(c.setup.records.saturating_mul(super::FILE_STORE_BYTES_PER_RECORD))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// How many of `cells`' jobs run side by side: the [`pool`]'s workers, or one on the file device
+/// when two stores with their page files would not fit in the memory available (measured at
+/// paper scale on a 24 GiB machine: two policy runs side by side kept two 11.4 GB page files and
+/// 10.5 GB of their own memory, read the disk at 130-145 MB/s, and the run the progress showed did
+/// 37,000-48,000 operations per second against 176,000 for one warm-up alone). The note says so
+/// when it applies.
+fn cell_workers(cells: &[Cell]) -> (usize, Option<String>) {
+    let job = page_cache_job_bytes(cells);
+    let available = lsmlab_harness::runner::available_memory();
+    let workers = pool::workers_within(job, available);
+    let note = (workers < pool::workers()).then(|| {
+        format!(
+            "device=file: jobs ran one at a time, not {} side by side: each store with its page file needs about {:.1} GiB and {:.1} GiB was available, so side by side the page cache could not hold the files (wall times only; counted figures do not depend on it).",
+            pool::workers(),
+            job as f64 / f64::from(1u32 << 30),
+            available.unwrap_or(0) as f64 / f64::from(1u32 << 30)
+        )
+    });
+    (workers, note)
+}
+
+/// Runs every cell on the [`pool`]'s workers ([`cell_workers`], whose note goes to `notes`): per
+/// cell the training pass, then the model's training (then the Leaper run) beside the other
+/// policies' runs (then the fjall peer after the run it is matched with). Counted results are
+/// those of running the cells one after another.
 #[allow(clippy::expect_used)] // job order: a cell's training pass runs before its policies and its peer
-pub(crate) fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<CellOutput>> {
+pub(crate) fn run_cells(
+    cells: &[Cell],
+    ctx: &RunContext,
+    notes: &mut Vec<String>,
+) -> Vec<anyhow::Result<CellOutput>> {
+    let (workers, note) = cell_workers(cells);
+    if let Some(note) = note {
+        ctx.progress.message(note.clone());
+        notes.push(note);
+    }
     let states: Vec<Mutex<CellState>> = cells
         .iter()
         .map(|c| {
@@ -499,7 +545,7 @@ pub(crate) fn run_cells(cells: &[Cell], ctx: &RunContext) -> Vec<anyhow::Result<
         }
     };
     pool::run_jobs(
-        pool::workers(),
+        workers,
         (0..cells.len()).map(Job::Prepare).collect(),
         &work,
     );
@@ -981,7 +1027,7 @@ impl TypedExperiment for LeaperOnline {
         let mut queueing_notes = Vec::new();
         let mut variant_rows = Vec::new();
         let mut variant_notes = Vec::new();
-        for (i, out_cell) in run_cells(&cells, ctx).into_iter().enumerate() {
+        for (i, out_cell) in run_cells(&cells, ctx, &mut out.notes).into_iter().enumerate() {
             let CellOutput { runs: w, peer } = out_cell?;
             if i >= queueing_end {
                 let v = variant_of[i - queueing_end];
@@ -1068,5 +1114,36 @@ impl TypedExperiment for LeaperOnline {
             );
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(setup: &KvSetup) -> Cell {
+        let settings = LeaperSettings::defaults(Scale::Paper);
+        let policies = [WarmUpKind::Lru, WarmUpKind::Leaper];
+        Cell::new(setup, &settings, Workload::Synthetic, &policies, setup.cache_ratio, &Ok, "c", false)
+            .unwrap()
+    }
+
+    #[test]
+    fn paper_scale_runs_its_file_device_jobs_one_at_a_time_on_a_24_gib_machine() {
+        let paper = KvSetup::defaults(Scale::Paper);
+        assert_eq!(paper.device, DeviceKind::File);
+        // 50,000,000 records of 200 B values, 18 to a 4 KiB block (16 B header, 16 B slots): the
+        // page file of the initial data, and the store's own memory beside it.
+        let blocks = paper.records.div_ceil(18);
+        let job = page_cache_job_bytes(&[cell(&paper)]);
+        assert_eq!(job, blocks * 4096 + paper.records * super::super::FILE_STORE_BYTES_PER_RECORD);
+        let gib = 1u64 << 30;
+        assert_eq!(pool::workers_within(job, Some(23 * gib)), 1);
+        assert_eq!(pool::workers_within(job, Some(64 * gib)), pool::workers());
+        // The memory device's pages are in the run's memory estimate: nothing more is asked.
+        let small = KvSetup::defaults(Scale::Small);
+        assert_eq!(small.device, DeviceKind::Mem);
+        assert_eq!(page_cache_job_bytes(&[cell(&small)]), 0);
+        assert_eq!(page_cache_job_bytes(&[cell(&small), cell(&paper)]), job, "the largest job");
     }
 }

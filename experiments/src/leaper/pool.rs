@@ -14,6 +14,17 @@ pub fn workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
+/// [`workers`], but one when that many jobs side by side, each needing `job_bytes` of memory,
+/// would not fit in the `available` bytes (unknown: [`workers`]). Jobs share nothing, so this
+/// changes their wall times only, never what they count.
+pub fn workers_within(job_bytes: u64, available: Option<u64>) -> usize {
+    let n = workers();
+    match available {
+        Some(avail) if job_bytes.saturating_mul(n as u64) > avail => 1,
+        _ => n,
+    }
+}
+
 struct Queue<J> {
     jobs: VecDeque<J>,
     /// Jobs being run (each may still hand back follow-ups).
@@ -123,6 +134,16 @@ mod tests {
             }
         });
         assert_eq!(ran.into_inner(), ["a", "a1", "a2", "b"]);
+    }
+
+    #[test]
+    fn jobs_that_do_not_fit_side_by_side_run_one_at_a_time() {
+        let n = workers();
+        assert_eq!(workers_within(10, None), n, "unknown memory");
+        assert_eq!(workers_within(10, Some(10 * n as u64)), n, "exactly fits");
+        assert_eq!(workers_within(10, Some(10 * n as u64 - 1)), 1, "one byte short");
+        assert_eq!(workers_within(0, Some(0)), n, "jobs needing nothing");
+        assert_eq!(workers_within(u64::MAX, Some(u64::MAX - 1)), 1, "no overflow");
     }
 
     #[test]
