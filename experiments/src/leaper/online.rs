@@ -431,7 +431,7 @@ fn page_cache_job_bytes(cells: &[Cell]) -> u64 {
 /// How many of `cells`' jobs run side by side: the [`pool`]'s workers, or one on the file device
 /// when two stores with their page files would not fit in the memory available (measured at
 /// paper scale on a 24 GiB machine: two policy runs side by side kept two 11.4 GB page files and
-/// 10.5 GB of their own memory, read the disk at 130-145 MB/s, and the run the progress showed did
+/// 10.0 GiB of their own memory, read the disk at 130-145 MB/s, and the run the progress showed did
 /// 37,000-48,000 operations per second against 176,000 for one warm-up alone). The note says so
 /// when it applies.
 fn cell_workers(cells: &[Cell]) -> (usize, Option<String>) {
