@@ -581,8 +581,8 @@ impl KvSetup {
 
 /// The memory a Leaper run needs besides its records and operations (the binary, a cell's fixed
 /// structures): an upper bound rounded up from the peak RSS of tiny runs (`/usr/bin/time -v lsmlab
-/// run leaper-online --scale tiny`, with its variants), including the test-profile binary's that
-/// CI's memory test samples. The measurement is in
+/// run leaper-online --scale tiny`, with its variants), the test-profile binary's among them (CI's
+/// memory test samples that one). The measurement is in
 /// `docs/scale.md#memory-estimates-where-the-constants-come-from`.
 pub const RUN_BASE_BYTES: u64 = 80 << 20;
 
