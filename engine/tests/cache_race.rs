@@ -64,6 +64,9 @@ impl Device for Yielding {
         std::thread::yield_now();
         r
     }
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> lsmlab_engine::Result<()> {
+        self.0.read_page_uncounted(id, buf)
+    }
     fn sync(&self) -> lsmlab_engine::Result<()> {
         self.0.sync()
     }

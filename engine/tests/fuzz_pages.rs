@@ -174,6 +174,9 @@ impl Device for Hostile {
         }
         Ok(())
     }
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_page_uncounted(id, buf)
+    }
     fn sync(&self) -> Result<()> {
         self.inner.sync()
     }

@@ -975,6 +975,9 @@ impl Device for HookedReads {
         }
         Device::read_page(&self.inner, id, buf)
     }
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> crate::Result<()> {
+        Device::read_page_uncounted(&self.inner, id, buf)
+    }
     fn sync(&self) -> crate::Result<()> {
         Device::sync(&self.inner)
     }

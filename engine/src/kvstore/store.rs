@@ -2,7 +2,7 @@
 //! with a cache warm-up policy told about every access and every flush and compaction.
 
 use super::sst::{entry_size, for_each_run, max_value_len, KvValue, MetaLookups, SstFormat, SstRun};
-use super::timed::{Gate, Pending};
+use super::timed::{Deferred, Gate, Pending};
 use super::warmup::{Access, Background, CacheWarmer, RunBlocks, WarmCounts, WarmUpPolicy};
 use crate::cache::{BufferCache, CacheStats};
 use crate::lsm::merge::{EntryStream, KWayMerge};
@@ -696,8 +696,11 @@ impl KvStore {
         let counts = self.warmer.take_operation();
         let (cache_delta, io_delta) = before.since(&self.cache);
         if let Err(e) = result {
-            // Nothing was installed: the warmer is told at once, as of an untimed merge.
-            for d in &held {
+            // Nothing was installed: the warmer is told the events at once, as of an untimed
+            // merge. Not the blocks: the failed merge destroyed its outputs, so a block's bytes
+            // are gone (an untimed merge's policy was offered them, and the cache invalidated
+            // what it admitted when they were destroyed).
+            for d in held.iter().filter(|d| matches!(d, Deferred::Event(_))) {
                 let _ = self.gate.deliver(d);
             }
             let late = self.warmer.take_operation();

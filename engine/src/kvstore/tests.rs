@@ -590,6 +590,61 @@ fn a_read_during_a_timed_merge_misses_where_incremental_warmup_evicted_the_old_b
     assert_eq!(kv.cache().stats().misses, misses);
 }
 
+/// A timed merge keeps no copy of its output blocks while the clock catches up with them: a
+/// block the policy admits later is read back from the device, uncounted, so the cache ends up
+/// holding the bytes as written and the device counts exactly what the same merge untimed does.
+#[test]
+fn a_timed_merge_admits_its_blocks_read_back_uncounted() {
+    let run = |timed: bool| {
+        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+        let cache = Arc::new(BufferCache::new(dev.clone(), 1024));
+        let config = KvConfig {
+            background_bytes_per_s: timed.then_some(PAGE as f64),
+            ..config(1 << 30)
+        };
+        let mut kv = KvStore::new(cache, config, WarmUpKind::PrepopulateAll.baseline().unwrap()).unwrap();
+        kv.set_now(0.0).unwrap();
+        flush_keys(&mut kv, 0..200, 1);
+        flush_keys(&mut kv, 0..100, 2);
+        kv.take_background();
+        kv.set_now(10.0).unwrap();
+        let (_, merge) = merge_third(&mut kv);
+        assert_eq!(kv.merging(), timed);
+        let before_end = kv.cache().stats().prefetch_admissions;
+        kv.set_now(1e9).unwrap();
+        assert!(!kv.merging());
+        let on_the_clock = kv.cache().stats().prefetch_admissions - before_end;
+        (kv, dev, merge, on_the_clock)
+    };
+    let (timed, timed_dev, timed_merge, on_the_clock) = run(true);
+    let (untimed, untimed_dev, untimed_merge, untimed_on_the_clock) = run(false);
+    assert!(timed_merge.output_blocks > 2);
+    assert_eq!(timed.stats().admitted, untimed.stats().admitted);
+    // Timed, every output block was admitted as the clock reached it; untimed, as it was written.
+    assert_eq!(
+        (on_the_clock, untimed_on_the_clock),
+        (timed_merge.output_blocks, 0)
+    );
+    assert_eq!(
+        timed_dev.stats(),
+        untimed_dev.stats(),
+        "read-backs are not counted"
+    );
+    assert_eq!(timed_merge.pages_read, untimed_merge.pages_read);
+    assert_eq!(resident(&timed), pages_of(&timed.run_blocks()));
+    let mut on_device = vec![0u8; PAGE];
+    for page in pages_of(&timed.run_blocks()) {
+        timed_dev.read_page_uncounted(page, &mut on_device).unwrap();
+        assert_eq!(
+            &timed.cache().read(page).unwrap()[..],
+            &on_device[..],
+            "page {page}"
+        );
+    }
+    assert_eq!(timed.cache().stats().misses, 0);
+    assert_eq!(timed_dev.stats(), untimed_dev.stats());
+}
+
 #[test]
 fn bulk_load_fills_the_deepest_level_without_background_operations() {
     let (mut kv, dev) = store(64, WarmUpKind::PrepopulateAll);

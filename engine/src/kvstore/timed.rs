@@ -28,11 +28,12 @@ use std::sync::Arc;
 pub(crate) enum Deferred {
     /// An event.
     Event(LifecycleEvent<u64>),
-    /// A written block, its bytes copied (the executor's are borrowed).
+    /// A written block: its page and keys, not its bytes. A merge into a paper-scale store's
+    /// last level writes gigabytes; were they copied here, they would all sit in memory until the
+    /// clock reaches the merge's end. The warmer reads back the blocks its policy admits.
     Block {
         page: PageId,
         keys: Option<KeyRange<u64>>,
-        bytes: Vec<u8>,
     },
 }
 
@@ -73,11 +74,7 @@ impl Gate {
     pub fn deliver(&self, d: &Deferred) -> Result<()> {
         match d {
             Deferred::Event(e) => self.warmer.on_event(e),
-            Deferred::Block { page, keys, bytes } => self.warmer.on_block(&WrittenBlock {
-                page: *page,
-                keys: *keys,
-                bytes,
-            }),
+            Deferred::Block { page, keys } => self.warmer.on_written_block(*page, keys.as_ref()),
         }
     }
 }
@@ -96,7 +93,6 @@ impl LifecycleObserver<u64> for Gate {
             held.push(Deferred::Block {
                 page: block.page,
                 keys: block.keys,
-                bytes: block.bytes.to_vec(),
             });
             return Ok(());
         }

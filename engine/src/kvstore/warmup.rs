@@ -336,34 +336,76 @@ impl<K: WarmKey> LifecycleObserver<K> for CacheWarmer {
     }
 
     fn on_block(&self, block: &WrittenBlock<'_, K>) -> Result<()> {
+        self.offer(block.page, block.keys.as_ref(), BlockBytes::InHand(block.bytes))
+    }
+}
+
+/// Where the bytes of a block offered to the policy are.
+enum BlockBytes<'a> {
+    /// In the writer's hands (the block is being written).
+    InHand(&'a [u8]),
+    /// On the device only: a block written earlier and told to the policy later on the virtual
+    /// clock; read back uncounted if the policy admits it ([`crate::storage::Device::read_page_uncounted`]).
+    Written,
+}
+
+impl CacheWarmer {
+    /// Offers output block `page` (with its keys when it holds keys of its own) to the policy and
+    /// admits it into the cache if the policy says so.
+    fn offer<K: WarmKey>(
+        &self,
+        page: PageId,
+        keys: Option<&KeyRange<K>>,
+        bytes: BlockBytes<'_>,
+    ) -> Result<()> {
         let mut st = self.state.lock();
         if st.current.is_none() {
             return Ok(());
         }
-        match &block.keys {
+        match keys {
             Some(keys) => {
                 st.operation.blocks_offered += 1;
                 st.totals.blocks_offered += 1;
                 let info = BlockInfo {
-                    page: block.page,
+                    page,
                     first_key: keys.min.warm_key(),
                     last_key: keys.max.warm_key(),
                 };
                 let admit = self.counted(&mut st, |p, cache| p.admit(&info, cache));
-                if admit && self.cache.admit(block.page, block.bytes)? {
+                if admit && self.admit(page, bytes)? {
                     st.operation.blocks_admitted += 1;
                     st.totals.blocks_admitted += 1;
                 }
             }
             None => {
-                let admit = self.counted(&mut st, |p, cache| p.admit_unkeyed(block.page, cache));
-                if admit && self.cache.admit(block.page, block.bytes)? {
+                let admit = self.counted(&mut st, |p, cache| p.admit_unkeyed(page, cache));
+                if admit && self.admit(page, bytes)? {
                     st.operation.other_admitted += 1;
                     st.totals.other_admitted += 1;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Admits `page` into the cache (not counted as a device read: the bytes were in hand).
+    fn admit(&self, page: PageId, bytes: BlockBytes<'_>) -> Result<bool> {
+        match bytes {
+            BlockBytes::InHand(bytes) => self.cache.admit(page, bytes),
+            BlockBytes::Written => {
+                let mut buf = vec![0u8; self.cache.page_size()];
+                self.cache.device().read_page_uncounted(page, &mut buf)?;
+                self.cache.admit(page, &buf)
+            }
+        }
+    }
+
+    /// Output block `page` of the operation told last, written earlier and told now (a timed
+    /// merge's block, held for the virtual clock): offered to the policy as
+    /// [`LifecycleObserver::on_block`] offers a block being written, its bytes read back from the
+    /// device, uncounted, only if the policy admits it.
+    pub(crate) fn on_written_block(&self, page: PageId, keys: Option<&KeyRange<u64>>) -> Result<()> {
+        self.offer(page, keys, BlockBytes::Written)
     }
 }
 

@@ -449,6 +449,10 @@ impl Device for FaultyDevice {
         self.inner.read_page(id, buf)
     }
 
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_page_uncounted(id, buf)
+    }
+
     fn sync(&self) -> Result<()> {
         let at = self.armed.lock().sync;
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;

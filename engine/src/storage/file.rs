@@ -258,6 +258,39 @@ impl FileDevice {
         st.slots.get(id as usize).copied().unwrap_or(SlotState::Free)
     }
 
+    /// Reads page `id` and verifies it against the checksum of its last write; counts the read
+    /// (once the bytes have come off the file) when `counted`.
+    fn read_verified(&self, id: PageId, buf: &mut [u8], counted: bool) -> Result<()> {
+        assert_eq!(buf.len(), self.page_size, "page read of the wrong size");
+        let SlotState::Written { crc: stored } = self.slot_state(id) else {
+            return Err(Error::UnknownPage { page: id });
+        };
+        match self.read_raw(id, buf) {
+            Ok(()) => {}
+            // The file was cut short behind our back: the page's bytes are gone.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(Error::Corrupt {
+                    page: id,
+                    reason: format!("file {} ends inside the page", self.label),
+                })
+            }
+            Err(e) => return Err(self.page_error("reading", id, e)),
+        }
+        if counted {
+            self.counters.read();
+        }
+        let computed = page_checksum(buf, id);
+        if stored != computed {
+            return Err(Error::Checksum {
+                page: id,
+                device: self.label.clone(),
+                stored,
+                computed,
+            });
+        }
+        Ok(())
+    }
+
     /// An aligned page buffer from the pool (or a new one).
     fn take_buffer(&self) -> AlignedBuf {
         self.buffers
@@ -462,32 +495,11 @@ impl Device for FileDevice {
 
     /// Reads a page and verifies it against the checksum of its last write.
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
-        assert_eq!(buf.len(), self.page_size, "page read of the wrong size");
-        let SlotState::Written { crc: stored } = self.slot_state(id) else {
-            return Err(Error::UnknownPage { page: id });
-        };
-        match self.read_raw(id, buf) {
-            Ok(()) => {}
-            // The file was cut short behind our back: the page's bytes are gone.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Err(Error::Corrupt {
-                    page: id,
-                    reason: format!("file {} ends inside the page", self.label),
-                })
-            }
-            Err(e) => return Err(self.page_error("reading", id, e)),
-        }
-        self.counters.read();
-        let computed = page_checksum(buf, id);
-        if stored != computed {
-            return Err(Error::Checksum {
-                page: id,
-                device: self.label.clone(),
-                stored,
-                computed,
-            });
-        }
-        Ok(())
+        self.read_verified(id, buf, true)
+    }
+
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.read_verified(id, buf, false)
     }
 
     /// `fdatasync`: the pages written so far, and the file size they need, reach stable storage
@@ -599,9 +611,32 @@ mod tests {
             }
             other => panic!("expected a checksum error, got {other:?}"),
         }
+        // An uncounted read verifies alike.
+        assert!(matches!(
+            d.read_page_uncounted(a + 1, &mut buf),
+            Err(Error::Checksum { .. })
+        ));
         // The neighbour is intact.
         d.read_page(a, &mut buf).unwrap();
         assert_eq!(buf, page(1));
+    }
+
+    #[test]
+    fn an_uncounted_read_reads_the_page_and_counts_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, a) = two_pages(&dir.path().join("dev"), 5, 6);
+        let before = d.stats();
+        let mut buf = vec![0u8; PS];
+        d.read_page_uncounted(a + 1, &mut buf).unwrap();
+        assert_eq!(buf, page(6));
+        assert_eq!(d.stats(), before);
+        d.read_page(a + 1, &mut buf).unwrap();
+        assert_eq!(d.stats().page_reads, before.page_reads + 1);
+        d.free(a, 2);
+        assert!(matches!(
+            d.read_page_uncounted(a, &mut buf),
+            Err(Error::UnknownPage { .. })
+        ));
     }
 
     #[test]

@@ -31,6 +31,17 @@ impl MemDevice {
             counters: IoCounters::default(),
         }
     }
+
+    /// Copies page `id` into `buf`; an unwritten or freed page is [`Error::UnknownPage`].
+    fn copy_out(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        let st = self.state.lock();
+        // The error is built only when the page is missing (`ok_or` built and dropped one per read).
+        let Some(page) = st.pages.get(id as usize).and_then(|p| p.as_ref()) else {
+            return Err(Error::UnknownPage { page: id });
+        };
+        buf.copy_from_slice(page);
+        Ok(())
+    }
 }
 
 impl Device for MemDevice {
@@ -82,14 +93,13 @@ impl Device for MemDevice {
     }
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
-        let st = self.state.lock();
-        // The error is built only when the page is missing (`ok_or` built and dropped one per read).
-        let Some(page) = st.pages.get(id as usize).and_then(|p| p.as_ref()) else {
-            return Err(Error::UnknownPage { page: id });
-        };
-        buf.copy_from_slice(page);
+        self.copy_out(id, buf)?;
         self.counters.read();
         Ok(())
+    }
+
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.copy_out(id, buf)
     }
 
     /// Nothing to make durable; counted all the same, so that counted syncs agree with a file's.
@@ -136,8 +146,16 @@ mod tests {
                 syncs: 1
             }
         );
+        // An uncounted read copies the page and counts nothing.
+        buf.fill(0);
+        d.read_page_uncounted(a + 3, &mut buf).unwrap();
+        assert_eq!((buf.as_slice(), d.stats().page_reads), (page.as_slice(), 1));
         d.free(a, 4);
         assert!(matches!(d.read_page(a, &mut buf), Err(Error::UnknownPage { .. })));
+        assert!(matches!(
+            d.read_page_uncounted(a, &mut buf),
+            Err(Error::UnknownPage { .. })
+        ));
         assert_eq!(d.allocate(2), a);
         assert_eq!(d.allocated_pages(), 2);
     }

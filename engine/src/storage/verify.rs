@@ -69,6 +69,23 @@ impl VerifyingDevice {
     fn get(&self, id: PageId) -> Sum {
         self.sums.lock().get(id as usize).copied().unwrap_or_default()
     }
+
+    /// Checks `buf`, just read as page `id`, against the checksum of its last write.
+    fn verify(&self, id: PageId, buf: &[u8]) -> Result<()> {
+        let computed = page_checksum(buf, id);
+        let stored = match self.get(id) {
+            Sum::None => return Ok(()),
+            Sum::Known(c) if c == computed => return Ok(()),
+            Sum::Either(old, new) if old == Some(computed) || new == computed => return Ok(()),
+            Sum::Known(c) | Sum::Either(_, c) => c,
+        };
+        Err(Error::Checksum {
+            page: id,
+            device: self.inner.name(),
+            stored,
+            computed,
+        })
+    }
 }
 
 /// CRC-32 of a page's data bound to the page id it belongs at.
@@ -126,19 +143,12 @@ impl Device for VerifyingDevice {
 
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         self.inner.read_page(id, buf)?;
-        let computed = page_checksum(buf, id);
-        let stored = match self.get(id) {
-            Sum::None => return Ok(()),
-            Sum::Known(c) if c == computed => return Ok(()),
-            Sum::Either(old, new) if old == Some(computed) || new == computed => return Ok(()),
-            Sum::Known(c) | Sum::Either(_, c) => c,
-        };
-        Err(Error::Checksum {
-            page: id,
-            device: self.inner.name(),
-            stored,
-            computed,
-        })
+        self.verify(id, buf)
+    }
+
+    fn read_page_uncounted(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_page_uncounted(id, buf)?;
+        self.verify(id, buf)
     }
 
     fn sync(&self) -> Result<()> {
