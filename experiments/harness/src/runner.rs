@@ -278,6 +278,51 @@ pub fn check_memory(
     Ok(())
 }
 
+/// The environment variable that turns [`check_disk`] off (any value).
+pub const NO_DISK_CHECK: &str = "LSMLAB_NO_DISK_CHECK";
+
+/// The space free for an unprivileged writer on the filesystem that holds `dir`, in bytes: the
+/// disk whose mount point is the longest prefix of `dir`'s canonical path (`None` when it cannot
+/// tell).
+pub fn available_disk(dir: &Path) -> Option<u64> {
+    let dir = fs::canonicalize(dir).ok()?;
+    let disks = sysinfo::Disks::new_with_refreshed_list().ok()?;
+    disks
+        .iter()
+        .filter(|d| dir.starts_with(d.mount_point()))
+        .max_by_key(|d| d.mount_point().as_os_str().len())
+        .map(|d| d.available_space())
+}
+
+/// Refuses a run whose files would need more disk than `dir`'s filesystem has free, before it
+/// starts, rather than letting a write fail hours in; `needed` comes with its basis. Passes when
+/// the free space is unknown or [`NO_DISK_CHECK`] is set.
+pub fn check_disk(
+    what: &str,
+    needed: u64,
+    basis: &str,
+    dir: &Path,
+    available: Option<u64>,
+) -> anyhow::Result<()> {
+    if std::env::var_os(NO_DISK_CHECK).is_some() {
+        return Ok(());
+    }
+    let Some(available) = available else {
+        return Ok(());
+    };
+    if needed > available {
+        bail!(
+            "{what} would need about {} of disk in {} ({basis}), but its filesystem has {} free; \
+             free some space, put the files elsewhere (--set file_dir=...), lower the sizes (for example \
+             --set records=...) or set {NO_DISK_CHECK}=1 to run anyway",
+            gib(needed),
+            dir.display(),
+            gib(available)
+        );
+    }
+    Ok(())
+}
+
 fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
@@ -829,6 +874,40 @@ mod tests {
         check_memory("rum-update", Some(&estimate), Some(4 << 30)).unwrap();
         check_memory("rum-update", None, Some(1)).unwrap();
         check_memory("rum-update", Some(&estimate), None).unwrap();
+    }
+
+    #[test]
+    fn a_run_that_would_fill_its_disk_is_refused_by_name() {
+        let dir = Path::new("/some/dir");
+        let err = check_disk(
+            "leaper-online's page files",
+            40 << 30,
+            "two stores",
+            dir,
+            Some(28 << 30),
+        )
+        .unwrap_err()
+        .to_string();
+        for part in [
+            "40.0 GiB",
+            "/some/dir",
+            "two stores",
+            "28.0 GiB free",
+            "file_dir",
+            NO_DISK_CHECK,
+        ] {
+            assert!(err.contains(part), "{part} missing: {err}");
+        }
+        check_disk("x", 28 << 30, "", dir, Some(28 << 30)).unwrap();
+        check_disk("x", 40 << 30, "", dir, None).unwrap();
+    }
+
+    #[test]
+    fn the_free_disk_of_a_folder_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        // Every test machine mounts the temp folder somewhere sysinfo lists.
+        assert!(available_disk(dir.path()).is_some_and(|b| b > 0));
+        assert_eq!(available_disk(&dir.path().join("missing")), None);
     }
 
     #[test]

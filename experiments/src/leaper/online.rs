@@ -420,12 +420,54 @@ fn page_cache_job_bytes(cells: &[Cell]) -> u64 {
     cells
         .iter()
         .filter(|c| c.setup.device == DeviceKind::File)
-        .map(|c| {
-            let file = c.setup.layout(c.cache_ratio).data_blocks * c.setup.page_size as u64;
-            file.saturating_add(c.setup.records.saturating_mul(super::FILE_STORE_BYTES_PER_RECORD))
-        })
+        .map(|c| page_file_bytes(c).saturating_add(c.setup.records.saturating_mul(super::FILE_STORE_BYTES_PER_RECORD)))
         .max()
         .unwrap_or(0)
+}
+
+/// A file-device store's page file as bulk-loaded: its initial data blocks.
+fn page_file_bytes(cell: &Cell) -> u64 {
+    cell.setup.layout(cell.cache_ratio).data_blocks * cell.setup.page_size as u64
+}
+
+/// How far a store's page file grows past its bulk-loaded size in a measured run on the file
+/// device: a timed compaction keeps its inputs until it is installed, and a cascade of merges
+/// keeps every merge's inputs until its last merge ends. Measured on the synthetic workload
+/// (plain LRU and prepopulate-all): 11.4 to 39.1 GB at paper scale (3.43x), 1.14 to 3.91 GB at
+/// 5,000,000 records (3.42x); rounded up (`docs/scale.md#leaper-at-paper-scale`).
+pub const PAGE_FILE_GROWTH: f64 = 3.5;
+
+/// The disk the page files of `cells` need at once with `workers` jobs side by side, with the
+/// folder they go in (the largest file-device cell's), or `None` when no cell is on the file
+/// device.
+fn page_file_disk(cells: &[Cell], workers: usize) -> Option<(std::path::PathBuf, u64)> {
+    let largest = cells
+        .iter()
+        .filter(|c| c.setup.device == DeviceKind::File)
+        .max_by_key(|c| page_file_bytes(c))?;
+    let one = (page_file_bytes(largest) as f64 * PAGE_FILE_GROWTH).ceil() as u64;
+    // Each job (a training pass, a policy run) opens its own store, those of one cell included.
+    Some((largest.setup.file_dir(), one.saturating_mul(workers.max(1) as u64)))
+}
+
+/// Refuses to start cells whose page files would not fit on their folder's filesystem
+/// ([`page_file_disk`]): a full disk would fail the run hours in.
+fn check_page_file_disk(cells: &[Cell], workers: usize) -> anyhow::Result<()> {
+    let Some((dir, needed)) = page_file_disk(cells, workers) else {
+        return Ok(());
+    };
+    let basis = format!(
+        "{} page file{} side by side, each growing to about {PAGE_FILE_GROWTH} times its bulk-loaded data as timed compactions keep their inputs",
+        workers.max(1),
+        if workers > 1 { "s" } else { "" }
+    );
+    lsmlab_harness::runner::check_disk(
+        "device=file: the stores' page files",
+        needed,
+        &basis,
+        &dir,
+        lsmlab_harness::runner::available_disk(&dir),
+    )
 }
 
 /// How many of `cells`' jobs run side by side: the [`pool`]'s workers, or one on the file device
@@ -458,8 +500,9 @@ pub(crate) fn run_cells(
     cells: &[Cell],
     ctx: &RunContext,
     notes: &mut Vec<String>,
-) -> Vec<anyhow::Result<CellOutput>> {
+) -> anyhow::Result<Vec<anyhow::Result<CellOutput>>> {
     let (workers, note) = cell_workers(cells);
+    check_page_file_disk(cells, workers)?;
     if let Some(note) = note {
         ctx.progress.message(note.clone());
         notes.push(note);
@@ -549,7 +592,7 @@ pub(crate) fn run_cells(
         (0..cells.len()).map(Job::Prepare).collect(),
         &work,
     );
-    states
+    Ok(states
         .into_iter()
         .zip(cells)
         .map(|(st, cell)| {
@@ -586,7 +629,7 @@ pub(crate) fn run_cells(
                 peer: st.peer,
             })
         })
-        .collect()
+        .collect())
 }
 
 /// What a result says of a replayed trace: where its operations came from.
@@ -1027,7 +1070,7 @@ impl TypedExperiment for LeaperOnline {
         let mut queueing_notes = Vec::new();
         let mut variant_rows = Vec::new();
         let mut variant_notes = Vec::new();
-        for (i, out_cell) in run_cells(&cells, ctx, &mut out.notes).into_iter().enumerate() {
+        for (i, out_cell) in run_cells(&cells, ctx, &mut out.notes)?.into_iter().enumerate() {
             let CellOutput { runs: w, peer } = out_cell?;
             if i >= queueing_end {
                 let v = variant_of[i - queueing_end];
@@ -1145,5 +1188,22 @@ mod tests {
         assert_eq!(small.device, DeviceKind::Mem);
         assert_eq!(page_cache_job_bytes(&[cell(&small)]), 0);
         assert_eq!(page_cache_job_bytes(&[cell(&small), cell(&paper)]), job, "the largest job");
+    }
+
+    #[test]
+    fn the_page_files_disk_is_their_grown_size_per_job_side_by_side() {
+        let paper = KvSetup::defaults(Scale::Paper);
+        let file = paper.records.div_ceil(18) * 4096;
+        let grown = (file as f64 * PAGE_FILE_GROWTH).ceil() as u64;
+        let (dir, one) = page_file_disk(&[cell(&paper)], 1).unwrap();
+        assert_eq!((dir, one), (paper.file_dir(), grown), "one job at a time");
+        // Two workers: two stores at once, of one cell's policies or of two cells.
+        let (_, two) = page_file_disk(&[cell(&paper)], 2).unwrap();
+        assert_eq!(two, 2 * grown);
+        // About 40 GB per paper-scale store: refused by name where less is free.
+        assert!(grown > 39_000_000_000 && grown < 41_000_000_000, "{grown}");
+        let small = KvSetup::defaults(Scale::Small);
+        assert_eq!(page_file_disk(&[cell(&small)], 2), None, "the memory device needs no disk");
+        check_page_file_disk(&[cell(&small)], 2).unwrap();
     }
 }

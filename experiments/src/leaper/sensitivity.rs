@@ -282,7 +282,7 @@ impl TypedExperiment for LeaperSensitivity {
         // deterministic, so the rows are those of running it again).
         let (unique, of_knob) = distinct_cells(&cells);
         let runnable: Vec<Cell> = unique.iter().map(|&i| cells[i].clone()).collect();
-        let outputs = run_cells(&runnable, ctx, &mut out.notes);
+        let outputs = run_cells(&runnable, ctx, &mut out.notes)?;
         for ((&knob, cell), &u) in knobs.iter().zip(&cells).zip(&of_knob) {
             let label = &cell.label;
             let w = match &outputs[u] {
