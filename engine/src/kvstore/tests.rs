@@ -507,6 +507,23 @@ fn block_with(runs: &[RunBlocks], level: usize, key: u64) -> BlockInfo {
         .unwrap()
 }
 
+/// A store of 1,024 cached pages under `kind` whose merges last one virtual second per page read
+/// or written when `timed`, at time 0 with two runs flushed: A (keys 0..200, version 1, moved to
+/// level 1) and B (0..100, version 2, level 0).
+fn two_runs_timed(timed: bool, kind: WarmUpKind) -> (KvStore, Arc<dyn Device>) {
+    let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+    let cache = Arc::new(BufferCache::new(dev.clone(), 1024));
+    let config = KvConfig {
+        background_bytes_per_s: timed.then_some(PAGE as f64),
+        ..config(1 << 30)
+    };
+    let mut kv = KvStore::new(cache, config, kind.baseline().unwrap()).unwrap();
+    kv.set_now(0.0).unwrap();
+    flush_keys(&mut kv, 0..200, 1);
+    flush_keys(&mut kv, 0..100, 2);
+    (kv, dev)
+}
+
 /// A merge that lasts its T1 on the virtual clock, as X-Engine's background compactions do
 /// (Leaper §2.2, §6): Incremental Warmup evicts a cached input block when the merge writes the
 /// output block that replaces it, but reads go to the inputs until the merge is installed at the
@@ -516,18 +533,8 @@ fn block_with(runs: &[RunBlocks], level: usize, key: u64) -> BlockInfo {
 fn a_read_during_a_timed_merge_misses_where_incremental_warmup_evicted_the_old_block() {
     const KEY: u64 = 60;
     let run = |timed: bool| {
-        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
-        let cache = Arc::new(BufferCache::new(dev, 1024));
-        // One virtual second per page read or written.
-        let config = KvConfig {
-            background_bytes_per_s: timed.then_some(PAGE as f64),
-            ..config(1 << 30)
-        };
-        let mut kv = KvStore::new(cache, config, WarmUpKind::IncrementalWarmup.baseline().unwrap()).unwrap();
-        kv.set_now(0.0).unwrap();
         // A (0..200, level 1 after a trivial move) and B (0..100, level 0); KEY's newest is B's.
-        flush_keys(&mut kv, 0..200, 1);
-        flush_keys(&mut kv, 0..100, 2);
+        let (mut kv, _) = two_runs_timed(timed, WarmUpKind::IncrementalWarmup);
         assert!(!kv.merging(), "flushes and trivial moves are not timed");
         assert_eq!(kv.get(KEY).unwrap(), Some(value(KEY, 2)));
         let old = block_with(&kv.run_blocks(), 0, KEY);
@@ -596,16 +603,7 @@ fn a_read_during_a_timed_merge_misses_where_incremental_warmup_evicted_the_old_b
 #[test]
 fn a_timed_merge_admits_its_blocks_read_back_uncounted() {
     let run = |timed: bool| {
-        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
-        let cache = Arc::new(BufferCache::new(dev.clone(), 1024));
-        let config = KvConfig {
-            background_bytes_per_s: timed.then_some(PAGE as f64),
-            ..config(1 << 30)
-        };
-        let mut kv = KvStore::new(cache, config, WarmUpKind::PrepopulateAll.baseline().unwrap()).unwrap();
-        kv.set_now(0.0).unwrap();
-        flush_keys(&mut kv, 0..200, 1);
-        flush_keys(&mut kv, 0..100, 2);
+        let (mut kv, dev) = two_runs_timed(timed, WarmUpKind::PrepopulateAll);
         kv.take_background();
         kv.set_now(10.0).unwrap();
         let (_, merge) = merge_third(&mut kv);
