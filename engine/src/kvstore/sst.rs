@@ -328,6 +328,8 @@ pub struct SstRun {
     first: PageId,
     pages: u64,
     blocks: Vec<BlockInfo>,
+    /// The blocks' last keys, searched by lookups instead of `blocks`.
+    search: KeySearch,
     entries: u64,
     bloom: Option<BloomFilter>,
     /// Whether a lookup has needed the filter block (slot 0) and each index page (slots 1..) yet:
@@ -335,6 +337,40 @@ pub struct SstRun {
     meta_seen: Vec<AtomicBool>,
     /// Index entries per index page.
     index_cap: usize,
+}
+
+/// Blocks per fence of [`KeySearch`]: 16 keys, two 64-byte cache lines.
+const FENCE: usize = 16;
+
+/// The search keys of a run's in-memory index, apart from its [`BlockInfo`]s: every block's last
+/// key, and every [`FENCE`]-th of them again (the last key of each full group of `FENCE`
+/// blocks). A binary search over the 24-byte `BlockInfo`s costs a cache miss per halving once a
+/// run's index outgrows the CPU caches: at 5 million records on the file device it was about a
+/// tenth of a `leaper-online` run's CPU time. The fences, half a byte per block, stay cached, and
+/// the search ends in one group's 16 keys. In memory only: the index pages on the device and the
+/// index lookups counted in [`MetaLookups`] are unchanged, and the block found is the same.
+#[derive(Debug, Default)]
+struct KeySearch {
+    last_keys: Vec<u64>,
+    fences: Vec<u64>,
+}
+
+impl KeySearch {
+    /// The search keys of `blocks`, in key order.
+    fn new(blocks: &[BlockInfo]) -> Self {
+        let last_keys: Vec<u64> = blocks.iter().map(|b| b.last_key).collect();
+        let fences = last_keys.chunks_exact(FENCE).map(|g| g[FENCE - 1]).collect();
+        KeySearch { last_keys, fences }
+    }
+
+    /// Position of the first block whose last key is at least `key` (the number of blocks when
+    /// none is): the groups before the first fence at least `key` hold only smaller keys, so the
+    /// answer is in that group (or in the partial group at the end).
+    fn position(&self, key: u64) -> usize {
+        let start = self.fences.partition_point(|&k| k < key) * FENCE;
+        let end = (start + FENCE).min(self.last_keys.len());
+        start + self.last_keys[start..end].partition_point(|&k| k < key)
+    }
 }
 
 /// Lookups of filter and index blocks, counted beside the data-block reads for the hit-ratio
@@ -422,7 +458,7 @@ impl SstRun {
 
     /// Position of the first block whose last key is at least `key`.
     fn block_from(&self, key: u64) -> usize {
-        self.blocks.partition_point(|b| b.last_key < key)
+        self.search.position(key)
     }
 
     /// Counts one need of meta slot `slot` (0 = filter, 1.. = index pages): a miss the first time.
@@ -608,6 +644,7 @@ impl SstFormat {
             first: 0,
             pages: data + index,
             blocks: Vec::with_capacity(ranges.len()),
+            search: KeySearch::default(),
             entries: entries.len() as u64,
             bloom: self.bloom_fp.map(|fp| BloomFilter::new(entries.len() as u64, fp)),
             meta_seen: (0..1 + index).map(|_| AtomicBool::new(false)).collect(),
@@ -618,7 +655,10 @@ impl SstFormat {
         }
         run.first = self.cache.device().allocate(run.pages);
         match self.write_run(&mut run, entries, &ranges, written) {
-            Ok(()) => Ok(run),
+            Ok(()) => {
+                run.search = KeySearch::new(&run.blocks);
+                Ok(run)
+            }
             Err(e) => {
                 self.cache.free(run.first, run.pages);
                 Err(e)
@@ -754,5 +794,50 @@ impl RunFormat for SstFormat {
     /// The store splits merge outputs by packed data blocks instead (see `KvStore`).
     fn entries_per_run(&self, pages: u64) -> u64 {
         pages * (self.page_size().saturating_sub(HEADER_SIZE) / SLOT_SIZE) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// The fenced search against a binary search of the blocks themselves: random indexes of every
+    /// length around the group size (empty, partial groups, whole groups), probed at each last
+    /// key, its neighbours, keys between and the ends of the key space.
+    #[test]
+    fn fenced_search_finds_the_block_a_plain_binary_search_finds() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        for len in (0..=5 * FENCE + 3).chain([257, 1000, 4096]) {
+            let mut key = rng.random_range(0..4u64);
+            let blocks: Vec<BlockInfo> = (0..len as u64)
+                .map(|page| {
+                    let first_key = key;
+                    key += rng.random_range(0..5u64);
+                    let b = BlockInfo {
+                        page,
+                        first_key,
+                        last_key: key,
+                    };
+                    key += rng.random_range(1..4u64);
+                    b
+                })
+                .collect();
+            let search = KeySearch::new(&blocks);
+            let mut probes = vec![0, 1, key, key + 1, u64::MAX];
+            for b in &blocks {
+                probes.extend([
+                    b.first_key,
+                    b.last_key.saturating_sub(1),
+                    b.last_key,
+                    b.last_key + 1,
+                ]);
+            }
+            for k in probes {
+                let want = blocks.partition_point(|b| b.last_key < k);
+                assert_eq!(search.position(k), want, "len {len}, key {k}");
+            }
+        }
     }
 }
