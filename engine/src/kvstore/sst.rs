@@ -347,8 +347,9 @@ const FENCE: usize = 16;
 /// blocks). A binary search over the 24-byte `BlockInfo`s costs a cache miss per halving once a
 /// run's index outgrows the CPU caches: at 5 million records on the file device it was about a
 /// tenth of a `leaper-online` run's CPU time. The fences, half a byte per block, stay cached, and
-/// the search ends in one group's 16 keys. In memory only: the index pages on the device and the
-/// index lookups counted in [`MetaLookups`] are unchanged, and the block found is the same.
+/// the search ends in one group's 16 keys (the last keys cost 8 bytes per block beside the
+/// block entries). In memory only: the index pages on the device and the index lookups counted in
+/// [`MetaLookups`] are unchanged, and the block found is the same.
 #[derive(Debug, Default)]
 struct KeySearch {
     last_keys: Vec<u64>,
