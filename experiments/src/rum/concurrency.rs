@@ -368,12 +368,7 @@ mod tests {
     #[test]
     fn batches_change_no_counted_field() {
         let progress = crate::progress::Progress::silent();
-        let ctx = RunContext {
-            scale: Scale::Tiny,
-            seed: 3,
-            data: &[],
-            progress: &progress,
-        };
+        let ctx = super::super::tests::tiny_ctx(3, &progress);
         let e = crate::registry::find("rum-concurrency").unwrap();
         let run = |threads: &str, batch: usize| {
             let sets: Vec<String> = [

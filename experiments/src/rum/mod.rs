@@ -1349,18 +1349,23 @@ mod tests {
         Overlay::sets(&sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
 
+    /// A tiny-scale run's context with `seed` and no data files, reporting to `progress`.
+    pub(super) fn tiny_ctx(seed: u64, progress: &crate::progress::Progress) -> RunContext<'_> {
+        RunContext {
+            scale: Scale::Tiny,
+            seed,
+            data: &[],
+            progress,
+        }
+    }
+
     /// A streamed dataset's cell lets go of the dataset an earlier cell generated and kept for
     /// the next (it would sit beside the stream for nothing). The kept dataset is one no other
     /// test generates (its own records, objects and seed), so no other test holds it.
     #[test]
     fn a_streamed_cell_lets_the_kept_dataset_go() {
         let progress = crate::progress::Progress::silent();
-        let ctx = RunContext {
-            scale: Scale::Tiny,
-            seed: 40_973,
-            data: &[],
-            progress: &progress,
-        };
+        let ctx = tiny_ctx(40_973, &progress);
         let kept = {
             let strong = generated(Dataset::Chicago, 1_234, 17, &ctx).unwrap();
             Arc::downgrade(&strong)
@@ -1376,12 +1381,7 @@ mod tests {
     #[test]
     fn a_streamed_dataset_counts_what_the_held_one_counts() {
         let progress = crate::progress::Progress::silent();
-        let ctx = RunContext {
-            scale: Scale::Tiny,
-            seed: 11,
-            data: &[],
-            progress: &progress,
-        };
+        let ctx = tiny_ctx(11, &progress);
         for (name, sets) in [
             ("rum-update", &["strategies=Eager,Validation,UM+FMBV"][..]),
             (
@@ -1445,12 +1445,7 @@ mod tests {
     #[test]
     fn points_at_reads_the_records_a_held_dataset_has() {
         let progress = crate::progress::Progress::silent();
-        let ctx = RunContext {
-            scale: Scale::Tiny,
-            seed: 5,
-            data: &[],
-            progress: &progress,
-        };
+        let ctx = tiny_ctx(5, &progress);
         let held = generated(Dataset::Berlinmod, 500, 10, &ctx).unwrap();
         let streamed = RunData::Streamed {
             header: Trajectories {
