@@ -1050,11 +1050,13 @@ fn a_note_is_kept_for_the_bytes_it_was_left_on_only() {
     let (fresh, note) = cache.read_noted(0).unwrap();
     assert_eq!((fresh[0], note), (9, None));
 
-    // Evicted and read again from the device: looked at afresh.
+    // Evicted and read again from the device: looked at afresh. Page 2 arrives in the frame page
+    // 0 left, with its note, and has none of its own.
     cache.set_note(0, &fresh, [1; 4]);
     cache.read(1).unwrap();
     cache.read(2).unwrap();
     assert!(!cache.contains(0));
+    assert_eq!(cache.read_noted(2).unwrap().1, None);
     assert_eq!(cache.read_noted(0).unwrap().1, None);
 
     // A capacity-0 cache keeps nothing, notes included.
@@ -1070,10 +1072,29 @@ fn an_evicted_page_a_reader_still_holds_is_not_reused() {
     let cache = BufferCache::new(dev.clone(), 1);
     let held = cache.read(0).unwrap();
     for id in [1, 2, 3, 1, 2, 3] {
-        // Page 0's buffer is held, so it never becomes a spare; the others' are reused.
+        // Page 0's buffer is held: the miss that takes it from the spares leaves it alone and
+        // reads into a fresh one; the others' buffers are reused.
         assert!(cache.read(id).unwrap().iter().all(|&b| b == id as u8));
     }
     assert!(held.iter().all(|&b| b == 0));
     assert_eq!(cache.stats().misses, 7);
     assert_eq!(dev.stats().page_reads, 7);
+}
+
+#[test]
+fn a_failed_read_from_memory_hands_back_the_frame_it_made_room_in() {
+    // The memory device's misses make room before they read (`read_miss_locked`): a read of a page
+    // the device does not hold evicts the victim all the same, and its frame is free afterwards.
+    let dev = device(4);
+    let cache = BufferCache::new(dev.clone(), 2);
+    cache.read(0).unwrap();
+    cache.read(1).unwrap();
+    assert!(matches!(cache.read(99), Err(Error::UnknownPage { page: 99 })));
+    assert_eq!(cache.resident(), [1]);
+    assert_eq!((cache.stats().misses, cache.stats().evictions), (3, 1));
+    // The free frame takes the next arrival without an eviction; then LRU goes on as before.
+    assert_eq!(cache.read(2).unwrap()[0], 2);
+    assert_eq!((cache.resident(), cache.stats().evictions), (vec![1, 2], 1));
+    cache.read(3).unwrap();
+    assert_eq!((cache.resident(), cache.stats().evictions), (vec![2, 3], 2));
 }
