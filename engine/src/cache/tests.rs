@@ -1098,3 +1098,47 @@ fn a_failed_read_from_memory_hands_back_the_frame_it_made_room_in() {
     cache.read(3).unwrap();
     assert_eq!((cache.resident(), cache.stats().evictions), (vec![2, 3], 2));
 }
+
+/// The memory a cached page holds beyond its bytes (the RUM experiments' memory estimates count it
+/// per cached page: `CACHED_PAGE_OVERHEAD` in `experiments/src/rum/mod.rs`). Not a check: it
+/// prints the resident-set growth of filling caches of 2 KiB pages through reads that leave
+/// notes, as the disk R-tree does, over a device of twice as many pages (so that the policy also
+/// keeps the entries of evicted pages). Run it alone, in release:
+/// `cargo test -p lsmlab-engine --release --lib -- --ignored --nocapture memory_per_cached_page`.
+#[test]
+#[ignore = "a measurement, not a check: run it alone"]
+fn memory_per_cached_page() {
+    fn rss_bytes() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    }
+    const PAGE: usize = 2048;
+    for frames in [65_536u64, 262_144] {
+        let dev: Arc<dyn Device> = Arc::new(MemDevice::new(PAGE));
+        let first = dev.allocate(2 * frames);
+        for i in 0..2 * frames {
+            dev.write_page(first + i, &[i as u8; PAGE]).unwrap();
+        }
+        let Some(before) = rss_bytes() else {
+            eprintln!("no /proc/self/status: nothing measured");
+            return;
+        };
+        let cache = BufferCache::new(dev.clone(), frames as usize);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..6 * frames {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let id = first + x % (2 * frames);
+            let page = cache.read(id).unwrap();
+            cache.set_note(id, &page, [1; 4]);
+        }
+        let per_page = (rss_bytes().unwrap() - before) as f64 / frames as f64;
+        println!(
+            "{frames} cached pages of {PAGE} B: {per_page:.0} B each, {:.0} B beyond the page",
+            per_page - PAGE as f64
+        );
+        assert_eq!(cache.len() as u64, frames);
+    }
+}
