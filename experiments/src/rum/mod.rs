@@ -282,8 +282,9 @@ impl IndexConfig {
         let pages = match storage.device {
             DeviceKind::Mem => format!("{index_b} B per record for the index's pages"),
             DeviceKind::File => format!(
-                "{index_b} B per record for the index's pages up to the cache, the memory \
-                 component and a merge's survivors ({} MiB, device=file)",
+                "{index_b} B per record for the index's pages up to the cache (with \
+                 {CACHED_PAGE_OVERHEAD} B of bookkeeping a page), the memory component and a \
+                 merge's survivors ({} MiB, device=file)",
                 index_cap >> 20
             ),
         };
