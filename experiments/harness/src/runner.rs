@@ -321,13 +321,26 @@ pub fn check_disk(
     Ok(())
 }
 
+/// Creates directory `dir`, whose parent exists. Returns whether this call made it: `false` when a
+/// directory is there already (another run made it since this one looked), an error when
+/// anything else is, or creating it fails.
+fn create_dir_unless_made(dir: &Path) -> anyhow::Result<bool> {
+    match fs::create_dir(dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("creating {}", dir.display())),
+    }
+}
+
 fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
 /// Makes sure a result can be written into `dir` before a run starts: creates it (and its missing
 /// parents) and writes and removes a probe file. Returns the directories it created, outermost
-/// first; on failure, removes them again.
+/// first; on failure, removes them again. Runs started side by side into one `--out` (the shards
+/// of a sweep under GNU parallel, say) may create the same directories at once: one that another
+/// run made meanwhile is used, not counted as created.
 pub fn check_writable(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut missing = Vec::new();
     let mut d = dir;
@@ -341,8 +354,9 @@ pub fn check_writable(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut created = Vec::new();
     let result = (|| -> anyhow::Result<()> {
         for m in missing.iter().rev() {
-            fs::create_dir(m).with_context(|| format!("creating {}", m.display()))?;
-            created.push(m.clone());
+            if create_dir_unless_made(m)? {
+                created.push(m.clone());
+            }
         }
         if !dir.as_os_str().is_empty() && !dir.is_dir() {
             bail!("{} exists and is not a directory", dir.display());
@@ -1200,5 +1214,24 @@ mod tests {
         assert!(!err.contains("on purpose"), "the run did not start: {err}");
         let err = format!("{:#}", check_writable(&file).unwrap_err());
         assert!(err.contains("exists and is not a directory"), "{err}");
+    }
+
+    /// Two shards started at once into a new `--out` both find its directories missing, and the
+    /// slower one then finds them made: it uses them (and leaves them to their maker) instead of
+    /// failing with "File exists". A file in the way is still an error.
+    #[test]
+    fn a_directory_another_run_made_meanwhile_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("results");
+        assert!(create_dir_unless_made(&out).unwrap(), "made by this call");
+        assert!(
+            !create_dir_unless_made(&out).unwrap(),
+            "made already: used, not claimed"
+        );
+        assert!(out.is_dir());
+        let file = dir.path().join("file");
+        fs::write(&file, "").unwrap();
+        let err = format!("{:#}", create_dir_unless_made(&file).unwrap_err());
+        assert!(err.contains("creating") && err.contains("file"), "{err}");
     }
 }
