@@ -179,7 +179,7 @@ impl State {
         }
     }
 
-    /// [`State::hit`] that also gives the page's note, if it has one (`None` for a hit without).
+    /// [`State::hit`] that also names the page's frame if the page has a note (kept in `notes`).
     #[inline(always)]
     fn hit_frame(&mut self, id: PageId) -> Option<(PageRef, Option<FrameId>)> {
         let frame = self.table.get_mut(&id)?;
