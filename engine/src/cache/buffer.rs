@@ -258,9 +258,15 @@ impl State {
     /// The rest of a removal once the page's frame is out of the table: the policy forgets the
     /// frame and it is free for the next arrival (reused last-freed first).
     fn release(&mut self, frame: Frame) -> PageRef {
-        self.policy.removed(frame.frame);
-        self.free.push(frame.frame);
+        self.free_frame(frame.frame);
         frame.data
+    }
+
+    /// Frame `f`, whose page left the table, is forgotten by the policy and free for the next
+    /// arrival (reused last-freed first).
+    fn free_frame(&mut self, f: FrameId) {
+        self.policy.removed(f);
+        self.free.push(f);
     }
 
     /// Writes back page `id`, whose frame was just removed from the table, if it is dirty (not
@@ -308,8 +314,7 @@ impl State {
         let mut reused: Option<FrameId> = None;
         while self.table.len() >= capacity {
             if let Some(f) = reused.take() {
-                self.policy.removed(f);
-                self.free.push(f);
+                self.free_frame(f);
             }
             #[allow(clippy::expect_used)] // the policy tracks every resident frame, and the table is full
             let f = self.policy.victim().expect("a full cache has a victim");
@@ -538,8 +543,8 @@ impl BufferCache {
     #[inline(never)]
     fn read_miss_locked(&self, mut st: MutexGuard<'_, State>, id: PageId) -> Result<PageRef> {
         if self.capacity == 0 {
-            let spare = st.spare.pop();
-            return self.read_device(id, spare);
+            // Nothing is ever evicted, so there are no spares.
+            return self.read_device(id, None);
         }
         let reused = st.make_room(&*self.device, self.capacity)?;
         let spare = st.spare.pop();
@@ -550,8 +555,7 @@ impl BufferCache {
             }
             Err(e) => {
                 if let Some(f) = reused {
-                    st.policy.removed(f);
-                    st.free.push(f);
+                    st.free_frame(f);
                 }
                 Err(e)
             }
