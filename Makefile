@@ -78,16 +78,17 @@ test:
 		$$bin report --results $(SMOKE)/results --plots $(SMOKE)/plots --scale tiny --out $(SMOKE)/REPORT.md; \
 	else echo "no experiments registered: smoke run skipped"; fi
 
-# Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), then
-# the ratios in results/bench/peers.json. --noplot: criterion's own charts need system fonts, which
+# Criterion benches (lsmlab beside its peer crates in engine/benches/peers.rs and cache.rs), the
+# paired rounds of the rows near 1.0 (engine/benches/paired.rs, into target/paired), then the
+# ratios in results/bench/peers.json. --noplot: criterion's own charts need system fonts, which
 # a fresh machine may not have (lsmlab's figures embed theirs). BENCH_PREVIOUS=FILE (an earlier
 # run's summary, e.g. the committed peers.json just before a second run) adds that run's ratio to
 # each row.
 BENCH_PREVIOUS ?=
 bench: build
 	$(CARGO) bench --workspace --bench '*' -- --noplot
-	$(LSMLAB) bench-summary --criterion target/criterion --out $(RESULTS)/bench/peers.json \
-		$(if $(BENCH_PREVIOUS),--previous $(BENCH_PREVIOUS))
+	$(LSMLAB) bench-summary --criterion target/criterion --paired target/paired \
+		--out $(RESULTS)/bench/peers.json $(if $(BENCH_PREVIOUS),--previous $(BENCH_PREVIOUS))
 
 # The differential soak at a long budget: SOAK_OPS operations per configuration of every engine
 # (the LSM R-tree's strategies and variants, the key-value store under every warm-up policy, every

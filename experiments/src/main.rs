@@ -144,6 +144,10 @@ enum Command {
         /// a row below 1.0 in either run is listed as below the peer.
         #[arg(long)]
         previous: Option<PathBuf>,
+        /// The paired rounds' directory (`engine/benches/paired.rs` writes `target/paired`): rows
+        /// run paired also get the median of the rounds' ratios and its quartiles.
+        #[arg(long, value_name = "DIR")]
+        paired: Option<PathBuf>,
     },
 }
 
@@ -382,15 +386,25 @@ fn execute(command: Command) -> anyhow::Result<()> {
             criterion,
             out,
             previous,
+            paired,
         } => {
-            let summary = lsmlab_harness::bench::write_summary(&criterion, &out, previous.as_deref())?;
+            let summary = lsmlab_harness::bench::write_summary(
+                &criterion,
+                &out,
+                previous.as_deref(),
+                paired.as_deref(),
+            )?;
             for r in &summary.rows {
                 let before = r
                     .previous_ratio
                     .map(|p| format!(" (previous run {p:.2}x)"))
                     .unwrap_or_default();
+                let paired = r
+                    .paired_ratio
+                    .map(|p| format!(" (paired {p:.2}x)"))
+                    .unwrap_or_default();
                 out!(
-                    "{:32} {:14} vs {:20} {:>6.2}x{before}",
+                    "{:32} {:14} vs {:20} {:>6.2}x{before}{paired}",
                     r.operation,
                     r.lsmlab,
                     r.peer,

@@ -61,6 +61,138 @@ pub struct PeerRow {
     /// The same row's ratio in the summary given as `--previous` (an earlier run), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_ratio: Option<f64>,
+    /// The median over paired rounds of the peer's time over lsmlab's (`engine/benches/paired.rs`:
+    /// both sides timed back to back in every round), when the operation was run paired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_ratio: Option<f64>,
+    /// The lower and upper quartiles of the paired rounds' ratios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_quartiles: Option<[f64; 2]>,
+    /// The paired rounds behind [`PeerRow::paired_ratio`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_rounds: Option<usize>,
+}
+
+/// The `schema` of a paired group's file (`engine/benches/paired.rs` writes them).
+pub const PAIRED_SCHEMA: &str = "lsmlab.paired/1";
+
+/// One paired group as `engine/benches/paired.rs` wrote it: every side's CPU time per round.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PairedGroup {
+    /// The file's schema, [`PAIRED_SCHEMA`].
+    pub schema: String,
+    /// The operation, named as its criterion group.
+    pub group: String,
+    /// Elements one side's round processes.
+    pub elements: u64,
+    /// Function -> its CPU nanoseconds in each round (every function has the same rounds).
+    pub rounds_ns: BTreeMap<String, Vec<u64>>,
+}
+
+/// The median and quartiles of the rounds' ratios `peer / lsmlab` (per round: the peer's time over
+/// lsmlab's, i.e. lsmlab's throughput over the peer's).
+fn paired_ratio(ours: &[u64], peer: &[u64]) -> (f64, [f64; 2]) {
+    let mut r: Vec<f64> = ours
+        .iter()
+        .zip(peer)
+        .map(|(a, b)| *b as f64 / *a as f64)
+        .collect();
+    r.sort_by(f64::total_cmp);
+    let at = |q: usize| r[(r.len() - 1) * q / 4];
+    (at(2), [at(1), at(3)])
+}
+
+/// Every paired group under `dir` (its `*.json` files), sorted by group. Errors name the file.
+pub fn collect_paired(dir: &Path) -> anyhow::Result<Vec<PairedGroup>> {
+    if !dir.is_dir() {
+        bail!(
+            "{} does not exist or is not a directory; run `make bench` (or `cargo bench -p lsmlab-engine --bench paired`) first",
+            dir.display()
+        );
+    }
+    let mut groups = Vec::new();
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let g: PairedGroup = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a paired group (engine/benches/paired.rs's output)",
+                path.display()
+            )
+        })?;
+        if g.schema != PAIRED_SCHEMA {
+            bail!(
+                "{} has schema {:?}, not {PAIRED_SCHEMA:?}",
+                path.display(),
+                g.schema
+            );
+        }
+        let rounds = g.rounds_ns.values().next().map_or(0, Vec::len);
+        if rounds == 0 || g.elements == 0 {
+            bail!("{}: no rounds, or no elements per round", path.display());
+        }
+        if let Some((f, v)) = g
+            .rounds_ns
+            .iter()
+            .find(|(_, v)| v.len() != rounds || v.contains(&0))
+        {
+            bail!(
+                "{}: {f} has {} rounds (others {rounds}), or a round of 0 ns",
+                path.display(),
+                v.len()
+            );
+        }
+        groups.push(g);
+    }
+    groups.sort_by(|a, b| a.group.cmp(&b.group));
+    Ok(groups)
+}
+
+/// Adds the paired groups' ratios to `rows`: to the row of the same operation, lsmlab function and
+/// peer, or as a row of its own (throughputs from the median rounds) when criterion measured none.
+fn add_paired(rows: &mut Vec<PeerRow>, groups: &[PairedGroup]) {
+    let median = |v: &[u64]| {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v[(v.len() - 1) / 2] as f64
+    };
+    for g in groups {
+        let per_s = |ns: &[u64]| g.elements as f64 / (median(ns) / 1e9);
+        for (ours, ours_ns) in g.rounds_ns.iter().filter(|(f, _)| f.starts_with("lsmlab")) {
+            for (peer, peer_ns) in g.rounds_ns.iter().filter(|(f, _)| !f.starts_with("lsmlab")) {
+                let (ratio, quartiles) = paired_ratio(ours_ns, peer_ns);
+                let key = (&g.group, ours, peer);
+                let at = match rows
+                    .iter()
+                    .position(|r| (&r.operation, &r.lsmlab, &r.peer) == key)
+                {
+                    Some(i) => i,
+                    None => {
+                        rows.push(PeerRow {
+                            operation: g.group.clone(),
+                            lsmlab: ours.clone(),
+                            peer: peer.clone(),
+                            lsmlab_per_s: per_s(ours_ns),
+                            peer_per_s: per_s(peer_ns),
+                            ratio: per_s(ours_ns) / per_s(peer_ns),
+                            previous_ratio: None,
+                            paired_ratio: None,
+                            paired_quartiles: None,
+                            paired_rounds: None,
+                        });
+                        rows.len() - 1
+                    }
+                };
+                let row = &mut rows[at];
+                row.paired_ratio = Some(ratio);
+                row.paired_quartiles = Some(quartiles);
+                row.paired_rounds = Some(ours_ns.len());
+            }
+        }
+    }
 }
 
 /// The file `lsmlab bench-summary` writes.
@@ -192,6 +324,9 @@ pub fn rows(measured: &[Measured]) -> Vec<PeerRow> {
                     peer_per_s: peer.per_s(),
                     ratio: ours.per_s() / peer.per_s(),
                     previous_ratio: None,
+                    paired_ratio: None,
+                    paired_quartiles: None,
+                    paired_rounds: None,
                 });
             }
         }
@@ -220,15 +355,22 @@ pub fn read_summary(path: &Path) -> anyhow::Result<PeersSummary> {
 
 /// Reads the estimates under `criterion_dir` and writes the summary to `out` (atomically). With
 /// `previous` (an earlier run's summary, read before `out` is written, so it may be `out`
-/// itself), each row also carries that run's ratio, and a row below 1.0 in either run is listed.
+/// itself), each row also carries that run's ratio; with `paired` (the directory of
+/// `engine/benches/paired.rs`'s groups), the paired rounds' median ratio. A row below 1.0 by any
+/// of them is listed.
 pub fn write_summary(
     criterion_dir: &Path,
     out: &Path,
     previous: Option<&Path>,
+    paired: Option<&Path>,
 ) -> anyhow::Result<PeersSummary> {
     let previous = previous.map(read_summary).transpose()?;
+    let paired = paired.map(collect_paired).transpose()?;
     let measured = collect(criterion_dir)?;
     let mut rows = rows(&measured);
+    if let Some(groups) = &paired {
+        add_paired(&mut rows, groups);
+    }
     if let Some(prev) = &previous {
         for row in &mut rows {
             row.previous_ratio = prev
@@ -246,14 +388,22 @@ pub fn write_summary(
     }
     let below_peer = rows
         .iter()
-        .filter(|r| r.ratio < 1.0 || r.previous_ratio.is_some_and(|p| p < 1.0))
+        .filter(|r| {
+            r.ratio < 1.0
+                || r.previous_ratio.is_some_and(|p| p < 1.0)
+                || r.paired_ratio.is_some_and(|p| p < 1.0)
+        })
         .map(|r| {
             let previous = r
                 .previous_ratio
                 .map(|p| format!("; previous run {p:.2}x"))
                 .unwrap_or_default();
+            let paired = match (r.paired_ratio, r.paired_quartiles) {
+                (Some(p), Some([lo, hi])) => format!("; paired {p:.2}x, quartiles {lo:.2}-{hi:.2}"),
+                _ => String::new(),
+            };
             format!(
-                "{}: {} vs {} ({:.2}x{previous})",
+                "{}: {} vs {} ({:.2}x{previous}{paired})",
                 r.operation, r.lsmlab, r.peer, r.ratio
             )
         })
@@ -305,7 +455,7 @@ mod tests {
         bench(dir.path(), "hit", "quick_cache", 5.0, None);
         bench(dir.path(), "alone", "lsmlab", 5.0, None);
         let out = dir.path().join("bench/peers.json");
-        let summary = write_summary(dir.path(), &out, None).unwrap();
+        let summary = write_summary(dir.path(), &out, None, None).unwrap();
         assert_eq!(summary.rows.len(), 3, "{:?}", summary.rows);
         let insert = summary.rows.iter().find(|r| r.operation == "insert").unwrap();
         assert!((insert.ratio - 2.0).abs() < 1e-9 && (insert.lsmlab_per_s - 1e8).abs() < 1.0);
@@ -322,11 +472,12 @@ mod tests {
     #[test]
     fn missing_or_broken_estimates_are_named() {
         let dir = tempfile::tempdir().unwrap();
-        let err = write_summary(&dir.path().join("nope"), &dir.path().join("p.json"), None).unwrap_err();
+        let err =
+            write_summary(&dir.path().join("nope"), &dir.path().join("p.json"), None, None).unwrap_err();
         assert!(format!("{err:#}").contains("make bench"), "{err:#}");
         bench(dir.path(), "g", "lsmlab", 1.0, None);
         fs::write(dir.path().join("g/lsmlab/new/estimates.json"), "{").unwrap();
-        let err = write_summary(dir.path(), &dir.path().join("p.json"), None).unwrap_err();
+        let err = write_summary(dir.path(), &dir.path().join("p.json"), None, None).unwrap_err();
         assert!(format!("{err:#}").contains("estimates.json"), "{err:#}");
         assert!(!dir.path().join("p.json").exists());
     }
@@ -339,12 +490,12 @@ mod tests {
         bench(dir.path(), "miss", "lsmlab", 10.0, None);
         bench(dir.path(), "miss", "peer", 5.0, None);
         let out = dir.path().join("peers.json");
-        write_summary(dir.path(), &out, None).unwrap();
+        write_summary(dir.path(), &out, None, None).unwrap();
         // the second run: hit 0.5x -> 1.25x, miss 0.5x -> 0.8x; the previous file is `out` itself
         bench(dir.path(), "hit", "lsmlab", 8.0, None);
         bench(dir.path(), "hit", "peer", 10.0, None);
         bench(dir.path(), "miss", "peer", 8.0, None);
-        let s = write_summary(dir.path(), &out, Some(&out)).unwrap();
+        let s = write_summary(dir.path(), &out, Some(&out), None).unwrap();
         let hit = s.rows.iter().find(|r| r.operation == "hit").unwrap();
         assert!(
             (hit.ratio - 1.25).abs() < 1e-9 && hit.previous_ratio == Some(2.0),
@@ -358,11 +509,75 @@ mod tests {
         // not a summary: named, nothing written
         let bad = dir.path().join("bad.json");
         fs::write(&bad, "{}").unwrap();
-        let err = write_summary(dir.path(), &dir.path().join("q.json"), Some(&bad)).unwrap_err();
+        let err = write_summary(dir.path(), &dir.path().join("q.json"), Some(&bad), None).unwrap_err();
         assert!(
             format!("{err:#}").contains("bad.json is not a peers summary"),
             "{err:#}"
         );
         assert!(!dir.path().join("q.json").exists());
+    }
+
+    fn paired(dir: &Path, group: &str, rounds: &[(&str, &[u64])]) {
+        fs::create_dir_all(dir).unwrap();
+        let rounds: BTreeMap<&str, &[u64]> = rounds.iter().copied().collect();
+        let doc = serde_json::json!({
+            "schema": PAIRED_SCHEMA, "group": group, "elements": 1000, "rounds_ns": rounds,
+        });
+        fs::write(dir.join(format!("{group}.json")), doc.to_string()).unwrap();
+    }
+
+    #[test]
+    fn paired_rounds_add_their_median_ratio_and_its_quartiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let crit = dir.path().join("criterion");
+        let pairs = dir.path().join("paired");
+        bench(&crit, "hit", "lsmlab", 10.0, None);
+        bench(&crit, "hit", "peer", 12.0, None);
+        // Per round peer / lsmlab: 2.0, 0.5, 0.9, 0.8, 3.0 -> median 0.9, quartiles 0.8 and 2.0;
+        // criterion's ratio of means (1.2) is above 1.0, the paired median below.
+        paired(
+            &pairs,
+            "hit",
+            &[("lsmlab", &[10, 20, 10, 10, 10]), ("peer", &[20, 10, 9, 8, 30])],
+        );
+        // An operation criterion did not measure gets a row of its own.
+        paired(&pairs, "scan", &[("lsmlab-a", &[4, 4, 4]), ("other", &[8, 8, 8])]);
+        let out = dir.path().join("peers.json");
+        let s = write_summary(&crit, &out, None, Some(&pairs)).unwrap();
+        let hit = s.rows.iter().find(|r| r.operation == "hit").unwrap();
+        assert!((hit.ratio - 1.2).abs() < 1e-9, "{hit:?}");
+        assert_eq!(
+            (hit.paired_ratio, hit.paired_quartiles, hit.paired_rounds),
+            (Some(0.9), Some([0.8, 2.0]), Some(5))
+        );
+        assert_eq!(
+            s.below_peer,
+            vec!["hit: lsmlab vs peer (1.20x; paired 0.90x, quartiles 0.80-2.00)".to_string()]
+        );
+        let scan = s.rows.iter().find(|r| r.operation == "scan").unwrap();
+        assert_eq!((scan.lsmlab.as_str(), scan.peer.as_str()), ("lsmlab-a", "other"));
+        assert!(
+            (scan.ratio - 2.0).abs() < 1e-9 && (scan.lsmlab_per_s - 2.5e11).abs() < 1.0,
+            "{scan:?}"
+        );
+        assert_eq!(scan.paired_ratio, Some(2.0));
+
+        // Broken paired files are named, and nothing is written.
+        let out2 = dir.path().join("p2.json");
+        paired(&pairs, "bad", &[("lsmlab", &[1, 2]), ("peer", &[3])]);
+        let err = write_summary(&crit, &out2, None, Some(&pairs)).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("bad.json: peer has 1 rounds"),
+            "{err:#}"
+        );
+        fs::write(pairs.join("bad.json"), "{").unwrap();
+        let err = write_summary(&crit, &out2, None, Some(&pairs)).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("bad.json is not a paired group"),
+            "{err:#}"
+        );
+        let err = write_summary(&crit, &out2, None, Some(&dir.path().join("none"))).unwrap_err();
+        assert!(format!("{err:#}").contains("--bench paired"), "{err:#}");
+        assert!(!out2.exists());
     }
 }
