@@ -606,15 +606,24 @@ impl DiskRTree {
         Ok(count as usize)
     }
 
-    /// A node's contents must cover exactly the MBR its parent recorded for it.
+    /// A node's contents must cover exactly the MBR its parent recorded for it. The comparison is
+    /// inlined into the search, the error built out of line.
+    #[inline(always)]
     fn check_mbr(&self, page: PageId, actual: &Rect, expected: &Rect) -> Result<()> {
         if actual != expected {
-            return Err(Error::Corrupt {
-                page,
-                reason: format!("node covers {actual:?} but its parent recorded {expected:?}"),
-            });
+            return Err(mbr_mismatch(page, actual, expected));
         }
         Ok(())
+    }
+}
+
+/// The error of a node whose contents do not cover the MBR its parent recorded.
+#[cold]
+#[inline(never)]
+fn mbr_mismatch(page: PageId, actual: &Rect, expected: &Rect) -> Error {
+    Error::Corrupt {
+        page,
+        reason: format!("node covers {actual:?} but its parent recorded {expected:?}"),
     }
 }
 
