@@ -5,10 +5,12 @@
 //! load can change between the two, moving one side's throughput and not the other's, and a row
 //! near 1.0 then lands on either side of it from run to run (the cache's hit row measured 1.43 in
 //! one quiet run and 0.82 in the next, same code). Here every round times each side once, back
-//! to back on the thread's CPU time (each right after an untimed run of the same work, so that it
-//! finds its data in the CPU's caches as criterion's iterations do), in an order that rotates from
-//! round to round, so the ratio of a round compares measurements taken milliseconds apart; a round disturbed by the machine
+//! to back on the thread's CPU time, in an order that rotates from round to round, so the ratio
+//! of a round compares measurements taken milliseconds apart; a round the machine disturbed
 //! disturbs one ratio, and the summary takes the median of the rounds' ratios and its quartiles.
+//! Each timed run follows an untimed run of the same work, so that it finds its own data in the
+//! CPU's caches, as criterion's back-to-back iterations do, and not the other sides'. Each group
+//! runs in a process of its own, on a fresh heap.
 //!
 //! Groups, each named and laid out as its criterion group (`cache.rs`, `peers.rs`):
 //! - `cache_hit`: each side reads [`HIT_BATCHES`] batches of resident pages per round;
@@ -55,17 +57,16 @@ const OUT_DIR: &str = "target/paired";
 /// One side of a group: its function name and one round's work.
 type Side<'a> = (&'a str, Box<dyn FnMut() + 'a>);
 
-/// Times every side once per round (after an untimed run of the same work), for [`WARM_UP_ROUNDS`] + [`ROUNDS`] rounds, round `r` starting
-/// with side `r mod sides`; writes the kept rounds to `<OUT_DIR>/<group>.json` and prints each
-/// lsmlab side's median ratio to every peer. `elements` is what one side's round processes.
+/// Times every side once per round, each timed run after `untimed` untimed runs of the same work,
+/// for [`WARM_UP_ROUNDS`] + [`ROUNDS`] rounds, round `r` starting with side `r mod sides`; writes
+/// the kept rounds to `<OUT_DIR>/<group>.json` and prints each lsmlab side's median ratio to every
+/// peer. `elements` is what one timed run processes.
 fn run_group(group: &str, elements: u64, untimed: usize, mut sides: Vec<Side<'_>>) {
     let n = sides.len();
     let mut ns = vec![Vec::with_capacity(ROUNDS); n];
     for round in 0..WARM_UP_ROUNDS + ROUNDS {
         for k in 0..n {
             let s = (round + k) % n;
-            // Once untimed first, so that the timed run finds the CPU's caches holding this
-            // side's data, as criterion's back-to-back iterations do, not the other sides'.
             for _ in 0..untimed {
                 (sides[s].1)();
             }
@@ -112,7 +113,7 @@ fn run_group(group: &str, elements: u64, untimed: usize, mut sides: Vec<Side<'_>
     println!("  -> {}", path.display());
 }
 
-/// The workspace root: the bench runs with the engine crate's directory as its working directory.
+/// The workspace root (the engine crate's parent), wherever the bench is started from.
 fn workspace_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
 }
