@@ -15,8 +15,8 @@
 //! Groups, each named and laid out as its criterion group (`cache.rs`, `peers.rs`):
 //! - `cache_hit`: each side reads [`HIT_BATCHES`] batches of resident pages per round;
 //! - `cache_miss_mix`: each side reads the next batch of its own stream of mostly missing ids;
-//! - `packed_rtree_search_<s>`: each side answers the 64 queries of side fraction `s`
-//!   [`SEARCH_REPEATS`] times per round.
+//! - `mem_rtree_range_<s>` and `packed_rtree_search_<s>`: each side answers the 64 queries of
+//!   side fraction `s` [`SEARCH_REPEATS`] times per round.
 //!
 //! Each group writes `target/paired/<group>.json` (every side's CPU nanoseconds per round), which
 //! `lsmlab bench-summary --paired target/paired` turns into a median ratio beside criterion's.
@@ -31,12 +31,15 @@ use std::hint::black_box;
 use std::path::Path;
 
 use lsmlab_engine::cache::BufferCache;
+use lsmlab_engine::rtree::MemRTree;
 use lsmlab_engine::storage::PageId;
 use rstar::RTree;
 
 mod common;
 use common::caches::{device, ids, ids_n, thread_cpu_ns, Peer, BATCH, CAPACITY, MIX_STREAM};
-use common::spatial::{aabb, packed, points, queries, SameNodeSize, EXTENT, POINTS, QUERIES, SELECTIVITIES};
+use common::spatial::{
+    aabb, entries, packed, points, queries, SameNodeSize, EXTENT, PAGE_SIZE, POINTS, QUERIES, SELECTIVITIES,
+};
 
 /// Rounds kept per group (odd, so the median is one round's ratio).
 const ROUNDS: usize = 101;
@@ -230,15 +233,78 @@ fn packed_rtree_search(side: f64) {
     );
 }
 
+/// The memory R-tree's range-query groups, one per selectivity.
+fn range_groups() -> impl Iterator<Item = (String, f64)> {
+    SELECTIVITIES
+        .into_iter()
+        .map(|s| (format!("mem_rtree_range_{s}"), s))
+}
+
+fn mem_rtree_range(side: f64) {
+    // The trees `peers.rs` builds: the same points inserted one by one into each.
+    let pts = points(POINTS, 1);
+    let mut ours = MemRTree::new(PAGE_SIZE);
+    for e in entries(&pts) {
+        ours.insert(e);
+    }
+    let mut peer = RTree::new();
+    let mut peer_same: RTree<[f64; 2], SameNodeSize> = RTree::new_with_params();
+    for p in &pts {
+        peer.insert([p.x, p.y]);
+        peer_same.insert([p.x, p.y]);
+    }
+    let qs = queries(side);
+    let lsmlab = || {
+        for _ in 0..SEARCH_REPEATS {
+            let mut n = 0u64;
+            for q in &qs {
+                ours.search(q, |_| n += 1);
+            }
+            black_box(n);
+        }
+    };
+    let rstar = || {
+        for _ in 0..SEARCH_REPEATS {
+            let n: usize = qs.iter().map(|q| peer.locate_in_envelope(&aabb(q)).count()).sum();
+            black_box(n);
+        }
+    };
+    let rstar_same = || {
+        for _ in 0..SEARCH_REPEATS {
+            let n: usize = qs
+                .iter()
+                .map(|q| peer_same.locate_in_envelope(&aabb(q)).count())
+                .sum();
+            black_box(n);
+        }
+    };
+    let sides: Vec<Side<'_>> = vec![
+        ("lsmlab", Box::new(lsmlab)),
+        ("rstar", Box::new(rstar)),
+        ("rstar_same_node", Box::new(rstar_same)),
+    ];
+    run_group(
+        &format!("mem_rtree_range_{side}"),
+        (SEARCH_REPEATS * QUERIES) as u64,
+        1,
+        sides,
+    );
+}
+
 /// Runs group `name` in this process.
 fn run_named(name: &str) {
     match name {
         "cache_hit" => cache_hit(),
         "cache_miss_mix" => cache_miss_mix(),
-        _ => match search_groups().find(|(g, _)| g == name) {
-            Some((_, side)) => packed_rtree_search(side),
-            None => panic!("no paired group {name:?}"),
-        },
+        _ => {
+            if let Some((_, side)) = search_groups().find(|(g, _)| g == name) {
+                packed_rtree_search(side)
+            } else if let Some((_, side)) = range_groups().find(|(g, _)| g == name) {
+                mem_rtree_range(side)
+            } else {
+                panic!("no paired group {name:?}")
+            }
+        }
     }
 }
 
@@ -261,6 +327,7 @@ fn main() {
     let exe = std::env::current_exe().unwrap();
     let names = ["cache_hit".to_string(), "cache_miss_mix".to_string()]
         .into_iter()
+        .chain(range_groups().map(|(g, _)| g))
         .chain(search_groups().map(|(g, _)| g));
     for name in names.filter(|n| n.contains(&filter)) {
         let status = std::process::Command::new(&exe)
