@@ -6,6 +6,8 @@
 //! `engine/benches/cache.rs`, `experiments/benches/stores.rs`). Each (lsmlab function, peer) pair of a group becomes one row with
 //! both throughputs and `ratio` = lsmlab's throughput / the peer's (above 1: lsmlab is faster),
 //! from criterion's mean estimate of the latest run (`<criterion dir>/<group>/<function>/new/`).
+//! The groups `engine/benches/paired.rs` also runs in paired rounds (both sides timed back to back
+//! in every round) add the median of the rounds' ratios and its quartiles to their rows.
 
 use std::collections::BTreeMap;
 use std::fs;
