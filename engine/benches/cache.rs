@@ -20,10 +20,9 @@
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use lsmlab_engine::storage::PageId;
 
 mod common;
-use common::caches::{device, ids, ids_n, thread_cpu_ns, Peer, BATCH, CAPACITY, MIX_STREAM};
+use common::caches::{device, filled_for_hits, filled_for_misses, thread_cpu_ns, BATCH, CAPACITY};
 
 /// Criterion measurement: the benchmarking thread's CPU time.
 struct ThreadCpuTime;
@@ -93,24 +92,7 @@ fn hit(c: &mut Crit) {
     let dev = device(CAPACITY as u64);
     let mut group = c.benchmark_group("cache_hit");
     group.throughput(Throughput::Elements(BATCH as u64));
-    // Every cache is filled before any is measured, so that none runs on a heap or a CPU state
-    // the others left behind differently.
-    let peers = Peer::all(&dev);
-    let mut batches = Vec::new();
-    for (_, peer) in &peers {
-        for id in 0..CAPACITY as u64 {
-            peer.read(id);
-        }
-        // Draw only among pages the cache actually kept (an approximate cache may admit fewer).
-        let resident: Vec<PageId> = (0..CAPACITY as u64).filter(|&id| peer.contains(id)).collect();
-        batches.push(
-            ids(resident.len() as u64, 1)
-                .into_iter()
-                .map(|i| resident[i as usize])
-                .collect::<Vec<_>>(),
-        );
-    }
-    for ((name, peer), batch) in peers.iter().zip(&batches) {
+    for (name, peer, batch) in &filled_for_hits(&dev) {
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
                 for &id in batch {
@@ -123,18 +105,9 @@ fn hit(c: &mut Crit) {
 }
 
 fn miss_mix(c: &mut Crit) {
-    let pages = 4 * CAPACITY as u64;
-    let dev = device(pages);
-    let stream = ids_n(MIX_STREAM, pages, 2);
     let mut group = c.benchmark_group("cache_miss_mix");
     group.throughput(Throughput::Elements(BATCH as u64));
-    let peers = Peer::all(&dev);
-    for (_, peer) in &peers {
-        // Filled from as many distinct ids as the stream draws from, so every cache starts full.
-        for &id in &ids_n(4 * CAPACITY, pages, 3) {
-            peer.read(id);
-        }
-    }
+    let (peers, stream) = filled_for_misses();
     for (name, peer) in &peers {
         let mut batches = stream.chunks_exact(BATCH).cycle();
         group.bench_function(BenchmarkId::from_parameter(name), |b| {

@@ -31,12 +31,12 @@ use std::hint::black_box;
 use std::path::Path;
 
 use lsmlab_engine::cache::BufferCache;
+use lsmlab_engine::geom::Rect;
 use lsmlab_engine::rtree::MemRTree;
-use lsmlab_engine::storage::PageId;
 use rstar::RTree;
 
 mod common;
-use common::caches::{device, ids, ids_n, thread_cpu_ns, Peer, BATCH, CAPACITY, MIX_STREAM};
+use common::caches::{device, filled_for_hits, filled_for_misses, thread_cpu_ns, BATCH, CAPACITY};
 use common::spatial::{
     aabb, entries, packed, points, queries, SameNodeSize, EXTENT, PAGE_SIZE, POINTS, QUERIES, SELECTIVITIES,
 };
@@ -123,25 +123,10 @@ fn workspace_root() -> &'static Path {
 
 fn cache_hit() {
     let dev = device(CAPACITY as u64);
-    let peers = Peer::all(&dev);
-    // Filled before any is timed, and each draws among the pages it kept (see `cache.rs`).
-    let mut batches = Vec::new();
-    for (_, peer) in &peers {
-        for id in 0..CAPACITY as u64 {
-            peer.read(id);
-        }
-        let resident: Vec<PageId> = (0..CAPACITY as u64).filter(|&id| peer.contains(id)).collect();
-        batches.push(
-            ids(resident.len() as u64, 1)
-                .into_iter()
-                .map(|i| resident[i as usize])
-                .collect::<Vec<_>>(),
-        );
-    }
-    let sides = peers
+    let caches = filled_for_hits(&dev);
+    let sides = caches
         .iter()
-        .zip(&batches)
-        .map(|((name, peer), batch)| {
+        .map(|(name, peer, batch)| {
             let work = move || {
                 for _ in 0..HIT_BATCHES {
                     for &id in batch {
@@ -156,15 +141,7 @@ fn cache_hit() {
 }
 
 fn cache_miss_mix() {
-    let pages = 4 * CAPACITY as u64;
-    let dev = device(pages);
-    let stream = ids_n(MIX_STREAM, pages, 2);
-    let peers = Peer::all(&dev);
-    for (_, peer) in &peers {
-        for &id in &ids_n(4 * CAPACITY, pages, 3) {
-            peer.read(id);
-        }
-    }
+    let (peers, stream) = filled_for_misses();
     let sides = peers
         .iter()
         .map(|(name, peer)| {
@@ -187,31 +164,40 @@ fn search_groups() -> impl Iterator<Item = (String, f64)> {
         .map(|s| (format!("packed_rtree_search_{s}"), s))
 }
 
-fn packed_rtree_search(side: f64) {
-    let pts = points(POINTS, 2);
-    let raw: Vec<[f64; 2]> = pts.iter().map(|p| [p.x, p.y]).collect();
-    let (tree, device) = packed(&pts);
-    let cache = BufferCache::new(device, 1 << 16);
-    tree.search(&cache, &EXTENT, |_| {}).unwrap();
-    let peer = RTree::bulk_load(raw.clone());
-    let peer_same: RTree<[f64; 2], SameNodeSize> = RTree::bulk_load_with_params(raw);
+/// The memory R-tree's range-query groups, one per selectivity.
+fn range_groups() -> impl Iterator<Item = (String, f64)> {
+    SELECTIVITIES
+        .into_iter()
+        .map(|s| (format!("mem_rtree_range_{s}"), s))
+}
+
+/// A range-query group: lsmlab's `search` (one query, returning its results' count) beside rstar's
+/// two trees, each side answering the 64 queries of side fraction `side` [`SEARCH_REPEATS`] times
+/// per round.
+fn run_range_group(
+    group: &str,
+    side: f64,
+    mut search: impl FnMut(&Rect) -> u64,
+    peer: &RTree<[f64; 2]>,
+    peer_same: &RTree<[f64; 2], SameNodeSize>,
+) {
     let qs = queries(side);
-    let ours = || {
+    let qs = &qs;
+    let ours = move || {
         for _ in 0..SEARCH_REPEATS {
-            let mut n = 0u64;
-            for q in &qs {
-                tree.search(&cache, q, |_| n += 1).unwrap();
-            }
-            black_box(n);
+            black_box(qs.iter().map(&mut search).sum::<u64>());
         }
     };
-    let rstar = || {
+    let rstar = move || {
         for _ in 0..SEARCH_REPEATS {
-            let n: usize = qs.iter().map(|q| peer.locate_in_envelope(&aabb(q)).count()).sum();
-            black_box(n);
+            black_box(
+                qs.iter()
+                    .map(|q| peer.locate_in_envelope(&aabb(q)).count())
+                    .sum::<usize>(),
+            );
         }
     };
-    let rstar_same = || {
+    let rstar_same = move || {
         for _ in 0..SEARCH_REPEATS {
             let n: usize = qs
                 .iter()
@@ -225,22 +211,26 @@ fn packed_rtree_search(side: f64) {
         ("rstar", Box::new(rstar)),
         ("rstar_same_node", Box::new(rstar_same)),
     ];
-    run_group(
-        &format!("packed_rtree_search_{side}"),
-        (SEARCH_REPEATS * QUERIES) as u64,
-        1,
-        sides,
-    );
+    run_group(group, (SEARCH_REPEATS * QUERIES) as u64, 1, sides);
 }
 
-/// The memory R-tree's range-query groups, one per selectivity.
-fn range_groups() -> impl Iterator<Item = (String, f64)> {
-    SELECTIVITIES
-        .into_iter()
-        .map(|s| (format!("mem_rtree_range_{s}"), s))
+fn packed_rtree_search(group: &str, side: f64) {
+    let pts = points(POINTS, 2);
+    let raw: Vec<[f64; 2]> = pts.iter().map(|p| [p.x, p.y]).collect();
+    let (tree, device) = packed(&pts);
+    let cache = BufferCache::new(device, 1 << 16);
+    tree.search(&cache, &EXTENT, |_| {}).unwrap();
+    let peer = RTree::bulk_load(raw.clone());
+    let peer_same: RTree<[f64; 2], SameNodeSize> = RTree::bulk_load_with_params(raw);
+    let search = |q: &Rect| {
+        let mut n = 0u64;
+        tree.search(&cache, q, |_| n += 1).unwrap();
+        n
+    };
+    run_range_group(group, side, search, &peer, &peer_same);
 }
 
-fn mem_rtree_range(side: f64) {
+fn mem_rtree_range(group: &str, side: f64) {
     // The trees `peers.rs` builds: the same points inserted one by one into each.
     let pts = points(POINTS, 1);
     let mut ours = MemRTree::new(PAGE_SIZE);
@@ -253,42 +243,12 @@ fn mem_rtree_range(side: f64) {
         peer.insert([p.x, p.y]);
         peer_same.insert([p.x, p.y]);
     }
-    let qs = queries(side);
-    let lsmlab = || {
-        for _ in 0..SEARCH_REPEATS {
-            let mut n = 0u64;
-            for q in &qs {
-                ours.search(q, |_| n += 1);
-            }
-            black_box(n);
-        }
+    let search = |q: &Rect| {
+        let mut n = 0u64;
+        ours.search(q, |_| n += 1);
+        n
     };
-    let rstar = || {
-        for _ in 0..SEARCH_REPEATS {
-            let n: usize = qs.iter().map(|q| peer.locate_in_envelope(&aabb(q)).count()).sum();
-            black_box(n);
-        }
-    };
-    let rstar_same = || {
-        for _ in 0..SEARCH_REPEATS {
-            let n: usize = qs
-                .iter()
-                .map(|q| peer_same.locate_in_envelope(&aabb(q)).count())
-                .sum();
-            black_box(n);
-        }
-    };
-    let sides: Vec<Side<'_>> = vec![
-        ("lsmlab", Box::new(lsmlab)),
-        ("rstar", Box::new(rstar)),
-        ("rstar_same_node", Box::new(rstar_same)),
-    ];
-    run_group(
-        &format!("mem_rtree_range_{side}"),
-        (SEARCH_REPEATS * QUERIES) as u64,
-        1,
-        sides,
-    );
+    run_range_group(group, side, search, &peer, &peer_same);
 }
 
 /// Runs group `name` in this process.
@@ -298,9 +258,9 @@ fn run_named(name: &str) {
         "cache_miss_mix" => cache_miss_mix(),
         _ => {
             if let Some((_, side)) = search_groups().find(|(g, _)| g == name) {
-                packed_rtree_search(side)
+                packed_rtree_search(name, side)
             } else if let Some((_, side)) = range_groups().find(|(g, _)| g == name) {
-                mem_rtree_range(side)
+                mem_rtree_range(name, side)
             } else {
                 panic!("no paired group {name:?}")
             }

@@ -121,3 +121,39 @@ pub fn thread_cpu_ns() -> u64 {
     assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// The hit benches' input: every cache of [`Peer::all`] over `dev` (a device of [`CAPACITY`]
+/// pages) filled before any is measured, so that none runs on a heap or a CPU state the others
+/// left behind differently, and per cache a batch of [`BATCH`] ids drawn among the pages it kept
+/// (an approximate cache may admit fewer).
+pub fn filled_for_hits(dev: &Arc<dyn Device>) -> Vec<(&'static str, Peer, Vec<PageId>)> {
+    Peer::all(dev)
+        .into_iter()
+        .map(|(name, peer)| {
+            for id in 0..CAPACITY as u64 {
+                peer.read(id);
+            }
+            let resident: Vec<PageId> = (0..CAPACITY as u64).filter(|&id| peer.contains(id)).collect();
+            let batch = ids(resident.len() as u64, 1)
+                .into_iter()
+                .map(|i| resident[i as usize])
+                .collect();
+            (name, peer, batch)
+        })
+        .collect()
+}
+
+/// The miss mix's input: a device of 4x [`CAPACITY`] pages, every cache of [`Peer::all`] filled
+/// from as many distinct ids as the stream draws from (so each starts full), and the stream of
+/// [`MIX_STREAM`] ids the caches read batch after batch.
+pub fn filled_for_misses() -> (Vec<(&'static str, Peer)>, Vec<PageId>) {
+    let pages = 4 * CAPACITY as u64;
+    let dev = device(pages);
+    let peers = Peer::all(&dev);
+    for (_, peer) in &peers {
+        for &id in &ids_n(4 * CAPACITY, pages, 3) {
+            peer.read(id);
+        }
+    }
+    (peers, ids_n(MIX_STREAM, pages, 2))
+}
