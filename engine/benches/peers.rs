@@ -302,8 +302,8 @@ const TARGET_VAR: &str = "LSMLAB_PEERS_TARGET";
 /// and flags): a target's trees are then built on a fresh heap, not among the blocks an earlier
 /// target allocated and freed. Run in one process, rstar's bulk-loaded tree with lsmlab's node
 /// size answered the 64 queries of side 0.343 in 3.17 ms after the memory R-tree targets had run,
-/// and in 2.20 ms without them (lsmlab's tree 2.88 and 2.60 ms): the row read 1.10 where it is
-/// 0.85 on a fresh heap.
+/// and in 2.20 ms without them (lsmlab's tree 2.88 and 2.60 ms): the row's ratio, 1.10 against
+/// 0.85, depended on which targets had run before it.
 fn main() {
     if let Ok(name) = std::env::var(TARGET_VAR) {
         let (_, target) = TARGETS
