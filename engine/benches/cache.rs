@@ -7,7 +7,9 @@
 //!   read the device and evict. Each iteration reads the next [`BATCH`] ids of one stream of
 //!   [`MIX_STREAM`] ids, far more than the cache holds, so the reads keep missing however many
 //!   iterations criterion runs. (The row used to reread one batch of 4,096 ids every iteration: from
-//!   the second iteration on every page of it was resident, and the row measured hits only.)
+//!   the second iteration on every page of it was resident, and the row measured hits only. Then
+//!   it cycled a stream of 16 batches, whose recurring pages one peer's policy learned; see
+//!   [`MIX_STREAM`].)
 //!
 //! Times are the benchmarking thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time: on a
 //! shared machine the wall clock also counts the time the thread waits to be scheduled, which
@@ -107,7 +109,7 @@ fn hit(c: &mut Crit) {
 fn miss_mix(c: &mut Crit) {
     let mut group = c.benchmark_group("cache_miss_mix");
     group.throughput(Throughput::Elements(BATCH as u64));
-    let (peers, stream) = filled_for_misses();
+    let (_, peers, stream) = filled_for_misses();
     for (name, peer) in &peers {
         let mut batches = stream.chunks_exact(BATCH).cycle();
         group.bench_function(BenchmarkId::from_parameter(name), |b| {

@@ -60,24 +60,34 @@ const OUT_DIR: &str = "target/paired";
 /// One side of a group: its function name and one round's work.
 type Side<'a> = (&'a str, Box<dyn FnMut() + 'a>);
 
+/// The device's count of page reads, for groups whose sides read one shared device: read before and
+/// after each timed run, it tells how much of a side's time went to device reads (a cache whose
+/// policy keeps more of the stream reads the device less, and is faster for that, not for its code).
+type Reads<'a> = Option<&'a dyn Fn() -> u64>;
+
 /// Times every side once per round, each timed run after `untimed` untimed runs of the same work,
 /// for [`WARM_UP_ROUNDS`] + [`ROUNDS`] rounds, round `r` starting with side `r mod sides`; writes
-/// the kept rounds to `<OUT_DIR>/<group>.json` and prints each lsmlab side's median ratio to every
-/// peer. `elements` is what one timed run processes.
-fn run_group(group: &str, elements: u64, untimed: usize, mut sides: Vec<Side<'_>>) {
+/// the kept rounds to `<OUT_DIR>/<group>.json` (with each timed run's device reads, given `reads`)
+/// and prints each lsmlab side's median ratio to every peer. `elements` is what one timed run
+/// processes.
+fn run_group(group: &str, elements: u64, untimed: usize, mut sides: Vec<Side<'_>>, reads: Reads<'_>) {
     let n = sides.len();
     let mut ns = vec![Vec::with_capacity(ROUNDS); n];
+    let mut device_reads = vec![Vec::with_capacity(ROUNDS); n];
+    let count = || reads.map_or(0, |r| r());
     for round in 0..WARM_UP_ROUNDS + ROUNDS {
         for k in 0..n {
             let s = (round + k) % n;
             for _ in 0..untimed {
                 (sides[s].1)();
             }
+            let before = count();
             let start = thread_cpu_ns();
             (sides[s].1)();
             let took = thread_cpu_ns() - start;
             if round >= WARM_UP_ROUNDS {
                 ns[s].push(took.max(1));
+                device_reads[s].push(count() - before);
             }
         }
     }
@@ -87,12 +97,24 @@ fn run_group(group: &str, elements: u64, untimed: usize, mut sides: Vec<Side<'_>
         .zip(&ns)
         .map(|(name, v)| (name.to_string(), serde_json::json!(v)))
         .collect();
-    let doc = serde_json::json!({
+    let mut doc = serde_json::json!({
         "schema": "lsmlab.paired/1",
         "group": group,
         "elements": elements,
         "rounds_ns": rounds,
     });
+    if reads.is_some() {
+        let per_side: serde_json::Map<String, serde_json::Value> = names
+            .iter()
+            .zip(&device_reads)
+            .map(|(name, v)| (name.to_string(), serde_json::json!(v)))
+            .collect();
+        doc["device_reads"] = per_side.into();
+        for (name, v) in names.iter().zip(&device_reads) {
+            let per_element = v.iter().sum::<u64>() as f64 / (v.len() as u64 * elements) as f64;
+            println!("{group}: {name}: {per_element:.4} device reads per element");
+        }
+    }
     let dir = workspace_root().join(OUT_DIR);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{group}.json"));
@@ -137,11 +159,17 @@ fn cache_hit() {
             (*name, Box::new(work) as Box<dyn FnMut()>)
         })
         .collect();
-    run_group("cache_hit", (HIT_BATCHES * BATCH) as u64, 1, sides);
+    run_group(
+        "cache_hit",
+        (HIT_BATCHES * BATCH) as u64,
+        1,
+        sides,
+        Some(&|| dev.stats().page_reads),
+    );
 }
 
 fn cache_miss_mix() {
-    let (peers, stream) = filled_for_misses();
+    let (dev, peers, stream) = filled_for_misses();
     let sides = peers
         .iter()
         .map(|(name, peer)| {
@@ -154,7 +182,13 @@ fn cache_miss_mix() {
             (*name, Box::new(work) as Box<dyn FnMut()>)
         })
         .collect();
-    run_group("cache_miss_mix", BATCH as u64, MIX_UNTIMED, sides);
+    run_group(
+        "cache_miss_mix",
+        BATCH as u64,
+        MIX_UNTIMED,
+        sides,
+        Some(&|| dev.stats().page_reads),
+    );
 }
 
 /// The packed R-tree search's groups, one per selectivity.
@@ -211,7 +245,7 @@ fn run_range_group(
         ("rstar", Box::new(rstar)),
         ("rstar_same_node", Box::new(rstar_same)),
     ];
-    run_group(group, (SEARCH_REPEATS * QUERIES) as u64, 1, sides);
+    run_group(group, (SEARCH_REPEATS * QUERIES) as u64, 1, sides, None);
 }
 
 fn packed_rtree_search(group: &str, side: f64) {

@@ -7,7 +7,8 @@
 //! both throughputs and `ratio` = lsmlab's throughput / the peer's (above 1: lsmlab is faster),
 //! from criterion's mean estimate of the latest run (`<criterion dir>/<group>/<function>/new/`).
 //! The groups `engine/benches/paired.rs` also runs in paired rounds (both sides timed back to back
-//! in every round) add the median of the rounds' ratios and its quartiles to their rows.
+//! in every round) add the median of the rounds' ratios and its quartiles to their rows, and the cache
+//! groups each side's device reads per element (the counted work behind the time).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -73,6 +74,11 @@ pub struct PeerRow {
     /// The paired rounds behind [`PeerRow::paired_ratio`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired_rounds: Option<usize>,
+    /// Device page reads per element over the paired rounds, lsmlab's and the peer's, when the
+    /// group counted them (both sides read one device): the work behind the time. Sides that read
+    /// the device unequally differ by policy as well as by code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_reads_per_element: Option<[f64; 2]>,
 }
 
 /// The `schema` of a paired group's file (`engine/benches/paired.rs` writes them).
@@ -89,6 +95,10 @@ pub struct PairedGroup {
     pub elements: u64,
     /// Function -> its CPU nanoseconds in each round (every function has the same rounds).
     pub rounds_ns: BTreeMap<String, Vec<u64>>,
+    /// Function -> the device page reads of each of its timed rounds, for groups whose sides read
+    /// one device (absent otherwise).
+    #[serde(default)]
+    pub device_reads: BTreeMap<String, Vec<u64>>,
 }
 
 /// The median and quartiles of the rounds' ratios `peer / lsmlab` (per round: the peer's time over
@@ -147,6 +157,16 @@ pub fn collect_paired(dir: &Path) -> anyhow::Result<Vec<PairedGroup>> {
                 v.len()
             );
         }
+        if !g.device_reads.is_empty()
+            && (!g.device_reads.keys().eq(g.rounds_ns.keys())
+                || g.device_reads.values().any(|v| v.len() != rounds))
+        {
+            bail!(
+                "{}: device_reads must give every function of rounds_ns ({}) one count per round ({rounds})",
+                path.display(),
+                g.rounds_ns.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
         groups.push(g);
     }
     groups.sort_by(|a, b| a.group.cmp(&b.group));
@@ -163,6 +183,10 @@ fn add_paired(rows: &mut Vec<PeerRow>, groups: &[PairedGroup]) {
     };
     for g in groups {
         let per_s = |ns: &[u64]| g.elements as f64 / (median(ns) / 1e9);
+        let reads_per_element = |f: &str| {
+            let v = g.device_reads.get(f)?;
+            Some(v.iter().sum::<u64>() as f64 / (v.len() as u64 * g.elements) as f64)
+        };
         for (ours, ours_ns) in g.rounds_ns.iter().filter(|(f, _)| f.starts_with("lsmlab")) {
             for (peer, peer_ns) in g.rounds_ns.iter().filter(|(f, _)| !f.starts_with("lsmlab")) {
                 let (ratio, quartiles) = paired_ratio(ours_ns, peer_ns);
@@ -184,6 +208,7 @@ fn add_paired(rows: &mut Vec<PeerRow>, groups: &[PairedGroup]) {
                             paired_ratio: None,
                             paired_quartiles: None,
                             paired_rounds: None,
+                            device_reads_per_element: None,
                         });
                         rows.len() - 1
                     }
@@ -192,6 +217,9 @@ fn add_paired(rows: &mut Vec<PeerRow>, groups: &[PairedGroup]) {
                 row.paired_ratio = Some(ratio);
                 row.paired_quartiles = Some(quartiles);
                 row.paired_rounds = Some(ours_ns.len());
+                row.device_reads_per_element = reads_per_element(ours)
+                    .zip(reads_per_element(peer))
+                    .map(|(a, b)| [a, b]);
             }
         }
     }
@@ -329,6 +357,7 @@ pub fn rows(measured: &[Measured]) -> Vec<PeerRow> {
                     paired_ratio: None,
                     paired_quartiles: None,
                     paired_rounds: None,
+                    device_reads_per_element: None,
                 });
             }
         }
@@ -404,8 +433,12 @@ pub fn write_summary(
                 (Some(p), Some([lo, hi])) => format!("; paired {p:.2}x, quartiles {lo:.2}-{hi:.2}"),
                 _ => String::new(),
             };
+            let reads = r
+                .device_reads_per_element
+                .map(|[ours, peer]| format!("; device reads per element {ours:.3} vs {peer:.3}"))
+                .unwrap_or_default();
             format!(
-                "{}: {} vs {} ({:.2}x{previous}{paired})",
+                "{}: {} vs {} ({:.2}x{previous}{paired}{reads})",
                 r.operation, r.lsmlab, r.peer, r.ratio
             )
         })
@@ -520,12 +553,57 @@ mod tests {
     }
 
     fn paired(dir: &Path, group: &str, rounds: &[(&str, &[u64])]) {
+        paired_with_reads(dir, group, rounds, &[]);
+    }
+
+    fn paired_with_reads(dir: &Path, group: &str, rounds: &[(&str, &[u64])], reads: &[(&str, &[u64])]) {
         fs::create_dir_all(dir).unwrap();
         let rounds: BTreeMap<&str, &[u64]> = rounds.iter().copied().collect();
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "schema": PAIRED_SCHEMA, "group": group, "elements": 1000, "rounds_ns": rounds,
         });
+        if !reads.is_empty() {
+            let reads: BTreeMap<&str, &[u64]> = reads.iter().copied().collect();
+            doc["device_reads"] = serde_json::json!(reads);
+        }
         fs::write(dir.join(format!("{group}.json")), doc.to_string()).unwrap();
+    }
+
+    #[test]
+    fn counted_device_reads_go_beside_the_paired_ratio() {
+        let dir = tempfile::tempdir().unwrap();
+        let crit = dir.path().join("criterion");
+        let pairs = dir.path().join("paired");
+        bench(&crit, "miss", "lsmlab", 10.0, None);
+        bench(&crit, "miss", "peer", 9.0, None);
+        // 1000 elements a round: lsmlab reads the device 750 times a round, the peer 600 and 700.
+        paired_with_reads(
+            &pairs,
+            "miss",
+            &[("lsmlab", &[10, 10]), ("peer", &[9, 9])],
+            &[("lsmlab", &[750, 750]), ("peer", &[600, 700])],
+        );
+        let out = dir.path().join("peers.json");
+        let s = write_summary(&crit, &out, None, Some(&pairs)).unwrap();
+        assert_eq!(s.rows[0].device_reads_per_element, Some([0.75, 0.65]));
+        assert_eq!(
+            s.below_peer,
+            vec!["miss: lsmlab vs peer (0.90x; paired 0.90x, quartiles 0.90-0.90; device reads per element 0.750 vs 0.650)".to_string()]
+        );
+        // Counts that do not match the timed rounds are named, and nothing is written.
+        let out2 = dir.path().join("p2.json");
+        paired_with_reads(
+            &pairs,
+            "miss",
+            &[("lsmlab", &[10, 10]), ("peer", &[9, 9])],
+            &[("lsmlab", &[750]), ("peer", &[600, 700])],
+        );
+        let err = write_summary(&crit, &out2, None, Some(&pairs)).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("miss.json: device_reads must give every function"),
+            "{err:#}"
+        );
+        assert!(!out2.exists());
     }
 
     #[test]
