@@ -92,7 +92,8 @@ use crate::spatial::maintenance::{Cleanup, Maintenance, MaintenanceStats, MergeF
 use crate::spatial::stats::CleaningCounts;
 use crate::spatial::strategy::EagerVariant;
 use crate::{Error, Result};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The table's row: `Eager` (antimatter entries, option 2), `Eager(buddy)` (option 0) and
 /// `Eager(physical)` (option 1).
@@ -148,18 +149,22 @@ pub(crate) struct Eager {
     /// The in-memory deleted-key B+-tree (Buddy, Physical, Probe), keyed by object id as the
     /// authors' buddy B-tree (one key per object), with the timestamp of the object's latest update
     /// or delete in this memory component beside it (what keeps stale memory entries out of
-    /// answers).
-    memory_deleted: BTreeMap<u64, u64>,
+    /// answers). Held in a hash map: the tree is counted in pages (its size), its probes are
+    /// in-memory and uncounted, and it is flushed in key order (sorted then), as the B+-tree
+    /// would give it. A `BTreeMap` here, probed once per query candidate, was half of a Validation
+    /// cell's time in `rum-mixed`.
+    memory_deleted: FxHashMap<u64, u64>,
     /// Deleted keys per B+-tree leaf page, to size the in-memory deleted-key tree in pages.
     deleted_leaf_capacity: usize,
     /// The in-memory antimatter B-tree (Antimatter): the antimatter entry of every update or
-    /// delete since the last flush, keyed by (object id, stamp of the entry it kills).
-    memory_tombstones: BTreeMap<(u64, u64), SpatialEntry>,
+    /// delete since the last flush, keyed by (object id, stamp of the entry it kills). A hash map
+    /// flushed in key order, as `memory_deleted`.
+    memory_tombstones: FxHashMap<(u64, u64), SpatialEntry>,
     /// Antimatter tuples per leaf page: the whole entry, as many as an R-tree leaf holds.
     tombstone_leaf_capacity: usize,
     /// Each live object's current entry (location, stamp), for Antimatter (the old entry its
     /// antimatter names, as the authors' stream gives it) and Probe (exact answers). Uncounted.
-    current: HashMap<u64, (Point, u64)>,
+    current: FxHashMap<u64, (Point, u64)>,
     /// oid -> location, when the old location is looked up (timed) rather than taken from the
     /// stream, as the paper did when it excluded that lookup.
     primary_index: Option<LsmBTree<Point>>,
@@ -172,12 +177,12 @@ impl Eager {
     pub fn new(kind: Kind, page_size: usize, primary_index: Option<LsmBTree<Point>>) -> Self {
         Eager {
             kind,
-            memory_deleted: BTreeMap::new(),
+            memory_deleted: FxHashMap::default(),
             // a deleted key is an object id alone
             deleted_leaf_capacity: BTreeComponent::<()>::leaf_capacity(page_size).max(1),
-            memory_tombstones: BTreeMap::new(),
+            memory_tombstones: FxHashMap::default(),
             tombstone_leaf_capacity: DiskRTree::leaf_capacity(page_size).max(1),
-            current: HashMap::new(),
+            current: FxHashMap::default(),
             primary_index,
             cleaned: CleaningCounts::default(),
             superseded_flushed: 0,
@@ -321,11 +326,15 @@ impl Maintenance for Eager {
     /// One key per object: an update or delete kills every older version of the object, whatever
     /// its location.
     fn memory_antimatter(&self) -> Vec<u64> {
-        self.memory_deleted.keys().copied().collect()
+        let mut keys: Vec<u64> = self.memory_deleted.keys().copied().collect();
+        keys.sort_unstable();
+        keys
     }
 
     fn memory_antimatter_entries(&self) -> Vec<SpatialEntry> {
-        self.memory_tombstones.values().copied().collect()
+        let mut entries: Vec<(&(u64, u64), &SpatialEntry)> = self.memory_tombstones.iter().collect();
+        entries.sort_unstable_by_key(|(k, _)| **k);
+        entries.into_iter().map(|(_, e)| *e).collect()
     }
 
     fn flushed(&mut self, cleanup: Cleanup) -> Result<()> {
@@ -370,7 +379,7 @@ impl Maintenance for Eager {
             }),
             Kind::Antimatter => Box::new(TombstoneMerge {
                 includes_oldest,
-                seen: HashMap::new(),
+                seen: FxHashMap::default(),
                 annihilated: 0,
             }),
         }
@@ -440,7 +449,7 @@ impl Maintenance for Eager {
 struct TombstoneMerge {
     includes_oldest: bool,
     /// (oid, stamp) of every antimatter entry seen, with its input.
-    seen: HashMap<(u64, u64), usize>,
+    seen: FxHashMap<(u64, u64), usize>,
     annihilated: u64,
 }
 
@@ -721,6 +730,32 @@ mod tests {
         eager.commit(cleanup).unwrap();
         let (keys, _) = eager.merge_filter(antimatter, true).finish();
         assert!(keys.is_empty());
+    }
+
+    /// The memory component's antimatter goes to the flush in key order (the buddy B-tree is built
+    /// from ascending keys; antimatter tuples by object and stamp), whatever order the updates
+    /// came in: the maps that hold them have no order of their own.
+    #[test]
+    fn memory_antimatter_is_flushed_in_key_order() {
+        let mut memory = MemRTree::new(256);
+        let mut buddy = Eager::new(Kind::Buddy, 256, None);
+        let mut tombstones = Eager::new(Kind::Antimatter, 256, None);
+        let oids = [7u64, 3, 11, 1, 9, 5];
+        for (i, &oid) in oids.iter().cycle().take(3 * oids.len()).enumerate() {
+            let ts = i as u64 + 1;
+            buddy.retire_old(&mut memory, oid, None, ts);
+            tombstones.retire_old(&mut memory, oid, None, ts);
+            tombstones
+                .record_current(oid, Some((Point::new(0.0, 0.0), ts)))
+                .unwrap();
+        }
+        assert_eq!(buddy.memory_antimatter(), vec![1, 3, 5, 7, 9, 11]);
+        let keys: Vec<(u64, u64)> = (tombstones.memory_antimatter_entries().iter())
+            .map(|e| (e.oid, e.stamp()))
+            .collect();
+        // Each object's first update had no older entry to kill: two antimatter tuples per object.
+        assert_eq!(keys.len(), 2 * oids.len());
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
     }
 
     /// The authors' antimatter merge: a target whose antimatter is in a newer input is dropped
