@@ -82,7 +82,8 @@ impl LsmRTree {
                 out.results.push(*e);
             }
         }
-        let last = bounds.len() - 2;
+        // The index of the oldest component's window (none without disk components).
+        let last = bounds.len().saturating_sub(2);
         for (i, w) in bounds.windows(2).enumerate() {
             let source = Source::Disk { newer: &comps[..i] };
             let component = &candidates[w[0]..w[1]];
