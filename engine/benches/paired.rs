@@ -18,7 +18,8 @@
 //! - `mem_rtree_range_<s>` and `packed_rtree_search_<s>`: each side answers the 64 queries of
 //!   side fraction `s` [`SEARCH_REPEATS`] times per round.
 //!
-//! Each group writes `target/paired/<group>.json` (every side's CPU nanoseconds per round), which
+//! Each group writes `target/paired/<group>.json` (every side's CPU nanoseconds per round and, for
+//! the cache groups, the shared device's page reads in each of its timed runs), which
 //! `lsmlab bench-summary --paired target/paired` turns into a median ratio beside criterion's.
 //!
 //! Run: `make bench` (after the criterion benches), or `cargo bench -p lsmlab-engine --bench
@@ -92,24 +93,22 @@ fn run_group(group: &str, elements: u64, untimed: usize, mut sides: Vec<Side<'_>
         }
     }
     let names: Vec<&str> = sides.iter().map(|s| s.0).collect();
-    let rounds: serde_json::Map<String, serde_json::Value> = names
-        .iter()
-        .zip(&ns)
-        .map(|(name, v)| (name.to_string(), serde_json::json!(v)))
-        .collect();
+    let per_side = |values: &[Vec<u64>]| -> serde_json::Value {
+        let map: serde_json::Map<String, serde_json::Value> = names
+            .iter()
+            .zip(values)
+            .map(|(name, v)| (name.to_string(), serde_json::json!(v)))
+            .collect();
+        map.into()
+    };
     let mut doc = serde_json::json!({
         "schema": "lsmlab.paired/1",
         "group": group,
         "elements": elements,
-        "rounds_ns": rounds,
+        "rounds_ns": per_side(&ns),
     });
     if reads.is_some() {
-        let per_side: serde_json::Map<String, serde_json::Value> = names
-            .iter()
-            .zip(&device_reads)
-            .map(|(name, v)| (name.to_string(), serde_json::json!(v)))
-            .collect();
-        doc["device_reads"] = per_side.into();
+        doc["device_reads"] = per_side(&device_reads);
         for (name, v) in names.iter().zip(&device_reads) {
             let per_element = v.iter().sum::<u64>() as f64 / (v.len() as u64 * elements) as f64;
             println!("{group}: {name}: {per_element:.4} device reads per element");

@@ -43,8 +43,8 @@ impl LsmRTree {
     /// A range query: candidates from the memory R-tree and every disk R-tree (newest first), then
     /// each candidate validated by the strategy, in that order.
     pub fn query(&self, rect: &Rect) -> Result<QueryOutcome> {
-        // The buffers are kept on the thread between queries (a query nested in a callback finds
-        // them taken and starts from empty ones).
+        // The buffers are kept on the thread between queries; they are taken out while a query
+        // runs, so anything that queried meanwhile on the same thread would start from empty ones.
         let mut scratch = SCRATCH.take().unwrap_or_default();
         scratch.candidates.clear();
         scratch.shadow.killed.clear();
