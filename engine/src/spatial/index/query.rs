@@ -19,12 +19,14 @@ pub struct QueryOutcome {
     pub validation_lookups: u64,
 }
 
-/// Candidates (and antimatter keys) a query's buffers keep room for once the query is done (32 MiB
-/// of entries): the next query on the thread then gathers them without growing a vector and a hash
-/// set from empty (the growth's copies and rehashes were 8% of a query-heavy UM cell's time in
-/// `rum-mixed`, and most of an Eager cell's). A larger buffer, left by a query over most of the
-/// index, is freed rather than held.
-const KEPT_CANDIDATES: usize = 1 << 20;
+/// Candidates (and antimatter keys) a query's buffers keep room for once the query is done (8 MiB
+/// of candidates, about as much for the keys' set): the next query on the thread then gathers them
+/// without growing a vector and a hash set from empty (the growth's copies and rehashes were 8% of
+/// a query-heavy UM cell's time in `rum-mixed`, and most of an Eager cell's). A larger buffer, left
+/// by a larger query, is freed rather than held: a query that large pays for its growth many times
+/// over in validation, and the held bytes would sit beside every later flush and merge (with room
+/// for 2^20 candidates, a paper-scale `rum-mixed` cell under Eager peaked 92 MiB higher).
+const KEPT_CANDIDATES: usize = 1 << 18;
 
 /// The allocations a query reuses from the last query on its thread.
 #[derive(Default)]
