@@ -245,8 +245,8 @@ impl IndexConfig {
     /// file` the pages live in the file, so the index's part is at most what stays in memory: the
     /// buffer cache (each page with the cache's bookkeeping, [`CACHED_PAGE_OVERHEAD`]), the memory
     /// component and a merge's survivors (32 B each, at most about `max_mergeable_pages` of
-    /// pages, each with the merge's bookkeeping, [`MERGED_PAGE_OVERHEAD`]). With `--data` files, [`IndexConfig::memory_estimate`] at the sum of the three (the
-    /// files are all held).
+    /// pages, each with the merge's bookkeeping, [`MERGED_PAGE_OVERHEAD`]). With `--data` files,
+    /// [`IndexConfig::memory_estimate`] at the sum of the three (the files are all held).
     pub fn streamed_memory_estimate(
         &self,
         storage: &StorageConfig,
