@@ -444,6 +444,23 @@ fn progress_lines_give_each_cell_an_eta_and_no_single_step_counter() {
     // A cell of one step says no `[1/1 ...]`.
     assert!(!err.contains("[1/1 "), "{err}");
     assert!(err.contains("s] gowalla UM+F\n"), "{err}");
+    // Each cell's end says what it cost, and the result keeps it per cell beside the estimate.
+    assert_eq!(
+        err.matches("] done: datasets=gowalla strategies=").count(),
+        3,
+        "{err}"
+    );
+    assert!(err.contains(" s wall, ") && err.contains(" s CPU"), "{err}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tiny/rum-update.json")).unwrap()).unwrap();
+    let log = &result["cells"];
+    assert!(log["memory_estimate_bytes"].as_u64().unwrap() > 0, "{log}");
+    for cell in log["done"].as_array().unwrap() {
+        assert!(cell["cpu_s"].as_f64().unwrap() >= 0.0, "{cell}");
+        if cfg!(target_os = "linux") {
+            assert!(cell["peak_rss_bytes"].as_u64().unwrap() > 1 << 20, "{cell}");
+        }
+    }
 }
 
 #[test]

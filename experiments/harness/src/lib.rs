@@ -34,6 +34,7 @@ pub mod runner;
 pub mod scale;
 pub mod source_tree;
 pub mod trace;
+pub mod usage;
 
 /// Fake experiments and a sample result for tests, here and in the crates above (feature
 /// `testing`).

@@ -148,9 +148,15 @@ impl Progress {
         }
     }
 
-    /// Counts the current cell as done (moves the bar, and feeds the plain lines' ETA).
-    pub fn cell_done(&self) {
-        self.lock().cells_done += 1;
+    /// Counts the current cell as done (moves the bar, and feeds the plain lines' ETA) and prints
+    /// `[t] done: summary` (what the cell cost, from the runner), outside the cell's steps.
+    pub fn cell_done(&self, summary: impl Display) {
+        let mut state = self.lock();
+        state.cells_done += 1;
+        state.step = 0;
+        state.label.clear();
+        self.print(&mut state, &format!("done: {summary}"));
+        drop(state);
         if let Some(bar) = &self.bar {
             bar.inc(1);
         }
@@ -385,12 +391,12 @@ mod tests {
         progress.cell(1, 3, "datasets=gowalla");
         progress.set_total(1);
         progress.begin("gowalla UM");
-        progress.cell_done();
+        progress.cell_done("datasets=gowalla in 0.1 s");
         progress.cell(2, 3, "datasets=chicago");
         progress.set_total(2);
         progress.begin("chicago UM");
         let lines = out.lines();
-        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines.len(), 5, "{lines:?}");
         // The first cell has no finished cell to estimate from.
         assert!(lines[0].ends_with("] cell 1/3: datasets=gowalla"), "{}", lines[0]);
         assert!(
@@ -398,8 +404,14 @@ mod tests {
             "{}",
             lines[1]
         );
-        assert!(lines[2].contains("cell 2/3 (ETA "), "{}", lines[2]);
-        assert!(lines[3].starts_with("[1/2 "), "{}", lines[3]);
+        // The cell's end is said outside its steps, without their counter or label.
+        assert!(
+            lines[2].ends_with("s] done: datasets=gowalla in 0.1 s"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[3].contains("cell 2/3 (ETA "), "{}", lines[3]);
+        assert!(lines[4].starts_with("[1/2 "), "{}", lines[4]);
     }
 
     #[test]

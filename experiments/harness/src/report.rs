@@ -46,6 +46,25 @@ pub fn rows_table(rows: &[Row], columns: &[&str]) -> String {
 }
 
 /// The section for a result whose experiment this build does not know: its config and rows.
+/// `, 41.2 CPU-s, peak 612 MiB (estimate 1.90 GiB)`: what the run's cells cost, where each
+/// recorded it (results written before lsmlab recorded it say nothing).
+fn cost(result: &ResultFile) -> String {
+    let Some(log) = &result.cells else {
+        return String::new();
+    };
+    let mut text = log.cpu_s().map_or(String::new(), |s| format!(", {s:.1} CPU-s"));
+    if let Some((peak, cell)) = log.peak() {
+        text += &format!(", peak {}", crate::usage::size(peak));
+        if log.done.len() > 1 {
+            text += &format!(" ({})", cell.label);
+        }
+        if let Some(e) = log.memory_estimate_bytes {
+            text += &format!(" against an estimate of {}", crate::usage::size(e));
+        }
+    }
+    text
+}
+
 fn generic_section(result: &ResultFile) -> String {
     let mut out = String::from("_This build has no experiment of this name; showing the raw result._\n\n");
     let config: Vec<Vec<String>> = result
@@ -426,11 +445,12 @@ fn section(
     };
     writeln!(
         out,
-        "_Scale {}, seed {}, {} rows in {:.1} s, started {}; commit {}; {} ({} cores, {:.1} GiB) on {}._\n",
+        "_Scale {}, seed {}, {} rows in {:.1} s{}, started {}; commit {}; {} ({} cores, {:.1} GiB) on {}._\n",
         result.scale,
         result.seed,
         result.rows.len(),
         result.duration_s,
+        cost(result),
         result.started_at,
         git,
         result.machine.cpu,
@@ -490,6 +510,40 @@ mod tests {
     use crate::runner::{plot, run, RunRequest};
     use crate::testing::{FAKE, OTHER};
     use serde_json::Value;
+
+    #[test]
+    fn a_sections_line_gives_the_cells_cpu_and_largest_peak_beside_the_estimate() {
+        use crate::result::{CellLog, CellRecord};
+        let cell = |index: usize, label: &str, cpu_s: f64, peak: u64| CellRecord {
+            index,
+            label: label.into(),
+            rows: 0,
+            duration_s: 1.0,
+            cpu_s: Some(cpu_s),
+            peak_rss_bytes: Some(peak),
+        };
+        let mut result = crate::testing::sample_result();
+        assert_eq!(cost(&result), "", "a result without cells says nothing");
+        result.cells = Some(CellLog {
+            total: 2,
+            shard: None,
+            repeat: 1,
+            done: vec![
+                cell(0, "strategies=Eager", 2.5, 700 << 20),
+                cell(1, "strategies=UM", 1.0, 3 << 29),
+            ],
+            memory_estimate_bytes: Some(2 << 30),
+        });
+        assert_eq!(
+            cost(&result),
+            ", 3.5 CPU-s, peak 1.50 GiB (strategies=UM) against an estimate of 2.00 GiB"
+        );
+        // A cell written before cells recorded their cost: no sum, no peak.
+        let log = result.cells.as_mut().unwrap();
+        log.done[0].cpu_s = None;
+        log.done[1].peak_rss_bytes = None;
+        assert_eq!(cost(&result), "");
+    }
 
     #[test]
     fn rows_table_uses_all_columns_in_first_seen_order() {

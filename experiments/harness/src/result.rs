@@ -103,6 +103,11 @@ pub struct CellLog {
     pub repeat: u32,
     /// The cells this file holds, in run order; their rows follow each other in the same order.
     pub done: Vec<CellRecord>,
+    /// The run's memory estimate, in bytes, as the runner checked it against the memory available
+    /// before the first cell (absent for experiments that make none, and with the check off), so
+    /// that the cells' `peak_rss_bytes` can be set beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_estimate_bytes: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -124,6 +129,14 @@ pub struct CellRecord {
     pub rows: usize,
     /// Wall time of the cell, seconds.
     pub duration_s: f64,
+    /// CPU time the process used for the cell, every thread, user and system, seconds
+    /// ([`crate::usage`]); absent in results written before lsmlab recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+    /// The process's largest resident set during the cell, bytes ([`crate::usage`]); absent where
+    /// the system cannot tell it for the cell alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl CellLog {
@@ -140,6 +153,20 @@ impl CellLog {
             bail!("its cells account for {start} rows, but it has {rows}");
         }
         Ok(ranges)
+    }
+
+    /// The CPU seconds of every cell this file holds, summed; `None` unless every cell recorded
+    /// its own.
+    pub fn cpu_s(&self) -> Option<f64> {
+        self.done.iter().map(|c| c.cpu_s).sum()
+    }
+
+    /// The largest peak of the cells this file holds, with the cell that reached it; `None` unless
+    /// every cell recorded its own.
+    pub fn peak(&self) -> Option<(u64, &CellRecord)> {
+        let peaks: Option<Vec<u64>> = self.done.iter().map(|c| c.peak_rss_bytes).collect();
+        let (at, &peak) = peaks?.iter().enumerate().max_by_key(|&(_, p)| *p)?;
+        Some((peak, &self.done[at]))
     }
 }
 
@@ -452,12 +479,35 @@ mod tests {
                 label: "strategies=Eager".into(),
                 rows: 1,
                 duration_s: 0.5,
+                cpu_s: Some(0.4),
+                peak_rss_bytes: Some(3 << 20),
             }],
+            memory_estimate_bytes: Some(4 << 20),
         });
         result.write_atomic(&path).unwrap();
         assert_eq!(ResultFile::read(&path).unwrap(), result);
         json = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         assert!(json["cells"].get("repeat").is_none(), "repeat 1 is left out");
+        assert_eq!(json["cells"]["memory_estimate_bytes"], 4 << 20);
+        assert_eq!(json["cells"]["done"][0]["peak_rss_bytes"], 3 << 20);
+
+        // A cell log written before cells recorded their CPU time and peak still reads.
+        let log = json["cells"].as_object_mut().unwrap();
+        log.remove("memory_estimate_bytes");
+        let cell = log["done"][0].as_object_mut().unwrap();
+        cell.remove("cpu_s");
+        cell.remove("peak_rss_bytes");
+        fs::write(&path, json.to_string()).unwrap();
+        let old = ResultFile::read(&path).unwrap().cells.unwrap();
+        assert_eq!(
+            (
+                old.memory_estimate_bytes,
+                old.done[0].cpu_s,
+                old.done[0].peak_rss_bytes
+            ),
+            (None, None, None)
+        );
+        assert_eq!((old.cpu_s(), old.peak()), (None, None));
 
         // Cells that do not account for the rows are refused.
         result.cells.as_mut().unwrap().done[0].rows = 2;

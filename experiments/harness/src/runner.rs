@@ -197,8 +197,10 @@ pub fn run_with(
     let resolved = resolve_config(experiment, request.scale, &request.overlay(config_file))?;
     let data = data_for(experiment, request, config_file)?;
     crate::data::preflight(&data)?;
+    let mut estimate_bytes = None;
     if std::env::var_os(NO_MEMORY_CHECK).is_none() {
         let estimate = experiment.memory_estimate(&resolved, &data)?;
+        estimate_bytes = estimate.as_ref().map(|e| e.bytes);
         let available = available_memory();
         check_memory(experiment.name(), estimate.as_ref(), available)?;
         if let Some(e) = &estimate {
@@ -235,7 +237,15 @@ pub fn run_with(
         }
     }
     let created = check_writable(dir)?;
-    let written = run_checked(experiment, request, resolved, &data, &path, progress);
+    let written = run_checked(
+        experiment,
+        request,
+        resolved,
+        &data,
+        estimate_bytes,
+        &path,
+        progress,
+    );
     if written.is_err() {
         // Innermost first; a directory that holds anything (another result) stays.
         for d in created.iter().rev() {
@@ -400,6 +410,7 @@ fn run_checked(
     request: &RunRequest,
     resolved: crate::config::ConfigMap,
     data: &[DataSpec],
+    memory_estimate_bytes: Option<u64>,
     path: &Path,
     progress: &Progress,
 ) -> anyhow::Result<PathBuf> {
@@ -447,6 +458,7 @@ fn run_checked(
             shard: sweep.shard,
             repeat: sweep.repeat,
             done: Vec::new(),
+            memory_estimate_bytes,
         }),
     };
     let mut state = if sweep.resume && partial.exists() {
@@ -506,6 +518,7 @@ fn run_checked(
         progress.cell(done_before + n + 1, selected.len(), &label);
         let narrowed = cell.narrow(&resolved)?;
         let clock = Instant::now();
+        let meter = crate::usage::Meter::start(n == 0);
         let mut runs = Vec::with_capacity(sweep.repeat as usize);
         for r in 0..sweep.repeat {
             let seed = crate::cells::repeat_seed(request.seed, r);
@@ -536,8 +549,9 @@ fn run_checked(
         let output = crate::repeat::aggregate(runs)
             .with_context(|| format!("averaging the repetitions of cell {label}"))?;
         let duration_s = clock.elapsed().as_secs_f64();
-        add_cell(&mut state, i, label, duration_s, output);
-        progress.cell_done();
+        let usage = meter.finish();
+        progress.cell_done(cell_cost(&label, duration_s, &usage, memory_estimate_bytes));
+        add_cell(&mut state, i, label, duration_s, usage, output);
         if keeps_partial {
             // The file and the count it holds change together: an interrupt's note
             // (`interrupted_note`, on the signal handler's thread) waits for both.
@@ -634,6 +648,7 @@ fn add_cell(
     index: usize,
     label: String,
     duration_s: f64,
+    usage: crate::usage::Usage,
     output: crate::rows::RunOutput,
 ) {
     let rows = output.rows.len();
@@ -674,8 +689,30 @@ fn add_cell(
             label,
             rows,
             duration_s,
+            cpu_s: Some(usage.cpu_s),
+            peak_rss_bytes: usage.peak_rss_bytes,
         });
     }
+}
+
+/// What a finished cell cost, as its progress line says it: `datasets=chicago strategies=UM:
+/// 12.3 s wall, 20.1 s CPU, peak 1.24 GiB (estimate 1.90 GiB)`.
+fn cell_cost(label: &str, wall_s: f64, usage: &crate::usage::Usage, estimate: Option<u64>) -> String {
+    let secs = |s: f64| {
+        if s < 10.0 {
+            format!("{s:.2}")
+        } else {
+            format!("{s:.1}")
+        }
+    };
+    let mut line = format!("{label}: {} s wall, {} s CPU", secs(wall_s), secs(usage.cpu_s));
+    if let Some(peak) = usage.peak_rss_bytes {
+        line += &format!(", peak {}", crate::usage::size(peak));
+        if let Some(e) = estimate {
+            line += &format!(" (estimate {})", crate::usage::size(e));
+        }
+    }
+    line
 }
 
 /// A partial result may be resumed when it is the same run: experiment, scale, seed, config, grid,
