@@ -473,6 +473,10 @@ fn run_checked(
     } else {
         fresh()
     };
+    if let Some(log) = state.cells.as_mut() {
+        // A partial file written before cell logs kept the estimate gets this run's (the same run).
+        log.memory_estimate_bytes = log.memory_estimate_bytes.or(memory_estimate_bytes);
+    }
     let done_before = state.cells.as_ref().map_or(0, |c| c.done.len());
     if !sweep.resume && partial.exists() {
         let held = ResultFile::read(&partial)
