@@ -45,9 +45,8 @@ pub fn rows_table(rows: &[Row], columns: &[&str]) -> String {
     markdown_table(&columns, &cells)
 }
 
-/// The section for a result whose experiment this build does not know: its config and rows.
-/// `, 41.2 CPU-s, peak 612 MiB (estimate 1.90 GiB)`: what the run's cells cost, where each
-/// recorded it (results written before lsmlab recorded it say nothing).
+/// `, 41.2 CPU-s, peak 612 MiB against an estimate of 1.90 GiB`: what the run's cells cost, where
+/// each recorded it (results written before lsmlab recorded it say nothing).
 fn cost(result: &ResultFile) -> String {
     let Some(log) = &result.cells else {
         return String::new();
@@ -65,6 +64,7 @@ fn cost(result: &ResultFile) -> String {
     text
 }
 
+/// The section for a result whose experiment this build does not know: its config and rows.
 fn generic_section(result: &ResultFile) -> String {
     let mut out = String::from("_This build has no experiment of this name; showing the raw result._\n\n");
     let config: Vec<Vec<String>> = result

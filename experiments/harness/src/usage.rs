@@ -11,6 +11,7 @@
 //! that it covers the cell alone; where it cannot be reset, only a process's first cell records a
 //! peak (it then also covers what the process did before the cell), and elsewhere none is recorded.
 
+use crate::measure::process_cpu;
 use std::time::Duration;
 
 /// Measures one cell from [`Meter::start`] to [`Meter::finish`].
@@ -52,16 +53,15 @@ impl Meter {
     }
 }
 
-/// CPU time the process has used, every thread, user and system.
-pub fn process_cpu() -> Duration {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
-}
-
 /// The process's peak resident set in bytes (`VmHWM`), where the system reports it.
 pub fn peak_rss() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// A `kB` line of this process's `/proc/self/status`, in bytes.
+fn status_bytes(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    vm_hwm_bytes(&status)
+    kib_line_bytes(&status, key)
 }
 
 /// A memory size as results and progress lines give it: `612 MiB`, `1.84 GiB`.
@@ -80,10 +80,10 @@ fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-/// The `VmHWM:   1234 kB` line of a `/proc/<pid>/status` text, in bytes.
-fn vm_hwm_bytes(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let mut words = line["VmHWM:".len()..].split_whitespace();
+/// The line `key   1234 kB` (e.g. `VmHWM:`) of a `/proc/<pid>/status` text, in bytes.
+fn kib_line_bytes(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    let mut words = line[key.len()..].split_whitespace();
     let kib: u64 = words.next()?.parse().ok()?;
     (words.next() == Some("kB")).then_some(kib * 1024)
 }
@@ -95,10 +95,11 @@ mod tests {
     #[test]
     fn the_peak_is_read_from_the_status_line_in_bytes() {
         let status = "Name:\tlsmlab\nVmPeak:\t  900 kB\nVmHWM:\t    1234 kB\nVmRSS:\t  1000 kB\n";
-        assert_eq!(vm_hwm_bytes(status), Some(1234 * 1024));
-        assert_eq!(vm_hwm_bytes("VmRSS:\t1000 kB\n"), None);
-        assert_eq!(vm_hwm_bytes("VmHWM:\t12 MB\n"), None);
-        assert_eq!(vm_hwm_bytes("VmHWM:\tmany kB\n"), None);
+        assert_eq!(kib_line_bytes(status, "VmHWM:"), Some(1234 * 1024));
+        assert_eq!(kib_line_bytes(status, "VmRSS:"), Some(1000 * 1024));
+        assert_eq!(kib_line_bytes("VmRSS:\t1000 kB\n", "VmHWM:"), None);
+        assert_eq!(kib_line_bytes("VmHWM:\t12 MB\n", "VmHWM:"), None);
+        assert_eq!(kib_line_bytes("VmHWM:\tmany kB\n", "VmHWM:"), None);
     }
 
     /// A cell that touches 64 MiB more than the process held at its start peaks at least that much
@@ -111,7 +112,7 @@ mod tests {
         let before = vec![1u8; (768 * MIB) as usize];
         std::hint::black_box(&before);
         drop(before);
-        let resident_at_start = current_rss().expect("VmRSS on Linux");
+        let resident_at_start = status_bytes("VmRSS:").expect("VmRSS on Linux");
         let meter = Meter::start(false);
         let held = vec![1u8; (64 * MIB) as usize];
         std::hint::black_box(&held);
@@ -128,14 +129,6 @@ mod tests {
             peak < resident_at_start + 512 * MIB,
             "peak {peak} B, {resident_at_start} B at start"
         );
-    }
-
-    #[cfg(target_os = "linux")]
-    fn current_rss() -> Option<u64> {
-        let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-        let kib: u64 = line["VmRSS:".len()..].split_whitespace().next()?.parse().ok()?;
-        Some(kib * 1024)
     }
 
     #[test]
