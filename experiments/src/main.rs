@@ -339,7 +339,8 @@ fn execute(command: Command) -> anyhow::Result<()> {
             let mut merged =
                 lsmlab_harness::merge::merge(&read).context("lsmlab merge failed; nothing written")?;
             if let Ok(experiment) = lsmlab::registry::find(&merged.experiment) {
-                lsmlab_harness::runner::add_summary_notes(experiment, &mut merged);
+                lsmlab_harness::runner::complete_grid(experiment, &mut merged)
+                    .context("lsmlab merge: completing the rows of the whole grid failed; nothing written")?;
             }
             lsmlab_harness::merge::check_replaces(&merged, &out)?;
             merged.write_atomic(&out)?;

@@ -435,6 +435,82 @@ fn leaper_diol_and_oep7_runs_resume_and_merge_to_the_whole_run() {
     }
 }
 
+/// The summary fields that set a leaper-online run beside its workload's other runs.
+const BESIDE: [&str; 4] = [
+    "spike_threshold_us",
+    "latency_spikes",
+    "overhead_pct",
+    "overhead_pct_without_collector",
+];
+
+#[test]
+fn leaper_online_by_policy_shards_merge_to_the_run_by_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "leaper-online";
+    let mut sets: Vec<&str> = vec![
+        "--set",
+        "workloads=synthetic,messaging",
+        "--set",
+        "policies=lru,incremental-warmup,leaper",
+        "--set",
+        "variants=keys=special",
+        "--set",
+        "variant_policies=lru",
+        "--set",
+        "queueing_clients=0",
+        "--set",
+        "fjall_peer=false",
+        "--seed",
+        "7",
+    ];
+    let (whole, shards) = (dir.path().join("whole"), dir.path().join("shards"));
+    ok(&run_exp(name, &sets, &whole, &[], &[]));
+    assert_eq!(read(&whole.join("tiny/leaper-online.json"))["cells"]["total"], 2);
+    sets.extend(["--set", "cells_by=policy"]);
+    ok(&run_exp(name, &sets, &shards, &["--shard", "1/2"], &[]));
+    ok(&run_exp(name, &sets, &shards, &["--shard", "2/2"], &[]));
+    let shard = |k: u32| shards.join(format!("tiny/leaper-online.shard-{k}-of-2.json"));
+    // Per workload, three policy runs and the variant's one: 8 cells, 4 in each shard.
+    let first = read(&shard(1));
+    assert_eq!(first["cells"]["total"], 8);
+    let summaries: Vec<&Value> = first["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "summary" || r["kind"] == "variant-summary")
+        .collect();
+    assert_eq!(summaries.len(), 4);
+    for row in &summaries {
+        for field in BESIDE {
+            assert!(row.get(field).is_none(), "a shard cannot set {field}: {row}");
+        }
+    }
+    let merged = dir.path().join("merged.json");
+    ok(&lsmlab(&[
+        "merge",
+        shard(1).to_str().unwrap(),
+        shard(2).to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    let merged_rows = read(&merged)["rows"].clone();
+    let leaper = merged_rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "summary" && r["policy"] == "leaper")
+        .unwrap();
+    for field in BESIDE {
+        assert!(leaper.get(field).is_some(), "merge fills {field}: {leaper}");
+    }
+    ok(&lsmlab(&[
+        "compare",
+        merged.to_str().unwrap(),
+        whole.join("tiny/leaper-online.json").to_str().unwrap(),
+        "--check",
+    ]));
+}
+
 #[test]
 fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
     let dir = tempfile::tempdir().unwrap();

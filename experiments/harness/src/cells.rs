@@ -4,8 +4,9 @@
 //! An experiment declares its grid with [`TypedExperiment::cells`](crate::experiment::TypedExperiment::cells):
 //! each [`Cell`] picks one element of some of the config's list-valued keys (`datasets`,
 //! `strategies`, ...), and the runner runs the experiment once per cell on the config with those
-//! lists narrowed to the picked element. The default is one cell that narrows nothing, which is
-//! exactly a whole run. An experiment may only split a key into cells when its run computes
+//! lists narrowed to the picked element, and may set other keys outright ([`Cell::set`]: a list
+//! emptied so that a part of the run stays out of this cell). The default is one cell that narrows
+//! nothing, which is exactly a whole run. An experiment may only split a key into cells when its run computes
 //! nothing across that key's values (rum-query, for instance, checks every strategy's answers
 //! against the first strategy's, so its strategies stay in one cell).
 //!
@@ -25,6 +26,10 @@ use crate::rows::value_text;
 pub struct Cell {
     /// For each list-valued key the cell narrows, in grid order: the key and the element's index.
     pub picks: Vec<(String, usize)>,
+    /// Keys the cell sets to a value of its own after narrowing (not part of its label): an
+    /// experiment whose grid is not a plain product empties the lists of the parts of the run a
+    /// cell leaves to others, or turns off what only one of them runs.
+    pub sets: Vec<(String, Value)>,
 }
 
 impl Cell {
@@ -51,7 +56,10 @@ impl Cell {
                     (0..len).map(move |i| {
                         let mut picks = cell.picks.clone();
                         picks.push((key.to_string(), i));
-                        Cell { picks }
+                        Cell {
+                            picks,
+                            sets: Vec::new(),
+                        }
                     })
                 })
                 .collect();
@@ -59,7 +67,13 @@ impl Cell {
         cells
     }
 
-    /// `config` with every picked list narrowed to its picked element.
+    /// This cell with `key` set to `value` in its config ([`Cell::sets`]).
+    pub fn set(mut self, key: &str, value: Value) -> Cell {
+        self.sets.push((key.to_string(), value));
+        self
+    }
+
+    /// `config` with every picked list narrowed to its picked element and every set key set.
     pub fn narrow(&self, config: &ConfigMap) -> anyhow::Result<ConfigMap> {
         let mut narrowed = config.clone();
         for (key, i) in &self.picks {
@@ -73,6 +87,12 @@ impl Cell {
                 None => bail!("cell picks from `{key}`, which the config lacks (a bug in the experiment)"),
             };
             narrowed.insert(key.clone(), Value::Array(vec![value]));
+        }
+        for (key, value) in &self.sets {
+            if !config.contains_key(key) {
+                bail!("cell sets `{key}`, which the config lacks (a bug in the experiment)");
+            }
+            narrowed.insert(key.clone(), value.clone());
         }
         Ok(narrowed)
     }
@@ -179,8 +199,17 @@ mod tests {
         assert!(Cell::grid(&[("datasets", 0)]).is_empty());
         let bad = Cell {
             picks: vec![("records".into(), 0)],
+            sets: Vec::new(),
         };
         assert!(format!("{:#}", bad.narrow(&config).unwrap_err()).contains("not a list"));
+        // A set key replaces its value after narrowing and stays out of the label.
+        let set = cells[4].clone().set("datasets", serde_json::json!([]));
+        let narrowed = set.narrow(&config).unwrap();
+        assert_eq!(narrowed["datasets"], serde_json::json!([]));
+        assert_eq!(narrowed["strategies"], serde_json::json!(["UM+F"]));
+        assert_eq!(set.label(&config), "datasets=b strategies=UM+F");
+        let unknown = Cell::whole().set("nope", serde_json::json!(1));
+        assert!(format!("{:#}", unknown.narrow(&config).unwrap_err()).contains("lacks"));
     }
 
     #[test]

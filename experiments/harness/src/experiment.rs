@@ -108,6 +108,14 @@ pub trait TypedExperiment: Sync {
     fn cells(&self, _config: &Self::Config, _data: &[DataSpec]) -> Vec<Cell> {
         vec![Cell::whole()]
     }
+    /// Fields computed from the rows of several cells (a policy's overhead against a baseline run
+    /// in another cell, say), filled in once a result covers the whole grid: by the runner when
+    /// its last cell is done, and by `lsmlab merge` when the shards are joined, before
+    /// [`TypedExperiment::summary_notes`]. A cell's own run sees only its own rows. Called again on
+    /// its own output it must change nothing.
+    fn complete_rows(&self, _config: &Self::Config, _rows: &mut [Row]) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Notes computed from the rows of every cell together (a finding across the grid), appended
     /// once a result covers the whole grid: by the runner when its last cell is done, and by
     /// `lsmlab merge` when the shards are joined. A cell's own run sees only its own rows.
@@ -145,6 +153,11 @@ pub trait Experiment: Sync {
     ) -> anyhow::Result<Option<MemoryEstimate>>;
     /// The cells of a config [`Experiment::resolve`] returned ([`TypedExperiment::cells`]).
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>>;
+    /// Fills the fields computed across cells into the rows of the whole grid, for a config
+    /// [`Experiment::resolve`] returned ([`TypedExperiment::complete_rows`]).
+    fn complete_rows(&self, _config: &ConfigMap, _rows: &mut [Row]) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Notes from the rows of the whole grid ([`TypedExperiment::summary_notes`]).
     fn summary_notes(&self, _rows: &[Row]) -> Vec<String> {
         Vec::new()
@@ -201,6 +214,11 @@ impl<T: TypedExperiment> Experiment for T {
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>> {
         let config: T::Config = config::from_map(config)?;
         Ok(TypedExperiment::cells(self, &config, data))
+    }
+
+    fn complete_rows(&self, config: &ConfigMap, rows: &mut [Row]) -> anyhow::Result<()> {
+        let config: T::Config = config::from_map(config)?;
+        TypedExperiment::complete_rows(self, &config, rows)
     }
 
     fn summary_notes(&self, rows: &[Row]) -> Vec<String> {

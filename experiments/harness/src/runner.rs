@@ -590,7 +590,7 @@ fn run_checked(
     if let Some(log) = state.cells.as_mut() {
         log.done.sort_by_key(|d| d.index);
     }
-    add_summary_notes(experiment, &mut state);
+    complete_grid(experiment, &mut state).context("completing the rows of the whole grid")?;
     state.provenance = Some(Provenance::current());
     state.write_atomic(path)?;
     let _ = fs::remove_file(&partial);
@@ -629,21 +629,24 @@ pub fn interrupted_note() -> String {
     }
 }
 
-/// Appends the experiment's notes on the whole grid ([`Experiment::summary_notes`]), each once,
-/// when `result` holds every cell of its grid (a shard's result waits for `lsmlab merge`).
-pub fn add_summary_notes(experiment: &dyn Experiment, result: &mut ResultFile) {
+/// When `result` holds every cell of its grid (a shard's result waits for `lsmlab merge`): fills
+/// in the fields computed across cells ([`Experiment::complete_rows`]) and appends the
+/// experiment's notes on the whole grid ([`Experiment::summary_notes`]), each once.
+pub fn complete_grid(experiment: &dyn Experiment, result: &mut ResultFile) -> anyhow::Result<()> {
     let complete = result
         .cells
         .as_ref()
         .is_none_or(|log| log.shard.is_none() && log.done.len() == log.total);
     if !complete {
-        return;
+        return Ok(());
     }
+    experiment.complete_rows(&result.config, &mut result.rows)?;
     for note in experiment.summary_notes(&result.rows) {
         if !result.notes.contains(&note) {
             result.notes.push(note);
         }
     }
+    Ok(())
 }
 
 /// Appends one cell's rows, notes (each once) and derived config to `state`.

@@ -7,6 +7,7 @@
 //! 1 GB / 10 GB, about 10 background operations per 200-interval measured run, 200-byte values),
 //! the workloads, and the notes that say those ratios and the clock's constants in every result.
 
+mod beside;
 mod clock;
 mod driver;
 mod learned;
@@ -32,7 +33,7 @@ use crate::config::{check, check_items};
 use crate::experiment::{RowBuilder, Scale};
 
 pub(crate) use clock::{CostModel, VirtualClock};
-pub(crate) use timeline::{median, RunRecorder, RunTimeline};
+pub(crate) use timeline::{RunRecorder, RunTimeline};
 
 pub(crate) const PAPER: &str = "Leaper";
 

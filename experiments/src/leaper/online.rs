@@ -13,10 +13,11 @@ use lsmlab_engine::kvstore::{WarmUpKind, WarmUpPolicy};
 use super::driver::{
     calibrate_interval_s, extend_warm_up, measure, open_store, warm_up, Driver, Layout, Measured, Warmup,
 };
+use super::beside;
 use super::learned::{self, LeaperSettings, TrainedLeaper};
-use super::report::{self as lr, BASELINE, LEAPER};
+use super::report::{self as lr, BASELINE};
 use super::variant::Variant;
-use super::{check_workloads, median, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
+use super::{check_workloads, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
 use crate::config::{check, Config, DeviceKind};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
 use lsmlab_workloads::kv::{KeyDist, KvWorkload};
@@ -58,7 +59,80 @@ lsmlab_harness::config! {
         /// the policies of the variants (default: lru, incremental-warmup, leaper)
         #[serde(default = "variant_policies_default")]
         pub variant_policies: Vec<WarmUpKind>,
+        /// how the run splits into cells for --shard and --resume: workload (a cell per workload, whose
+        /// training passes run once and whose policies run side by side on two workers) or policy (a cell per
+        /// workload and policy run of the default setup, the queueing alternative and each variant, each
+        /// repeating its setup's training pass: about 1 to 1.5 hours a cell at paper scale on 2 cores, against
+        /// 14 hours or more a workload); default policy at paper scale, workload below
+        #[serde(default)]
+        pub cells_by: CellsBy,
     }
+}
+
+/// How `leaper-online` splits into cells (`cells_by`). Counted figures are the same either way:
+/// every training pass and policy run draws from the run's seed and builds its own store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellsBy {
+    /// A cell per workload (results written before the key existed ran so).
+    #[default]
+    Workload,
+    /// A cell per workload and policy run ([`policy_cells`]).
+    Policy,
+}
+
+/// The policy whose run the fjall peer is matched with: `lru`, else the first one.
+fn peer_policy(policies: &[WarmUpKind]) -> Option<usize> {
+    policies
+        .iter()
+        .position(|&p| p == WarmUpKind::Lru)
+        .or((!policies.is_empty()).then_some(0))
+}
+
+/// The cells of `cells_by = policy`: per workload, a cell per policy of the default setup (the
+/// fjall peer in the cell of the run it is matched with), of the queueing alternative and of each
+/// variant. A cell empties the policy lists of the setups it leaves to other cells, so it runs one
+/// training pass (two with the Leaper model's training) and one policy run.
+fn policy_cells(cfg: &OnlineConfig) -> Vec<crate::cells::Cell> {
+    use crate::cells::Cell as GridCell;
+    let none = || serde_json::json!([]);
+    let pick = |picks: &[(&str, usize)]| GridCell {
+        picks: picks.iter().map(|&(k, i)| (k.to_string(), i)).collect(),
+        sets: Vec::new(),
+    };
+    let peer = peer_policy(&cfg.policies);
+    let mut cells = Vec::new();
+    for w in 0..cfg.workloads.len() {
+        for p in 0..cfg.policies.len() {
+            cells.push(
+                pick(&[("workloads", w), ("policies", p)])
+                    .set("queueing_policies", none())
+                    .set("variants", none())
+                    .set("fjall_peer", (cfg.fjall_peer && peer == Some(p)).into()),
+            );
+        }
+        if queueing_setup(cfg).is_some() {
+            for q in 0..cfg.queueing_policies.len() {
+                cells.push(
+                    pick(&[("workloads", w), ("queueing_policies", q)])
+                        .set("policies", none())
+                        .set("variants", none())
+                        .set("fjall_peer", false.into()),
+                );
+            }
+        }
+        for v in 0..cfg.variants.len() {
+            for p in 0..cfg.variant_policies.len() {
+                cells.push(
+                    pick(&[("workloads", w), ("variants", v), ("variant_policies", p)])
+                        .set("policies", none())
+                        .set("queueing_policies", none())
+                        .set("fjall_peer", false.into()),
+                );
+            }
+        }
+    }
+    cells
 }
 
 /// The variants run by default: key locality removed, sysbench 1.0's default distribution, and
@@ -245,12 +319,9 @@ impl Cell {
         })
     }
 
-    /// The policy whose run the fjall peer is matched with: `lru`, else the first one.
+    /// The policy whose run the fjall peer is matched with ([`peer_policy`]).
     fn peer_policy(&self) -> Option<usize> {
-        self.policies
-            .iter()
-            .position(|&p| p == WarmUpKind::Lru)
-            .or((!self.policies.is_empty()).then_some(0))
+        peer_policy(&self.policies)
     }
 
 }
@@ -670,46 +741,11 @@ fn dims(workload: Workload, run: &PolicyRun, interval_s: f64, clients: usize) ->
     )
 }
 
-/// The spike threshold of a workload: `factor` x the median interval mean latency over every run.
-/// The mean, not the p95: with one client an interval's p95 is one hit's or one miss's latency
-/// (binary), where its mean moves with every miss (it is the interval's length over its operations).
-pub(crate) fn spike_threshold_us(runs: &[PolicyRun], factor: f64) -> f64 {
-    let pooled: Vec<f64> = runs.iter().flat_map(|r| r.timeline.interval_means()).collect();
-    factor * median(&pooled)
-}
-
-/// QPS decline outside every window against the baseline's, in percent (positive = slower); `None`
-/// without a baseline run or outside time.
-pub(crate) fn overhead_pct(run: &PolicyRun, baseline: Option<&PolicyRun>) -> Option<f64> {
-    let base = baseline?.timeline.qps_outside()?;
-    let mine = run.timeline.qps_outside()?;
-    (base > 0.0).then(|| (1.0 - mine / base) * 100.0)
-}
-
-/// [`overhead_pct`] with Leaper's modelled collector time taken out of its time outside the
-/// windows: how much of the decline is the collector's charge (`collector_us` per operation, set
-/// against `cpu_op_us`) and how much the policy's effect on the cache. Single-client clock only,
-/// where each operation's latency holds the charge exactly (`None` for other policies and clients).
-pub(crate) fn overhead_pct_without_collector(
-    run: &PolicyRun,
-    baseline: Option<&PolicyRun>,
-    collector_us: f64,
-    clients: usize,
-) -> Option<f64> {
-    if run.policy.name() != LEAPER || clients != 1 {
-        return None;
-    }
-    let base = baseline?.timeline.qps_outside()?;
+/// A run's summary row, without the fields that set it beside the workload's other runs
+/// ([`Beside`]: the spike threshold and spikes, the overheads), which need every run of the
+/// workload.
+pub(crate) fn summary_row(w: &WorkloadRuns, run: &PolicyRun) -> Row {
     let tl = &run.timeline;
-    let charged_s = tl.outside.ops as f64 * collector_us * 1e-6;
-    let s = tl.outside_s() - charged_s;
-    (base > 0.0 && s > 0.0).then(|| (1.0 - tl.outside.ops as f64 / s / base) * 100.0)
-}
-
-/// A run's summary row.
-pub(crate) fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) -> Row {
-    let tl = &run.timeline;
-    let baseline = w.runs.iter().find(|r| r.policy.name() == BASELINE);
     let all = tl.summary();
     let inside = tl.in_windows.latency.summary();
     let mut row = dims(w.workload, run, w.interval_s, w.clients)
@@ -736,15 +772,8 @@ pub(crate) fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) 
             tl.in_windows.hit_ratio().map(|h| 1.0 - h),
         )
         .opt_num("qps_outside_windows", tl.qps_outside())
-        .opt_num("overhead_pct", overhead_pct(run, baseline))
-        .opt_num(
-            "overhead_pct_without_collector",
-            overhead_pct_without_collector(run, baseline, w.collector_us, w.clients),
-        )
         .int("invalidations", run.measured.invalidations)
-        .int("latency_spikes", tl.spikes(threshold_us))
         .num("mean_us", all.mean_us)
-        .num("spike_threshold_us", threshold_us)
         .int("prefetched_blocks", run.measured.admitted)
         .int("prefetch_hits", tl.prefetch_hits)
         .int("policy_evictions", run.measured.policy_evictions)
@@ -766,9 +795,9 @@ pub(crate) fn summary_row(w: &WorkloadRuns, run: &PolicyRun, threshold_us: f64) 
     row.build()
 }
 
-/// The rows of one workload: every run's intervals, then every run's summary.
-pub(crate) fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
-    let threshold = spike_threshold_us(&w.runs, spike_factor);
+/// The rows of one workload: every run's intervals, then every run's summary (without the
+/// fields [`beside::complete`] fills in).
+pub(crate) fn workload_rows(w: &WorkloadRuns) -> Vec<Row> {
     let mut rows = Vec::new();
     for run in &w.runs {
         rows.extend(
@@ -777,7 +806,7 @@ pub(crate) fn workload_rows(w: &WorkloadRuns, spike_factor: f64) -> Vec<Row> {
         );
     }
     for run in &w.runs {
-        rows.push(summary_row(w, run, threshold));
+        rows.push(summary_row(w, run));
     }
     rows
 }
@@ -861,9 +890,11 @@ pub fn run_fjall_peer(
 pub const QUEUEING_KIND_PREFIX: &str = "clients-";
 
 /// The setup of the queueing alternative, when `queueing_clients` asks for one other than the
-/// default run's.
+/// default run's and it has policies to run (a cell of `cells_by = policy` may leave them to
+/// others).
 pub fn queueing_setup(cfg: &OnlineConfig) -> Option<KvSetup> {
-    (cfg.queueing_clients > 0 && cfg.queueing_clients != cfg.setup.clients).then(|| KvSetup {
+    let runs = cfg.queueing_clients > 0 && !cfg.queueing_policies.is_empty();
+    (runs && cfg.queueing_clients != cfg.setup.clients).then(|| KvSetup {
         clients: cfg.queueing_clients,
         ..cfg.setup.clone()
     })
@@ -952,16 +983,30 @@ impl TypedExperiment for LeaperOnline {
         ))
     }
 
-    /// One cell per workload: a workload's training passes, calibration, models and runs (its
-    /// default, queueing and variant setups, and its fjall peer) use nothing of another's, and each
-    /// run draws from the run's seed, so the cells' rows are the whole run's. A paper-scale run,
-    /// half a day on 2 cores, can then be sharded and resumed by workload. Replayed traces stay
-    /// one cell (the traces name the workloads).
+    /// One cell per workload (`cells_by = workload`): a workload's training passes, calibration,
+    /// models and runs (its default, queueing and variant setups, and its fjall peer) use nothing
+    /// of another's, and each run draws from the run's seed, so the cells' rows are the whole
+    /// run's. At paper scale a workload takes 14 hours or more on 2 cores, so there the default is
+    /// a cell per workload and policy run (`cells_by = policy`, [`policy_cells`]): each repeats
+    /// its setup's training pass (deterministic, so the same), and the fields that set a run
+    /// beside the others of its workload are filled in once the grid is complete
+    /// ([`TypedExperiment::complete_rows`]). Replayed traces stay one cell (the traces name the
+    /// workloads).
     fn cells(&self, cfg: &OnlineConfig, data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
         if !crate::trace::trace_paths(data).is_empty() {
             return vec![crate::cells::Cell::whole()];
         }
-        crate::cells::Cell::grid(&[("workloads", cfg.workloads.len())])
+        match cfg.cells_by {
+            CellsBy::Workload => crate::cells::Cell::grid(&[("workloads", cfg.workloads.len())]),
+            CellsBy::Policy => policy_cells(cfg),
+        }
+    }
+
+    /// The spike thresholds and spikes, and the overheads against the baseline, over every run of
+    /// a workload ([`beside::complete`]); a `cells_by = policy` cell leaves them to this.
+    fn complete_rows(&self, cfg: &OnlineConfig, rows: &mut [Row]) -> anyhow::Result<()> {
+        beside::complete(rows, cfg.setup.spike_factor, cfg.setup.collector_us);
+        Ok(())
     }
 
     fn defaults(&self, scale: Scale) -> OnlineConfig {
@@ -975,6 +1020,11 @@ impl TypedExperiment for LeaperOnline {
             queueing_policies: queueing_policies_default(),
             variants: variants_default(),
             variant_policies: variant_policies_default(),
+            cells_by: if scale == Scale::Paper {
+                CellsBy::Policy
+            } else {
+                CellsBy::Workload
+            },
         }
     }
 
@@ -1002,9 +1052,14 @@ impl TypedExperiment for LeaperOnline {
             0
         };
         let variant_steps = cfg.variants.len() * (cfg.variant_policies.len() + 2);
-        ctx.progress.set_total(
-            cfg.workloads.len() * (cfg.policies.len() + 2 + peer_steps + queueing_steps + variant_steps),
-        );
+        // A `cells_by = policy` cell of the queueing alternative or a variant runs no default policy.
+        let default_steps = if cfg.policies.is_empty() {
+            0
+        } else {
+            cfg.policies.len() + 2 + peer_steps
+        };
+        ctx.progress
+            .set_total(cfg.workloads.len() * (default_steps + queueing_steps + variant_steps));
         let mut out = RunOutput {
             notes: cfg.setup.notes(),
             ..RunOutput::default()
@@ -1014,6 +1069,7 @@ impl TypedExperiment for LeaperOnline {
         let mut cells = cfg
             .workloads
             .iter()
+            .filter(|_| !cfg.policies.is_empty())
             .map(|&workload| {
                 Cell::new(
                     &cfg.setup,
@@ -1079,7 +1135,7 @@ impl TypedExperiment for LeaperOnline {
             if i >= queueing_end {
                 let v = variant_of[i - queueing_end];
                 let setup = &cells[i].setup;
-                variant_rows.extend(workload_rows(&w, setup.spike_factor).into_iter().map(|mut r| {
+                variant_rows.extend(workload_rows(&w).into_iter().map(|mut r| {
                     let kind = r.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
                     r.insert("kind".into(), format!("{VARIANT_KIND_PREFIX}{kind}").into());
                     r.insert("variant".into(), v.to_string().into());
@@ -1090,7 +1146,7 @@ impl TypedExperiment for LeaperOnline {
             }
             if i >= defaults {
                 let setup = &cells[i].setup;
-                queueing_rows.extend(workload_rows(&w, setup.spike_factor).into_iter().map(|mut r| {
+                queueing_rows.extend(workload_rows(&w).into_iter().map(|mut r| {
                     let kind = r.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
                     r.insert("kind".into(), format!("{QUEUEING_KIND_PREFIX}{kind}").into());
                     r
@@ -1102,7 +1158,7 @@ impl TypedExperiment for LeaperOnline {
                 ));
                 continue;
             }
-            out.rows.extend(workload_rows(&w, cfg.setup.spike_factor));
+            out.rows.extend(workload_rows(&w));
             out.notes.push(workload_note(&w, &cfg.setup));
             if let Some((rows, note)) = peer {
                 out.rows.extend(rows);
@@ -1146,6 +1202,19 @@ impl TypedExperiment for LeaperOnline {
             ));
             out.notes.extend(variant_notes);
         }
+        match cfg.cells_by {
+            CellsBy::Workload => {
+                beside::complete(&mut out.rows, cfg.setup.spike_factor, cfg.setup.collector_us);
+            }
+            CellsBy::Policy => out.notes.push(
+                "cells_by = policy: each policy's run was a cell of its own, after a training pass of its \
+                 setup (the same pass in every cell of a workload and setup: it draws from the run's seed). \
+                 spike_threshold_us, latency_spikes, overhead_pct and overhead_pct_without_collector set a run \
+                 beside the other runs of its workload, so they are filled in once every cell has run (by the \
+                 run's last cell, or by lsmlab merge); a shard's own result lacks them."
+                    .to_string(),
+            ),
+        }
         out.notes.push(columns_note());
         if cfg.fjall_peer {
             out.notes.push(
@@ -1173,6 +1242,36 @@ mod tests {
         let policies = [WarmUpKind::Lru, WarmUpKind::Leaper];
         Cell::new(setup, &settings, Workload::Synthetic, &policies, setup.cache_ratio, &Ok, "c", false)
             .unwrap()
+    }
+
+    #[test]
+    fn by_policy_a_cell_runs_one_policy_and_the_peer_runs_beside_lru_only() {
+        let mut cfg = LeaperOnline.defaults(Scale::Paper);
+        assert_eq!(cfg.cells_by, CellsBy::Policy);
+        assert_eq!(LeaperOnline.defaults(Scale::Small).cells_by, CellsBy::Workload);
+        cfg.fjall_peer = true;
+        let cells = LeaperOnline.cells(&cfg, &[]);
+        // Per workload: 5 policies, the queueing pair, 3 variants x 3 policies.
+        assert_eq!(cells.len(), 3 * (5 + 2 + 9));
+        let map = crate::config::to_map(&cfg).unwrap();
+        let mut peers = Vec::new();
+        for cell in &cells {
+            let narrowed: OnlineConfig = crate::config::from_map(&cell.narrow(&map).unwrap()).unwrap();
+            assert_eq!(narrowed.workloads.len(), 1);
+            let runs = narrowed.policies.len()
+                + usize::from(queueing_setup(&narrowed).is_some()) * narrowed.queueing_policies.len()
+                + narrowed.variants.len() * narrowed.variant_policies.len();
+            assert_eq!(runs, 1, "{}", cell.label(&map));
+            if narrowed.fjall_peer {
+                peers.push(cell.label(&map));
+            }
+        }
+        assert_eq!(
+            peers,
+            ["e-commerce", "messaging", "synthetic"].map(|w| format!("workloads={w} policies=lru"))
+        );
+        let labels: std::collections::BTreeSet<String> = cells.iter().map(|c| c.label(&map)).collect();
+        assert_eq!(labels.len(), cells.len(), "every cell's label is its own");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 use lsmlab_engine::kvstore::WarmUpKind;
 
 use super::learned::LeaperSettings;
-use super::online::{run_cells, spike_threshold_us, summary_row, Cell, WorkloadRuns};
+use super::beside::Beside;
+use super::online::{run_cells, summary_row, Cell, WorkloadRuns};
 use super::report::{self as lr, BASELINE, LEAPER};
 use super::{check_fractions, KvSetup, Workload, PAPER};
 use crate::config::{check_items, Config};
@@ -296,9 +297,9 @@ impl TypedExperiment for LeaperSensitivity {
                 Err(e) => return Err(anyhow::anyhow!("{label}: {e:#}")),
             };
             let w: &WorkloadRuns = w;
-            let threshold = spike_threshold_us(&w.runs, cfg.setup.spike_factor);
             for run in &w.runs {
-                let mut row = summary_row(w, run, threshold);
+                let mut row = summary_row(w, run);
+                Beside::of_runs(w, run, cfg.setup.spike_factor).write(&mut row);
                 row.insert("sweep".into(), knob.sweep().into());
                 row.insert(
                     "value".into(),

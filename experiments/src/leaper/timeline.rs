@@ -370,11 +370,6 @@ impl RunTimeline {
             .collect()
     }
 
-    /// Latency spikes: intervals whose mean latency exceeds `threshold_us`.
-    pub fn spikes(&self, threshold_us: f64) -> u64 {
-        self.interval_means().iter().filter(|p| **p > threshold_us).count() as u64
-    }
-
     pub fn summary(&self) -> LatencySummary {
         self.all.latency.summary()
     }
@@ -505,7 +500,8 @@ mod tests {
         assert_eq!(means.len(), 3);
         assert!((means[1] - 260.0).abs() < 0.5, "{means:?}");
         assert!((median(&means) - 100.0).abs() < 0.5);
-        assert_eq!(tl.spikes(2.0 * median(&means)), 1);
+        let beside = super::super::beside::Beside::of(&means, &means, 2.0, None, None, None);
+        assert_eq!(beside.latency_spikes, 1);
     }
 
     #[test]
