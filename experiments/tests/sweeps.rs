@@ -512,6 +512,62 @@ fn leaper_online_by_policy_shards_merge_to_the_run_by_workload() {
 }
 
 #[test]
+fn leaper_sensitivity_by_policy_shards_merge_to_the_whole_run_with_its_gain_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "leaper-sensitivity";
+    let mut sets: Vec<&str> = vec![
+        "--set",
+        "zipfs=0.0,0.99",
+        "--set",
+        "range_shares=",
+        "--set",
+        "cache_ratios=0.1",
+        "--set",
+        "range_sizes=",
+        "--seed",
+        "7",
+    ];
+    let (whole, shards) = (dir.path().join("whole"), dir.path().join("shards"));
+    ok(&run_exp(name, &sets, &whole, &[], &[]));
+    let whole_path = whole.join("tiny/leaper-sensitivity.json");
+    let reference = read(&whole_path);
+    assert_eq!(reference["cells"]["total"], 1);
+    let kinds = |result: &Value| -> Vec<String> {
+        let rows = result["rows"].as_array().unwrap();
+        rows.iter()
+            .map(|r| r["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Three grid points of two policies, then the best rows of two sweeps and three gains.
+    let expected: Vec<&str> = [["summary"; 6].as_slice(), &["best"; 2], &["gain"; 3]].concat();
+    assert_eq!(kinds(&reference), expected);
+    sets.extend(["--set", "cells_by=policy"]);
+    ok(&run_exp(name, &sets, &shards, &["--shard", "1/2"], &[]));
+    ok(&run_exp(name, &sets, &shards, &["--shard", "2/2"], &[]));
+    let shard = |k: u32| shards.join(format!("tiny/leaper-sensitivity.shard-{k}-of-2.json"));
+    let first = read(&shard(1));
+    assert_eq!(first["cells"]["total"], 6);
+    assert_eq!(kinds(&first), ["summary"; 3], "a shard has no gain or best rows");
+    let merged = dir.path().join("merged.json");
+    ok(&lsmlab(&[
+        "merge",
+        shard(1).to_str().unwrap(),
+        shard(2).to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    let merged_result = read(&merged);
+    assert_eq!(kinds(&merged_result), expected);
+    assert_eq!(merged_result["cells"]["grid_rows"], 5);
+    ok(&lsmlab(&[
+        "compare",
+        merged.to_str().unwrap(),
+        whole_path.to_str().unwrap(),
+        "--check",
+    ]));
+}
+
+#[test]
 fn a_generated_trace_replays_to_the_generated_run_and_bad_lines_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let listed = ok(&lsmlab(&["gen", "--list"]));

@@ -113,7 +113,7 @@ pub trait TypedExperiment: Sync {
     /// its last cell is done, and by `lsmlab merge` when the shards are joined, before
     /// [`TypedExperiment::summary_notes`]. A cell's own run sees only its own rows. Called again on
     /// its own output it must change nothing.
-    fn complete_rows(&self, _config: &Self::Config, _rows: &mut [Row]) -> anyhow::Result<()> {
+    fn complete_rows(&self, _config: &Self::Config, _rows: &mut Vec<Row>) -> anyhow::Result<()> {
         Ok(())
     }
     /// Notes computed from the rows of every cell together (a finding across the grid), appended
@@ -155,7 +155,7 @@ pub trait Experiment: Sync {
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>>;
     /// Fills the fields computed across cells into the rows of the whole grid, for a config
     /// [`Experiment::resolve`] returned ([`TypedExperiment::complete_rows`]).
-    fn complete_rows(&self, _config: &ConfigMap, _rows: &mut [Row]) -> anyhow::Result<()> {
+    fn complete_rows(&self, _config: &ConfigMap, _rows: &mut Vec<Row>) -> anyhow::Result<()> {
         Ok(())
     }
     /// Notes from the rows of the whole grid ([`TypedExperiment::summary_notes`]).
@@ -216,7 +216,7 @@ impl<T: TypedExperiment> Experiment for T {
         Ok(TypedExperiment::cells(self, &config, data))
     }
 
-    fn complete_rows(&self, config: &ConfigMap, rows: &mut [Row]) -> anyhow::Result<()> {
+    fn complete_rows(&self, config: &ConfigMap, rows: &mut Vec<Row>) -> anyhow::Result<()> {
         let config: T::Config = config::from_map(config)?;
         TypedExperiment::complete_rows(self, &config, rows)
     }

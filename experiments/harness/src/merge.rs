@@ -186,9 +186,11 @@ pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
     merged.rows.clear();
     merged.notes.clear();
     merged.duration_s = 0.0;
+    // Rows of the whole grid are made again from the merged cells' rows (`complete_grid`).
     let mut log = CellLog {
         shard: None,
         done: Vec::new(),
+        grid_rows: 0,
         ..first_log
     };
     for (index, range, s) in &cells {

@@ -115,8 +115,10 @@ impl Progress {
 
     /// Starts cell `position` of `total` of a run's grid ([`crate::cells`]) and prints
     /// `[t] cell 3/12: datasets=chicago strategies=UM+F`; the experiment's own steps count afresh
-    /// inside it. Nothing is printed for a run of one cell.
+    /// inside it. Nothing is printed for a run of one cell with an empty label (a grid of one cell);
+    /// a shard or resumed run left with one cell of a larger grid still says which it is.
     pub fn cell(&self, position: usize, total: usize, label: &str) {
+        let shown = total > 1 || !label.is_empty();
         let mut state = self.lock();
         state.step = 0;
         state.total = 0;
@@ -133,14 +135,10 @@ impl Progress {
             bar.set_length(total as u64);
             bar.set_position(position.saturating_sub(1) as u64);
             bar.set_message(label.to_string());
-            state.cell = if total > 1 {
-                label.to_string()
-            } else {
-                String::new()
-            };
+            state.cell = if shown { label.to_string() } else { String::new() };
             return;
         }
-        if total > 1 {
+        if shown {
             let eta = eta
                 .map(|s| format!(" (ETA {})", format_duration(s)))
                 .unwrap_or_default();
@@ -412,6 +410,18 @@ mod tests {
         );
         assert!(lines[3].contains("cell 2/3 (ETA "), "{}", lines[3]);
         assert!(lines[4].starts_with("[1/2 "), "{}", lines[4]);
+        // One cell: named when it is a shard's cell of a larger grid, silent for a one-cell grid.
+        let out = Shared::default();
+        let progress = Progress::with_sink(false, Box::new(out.clone()));
+        progress.cell(1, 1, "workloads=synthetic policies=leaper");
+        progress.cell(1, 1, "");
+        let lines = out.lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].ends_with("] cell 1/1: workloads=synthetic policies=leaper"),
+            "{}",
+            lines[0]
+        );
     }
 
     #[test]

@@ -533,6 +533,7 @@ mod tests {
                 cell(1, "strategies=UM", 1.0, 3 << 29),
             ],
             memory_estimate_bytes: Some(2 << 30),
+            grid_rows: 0,
         });
         assert_eq!(
             cost(&result),

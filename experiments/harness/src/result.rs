@@ -108,6 +108,15 @@ pub struct CellLog {
     /// that the cells' `peak_rss_bytes` can be set beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_estimate_bytes: Option<u64>,
+    /// Rows computed across the cells once the grid was complete
+    /// ([`crate::experiment::Experiment::complete_rows`]), after every cell's rows (0 in a shard's
+    /// file, and in results of experiments without such rows).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub grid_rows: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn one() -> u32 {
@@ -140,8 +149,8 @@ pub struct CellRecord {
 }
 
 impl CellLog {
-    /// The rows of each done cell, as index ranges into the file's rows; fails when the counts do
-    /// not add up to `rows`.
+    /// The rows of each done cell, as index ranges into the file's rows; fails when the counts
+    /// and the [`CellLog::grid_rows`] after them do not add up to `rows`.
     pub fn row_ranges(&self, rows: usize) -> anyhow::Result<Vec<std::ops::Range<usize>>> {
         let mut start = 0;
         let mut ranges = Vec::with_capacity(self.done.len());
@@ -149,10 +158,20 @@ impl CellLog {
             ranges.push(start..start + cell.rows);
             start += cell.rows;
         }
-        if start != rows {
-            bail!("its cells account for {start} rows, but it has {rows}");
+        if start + self.grid_rows != rows {
+            let grid = if self.grid_rows > 0 {
+                format!(" and {} rows of the whole grid", self.grid_rows)
+            } else {
+                String::new()
+            };
+            bail!("its cells account for {start} rows{grid}, but it has {rows}");
         }
         Ok(ranges)
+    }
+
+    /// The rows the done cells wrote, which the file's rows begin with.
+    pub fn cell_rows(&self) -> usize {
+        self.done.iter().map(|c| c.rows).sum()
     }
 
     /// The CPU seconds of every cell this file holds, summed; `None` unless every cell recorded
@@ -483,6 +502,7 @@ mod tests {
                 peak_rss_bytes: Some(3 << 20),
             }],
             memory_estimate_bytes: Some(4 << 20),
+            grid_rows: 0,
         });
         result.write_atomic(&path).unwrap();
         assert_eq!(ResultFile::read(&path).unwrap(), result);
@@ -509,9 +529,23 @@ mod tests {
         );
         assert_eq!((old.cpu_s(), old.peak()), (None, None));
 
+        assert!(
+            json["cells"].get("grid_rows").is_none(),
+            "no rows of the whole grid: left out"
+        );
+
         // Cells that do not account for the rows are refused.
         result.cells.as_mut().unwrap().done[0].rows = 2;
         assert!(format!("{:#}", result.validate().unwrap_err()).contains("account for 2 rows"));
+        // Rows of the whole grid follow the cells' and are counted with them.
+        let rows = result.rows.len();
+        let log = result.cells.as_mut().unwrap();
+        log.done[0].rows = rows - 1;
+        log.grid_rows = 1;
+        result.validate().unwrap();
+        result.cells.as_mut().unwrap().grid_rows = 2;
+        let err = format!("{:#}", result.validate().unwrap_err());
+        assert!(err.contains("and 2 rows of the whole grid"), "{err}");
     }
 
     #[test]

@@ -459,6 +459,7 @@ fn run_checked(
             repeat: sweep.repeat,
             done: Vec::new(),
             memory_estimate_bytes,
+            grid_rows: 0,
         }),
     };
     let mut state = if sweep.resume && partial.exists() {
@@ -519,7 +520,10 @@ fn run_checked(
     for (n, &i) in todo.iter().enumerate() {
         let cell = &cells[i];
         let label = cell.label(&resolved);
-        progress.cell(done_before + n + 1, selected.len(), &label);
+        // A grid of one cell is the whole run: no cell line. One cell of a larger grid (a shard of
+        // one, the last cell resumed) still names itself.
+        let shown = if cells.len() > 1 { label.as_str() } else { "" };
+        progress.cell(done_before + n + 1, selected.len(), shown);
         let narrowed = cell.narrow(&resolved)?;
         let clock = Instant::now();
         let meter = crate::usage::Meter::start(n == 0);
@@ -640,7 +644,22 @@ pub fn complete_grid(experiment: &dyn Experiment, result: &mut ResultFile) -> an
     if !complete {
         return Ok(());
     }
-    experiment.complete_rows(&result.config, &mut result.rows)?;
+    // The result's config also records the run's data files and derived settings: outputs of
+    // the run, not keys of the experiment's config.
+    let mut inputs = result.config.clone();
+    inputs.remove(DATA_KEY);
+    inputs.remove(DERIVED_KEY);
+    experiment.complete_rows(&inputs, &mut result.rows)?;
+    if let Some(log) = result.cells.as_mut() {
+        // The cells' rows come first; what the grid added follows them.
+        let cells = log.cell_rows();
+        anyhow::ensure!(
+            result.rows.len() >= cells,
+            "completing the grid left {} rows, fewer than its cells' {cells} (a bug in the experiment)",
+            result.rows.len()
+        );
+        log.grid_rows = result.rows.len() - cells;
+    }
     for note in experiment.summary_notes(&result.rows) {
         if !result.notes.contains(&note) {
             result.notes.push(note);

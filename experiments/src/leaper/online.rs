@@ -62,7 +62,7 @@ lsmlab_harness::config! {
         /// how the run splits into cells for --shard and --resume: workload (a cell per workload, whose
         /// training passes run once and whose policies run side by side on two workers) or policy (a cell per
         /// workload and policy run of the default setup, the queueing alternative and each variant, each
-        /// repeating its setup's training pass: about 1 to 1.5 hours a cell at paper scale on 2 cores, against
+        /// repeating its setup's training pass: about 1 to 1.6 hours a cell at paper scale on 2 cores, against
         /// 14 hours or more a workload); default policy at paper scale, workload below
         #[serde(default)]
         pub cells_by: CellsBy,
@@ -1004,7 +1004,7 @@ impl TypedExperiment for LeaperOnline {
 
     /// The spike thresholds and spikes, and the overheads against the baseline, over every run of
     /// a workload ([`beside::complete`]); a `cells_by = policy` cell leaves them to this.
-    fn complete_rows(&self, cfg: &OnlineConfig, rows: &mut [Row]) -> anyhow::Result<()> {
+    fn complete_rows(&self, cfg: &OnlineConfig, rows: &mut Vec<Row>) -> anyhow::Result<()> {
         beside::complete(rows, cfg.setup.spike_factor, cfg.setup.collector_us);
         Ok(())
     }

@@ -39,8 +39,41 @@ lsmlab_harness::config! {
         #[serde(flatten)]
         /// The Leaper policy's settings (flattened: its keys are top-level `--set` keys).
         pub leaper: LeaperSettings,
+        /// the policies run at every grid point (default incremental-warmup, leaper: the gain rows set the
+        /// second beside the first)
+        #[serde(default = "sensitivity_policies_default")]
+        pub policies: Vec<WarmUpKind>,
+        /// how the run splits into cells for --shard and --resume: whole (one cell, its grid points side by
+        /// side on two workers) or policy (a cell per grid point and policy, each repeating its point's
+        /// training pass: about 1 to 1.6 hours a cell at paper scale on 2 cores, against 2.5 to 3 hours a
+        /// point); default policy at paper scale, whole below
+        #[serde(default)]
+        pub cells_by: SensitivityCells,
     }
 }
+
+/// The policies of every grid point: Figure 12-14's pair.
+pub fn sensitivity_policies_default() -> Vec<WarmUpKind> {
+    vec![WarmUpKind::IncrementalWarmup, WarmUpKind::Leaper]
+}
+
+/// How `leaper-sensitivity` splits into cells (`cells_by`). Counted figures are the same either
+/// way: every training pass and policy run draws from the run's seed and builds its own store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SensitivityCells {
+    /// One cell (results written before the key existed ran so). A grid point equal to another
+    /// runs once.
+    #[default]
+    Whole,
+    /// A cell per grid point and policy; the gain and best rows, which set policies and points
+    /// side by side, are computed once the grid is complete. A grid point equal to another runs
+    /// in its own cells.
+    Policy,
+}
+
+/// The lists a grid point is picked from, in the run's order.
+const SWEEP_KEYS: [&str; 4] = ["zipfs", "range_shares", "cache_ratios", "range_sizes"];
 
 impl Config for SensitivityConfig {
     fn validate(&self) -> anyhow::Result<()> {
@@ -58,6 +91,12 @@ impl Config for SensitivityConfig {
             "fractions in (0, 1]",
         )?;
         check_items("range_sizes", &self.range_sizes, |s| *s >= 1, "at least 1 key")?;
+        crate::config::check(
+            "policies",
+            "(empty)",
+            !self.policies.is_empty(),
+            "at least one policy",
+        )?;
         self.setup.validate()?;
         self.leaper.validate()
     }
@@ -90,30 +129,29 @@ impl Knob {
     }
 }
 
-fn find<'a>(w: &'a WorkloadRuns, policy: &str) -> Option<&'a super::online::PolicyRun> {
-    w.runs.iter().find(|r| r.policy.name() == policy)
-}
-
-/// The gain row of a cell: Leaper's QPS speedup in compaction windows, its hit-ratio gain (whole run,
-/// in points of ratio) and its cut of misses in windows, against Incremental Warmup.
-fn gain_row(knob: Knob, w: &WorkloadRuns) -> Option<Row> {
-    let (l, b) = (find(w, LEAPER)?, find(w, BASELINE)?);
-    let speedup = match (l.timeline.qps_in_windows(), b.timeline.qps_in_windows()) {
+/// The gain row of a grid point from its summary rows: Leaper's QPS speedup in compaction
+/// windows, its hit-ratio gain (whole run, in points of ratio) and its cut of misses in windows,
+/// against Incremental Warmup; `None` without both policies' rows.
+fn gain_row(point: &[&Row]) -> Option<Row> {
+    let text = |r: &Row, k: &str| r.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let num = |r: &Row, k: &str| r.get(k).and_then(|v| v.as_f64());
+    let find = |policy: &str| point.iter().copied().find(|r| text(r, "policy").as_deref() == Some(policy));
+    let (l, b) = (find(LEAPER)?, find(BASELINE)?);
+    // A run without time in the windows has no QPS there (the summary row writes 0).
+    let in_windows = |r: &Row| num(r, "qps_in_windows").filter(|_| num(r, "window_s").is_some_and(|s| s > 0.0));
+    let speedup = match (in_windows(l), in_windows(b)) {
         (Some(x), Some(y)) if y > 0.0 => Some(x / y),
         _ => None,
     };
-    let hit = |r: &super::online::PolicyRun| r.timeline.all.hit_ratio().unwrap_or(0.0);
+    let hit = |r: &Row| num(r, "hit_ratio").unwrap_or(0.0);
     // Per operation: the faster policy serves more operations in the same virtual time.
-    let (lm, bm) = (
-        l.timeline.in_windows.misses_per_op(),
-        b.timeline.in_windows.misses_per_op(),
-    );
+    let (lm, bm) = (num(l, "misses_per_op_in_windows"), num(b, "misses_per_op_in_windows"));
     Some(
         RowBuilder::new()
             .str("kind", "gain")
-            .str("sweep", knob.sweep())
-            .num("value", knob.value())
-            .str("workload", w.workload.as_str())
+            .str("sweep", &text(l, "sweep")?)
+            .num("value", num(l, "value")?)
+            .str("workload", &text(l, "workload")?)
             .opt_num("qps_speedup", speedup)
             .num("hit_ratio_gain", hit(l) - hit(b))
             .opt_num(
@@ -122,6 +160,76 @@ fn gain_row(knob: Knob, w: &WorkloadRuns) -> Option<Row> {
             )
             .build(),
     )
+}
+
+/// Replaces the gain and best rows of `rows` by those its summary rows give: a gain row per grid
+/// point (in the order the points first appear), then per sweep the value with the largest QPS
+/// speedup and the largest hit-ratio gain. Called again it gives the same rows.
+fn complete(rows: &mut Vec<Row>) {
+    let kind = |r: &Row| r.get("kind").and_then(|v| v.as_str()).map(str::to_string);
+    rows.retain(|r| !matches!(kind(r).as_deref(), Some("gain" | "best")));
+    let key = |r: &Row| {
+        let sweep = r.get("sweep").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let value = r.get("value").and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+        (sweep, value.to_bits())
+    };
+    let mut points: Vec<((String, u64), Vec<&Row>)> = Vec::new();
+    for row in rows.iter().filter(|r| kind(r).as_deref() == Some("summary")) {
+        let k = key(row);
+        match points.iter_mut().find(|(p, _)| *p == k) {
+            Some((_, members)) => members.push(row),
+            None => points.push((k, vec![row])),
+        }
+    }
+    let gains: Vec<Row> = points.iter().filter_map(|(_, members)| gain_row(members)).collect();
+    for sweep in ["zipf", "range_share", "cache_ratio", "range_size"] {
+        let mine: Vec<Row> = gains
+            .iter()
+            .filter(|g| g.get("sweep").and_then(|v| v.as_str()) == Some(sweep))
+            .cloned()
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        rows.push(
+            RowBuilder::new()
+                .str("kind", "best")
+                .str("sweep", sweep)
+                .opt_num("best_qps_gain_at", best_at(&mine, "qps_speedup"))
+                .opt_num("best_hit_gain_at", best_at(&mine, "hit_ratio_gain"))
+                .build(),
+        );
+    }
+    rows.extend(gains);
+}
+
+/// The cells of `cells_by = policy`: a cell per grid point and policy, which empties the other
+/// sweeps' lists.
+fn policy_cells(cfg: &SensitivityConfig) -> Vec<crate::cells::Cell> {
+    let lens = [
+        cfg.zipfs.len(),
+        cfg.range_shares.len(),
+        cfg.cache_ratios.len(),
+        cfg.range_sizes.len(),
+    ];
+    let mut cells = Vec::new();
+    for (k, (&key, &len)) in SWEEP_KEYS.iter().zip(&lens).enumerate() {
+        for i in 0..len {
+            for p in 0..cfg.policies.len() {
+                let mut cell = crate::cells::Cell {
+                    picks: vec![(key.to_string(), i), ("policies".to_string(), p)],
+                    sets: Vec::new(),
+                };
+                for (j, other) in SWEEP_KEYS.iter().enumerate() {
+                    if j != k {
+                        cell = cell.set(other, serde_json::json!([]));
+                    }
+                }
+                cells.push(cell);
+            }
+        }
+    }
+    cells
 }
 
 /// The distinct cells of `cells` (indices of their first occurrences) and, for each cell, the
@@ -192,6 +300,21 @@ impl TypedExperiment for LeaperSensitivity {
         ))
     }
 
+    /// One cell (`cells_by = whole`), or at paper scale, where a grid point takes 2.5 to 3 hours
+    /// on 2 cores, a cell per grid point and policy (`cells_by = policy`, [`policy_cells`]).
+    fn cells(&self, cfg: &SensitivityConfig, _data: &[crate::experiment::DataSpec]) -> Vec<crate::cells::Cell> {
+        match cfg.cells_by {
+            SensitivityCells::Whole => vec![crate::cells::Cell::whole()],
+            SensitivityCells::Policy => policy_cells(cfg),
+        }
+    }
+
+    /// The gain and best rows, from the summary rows of every grid point ([`complete`]).
+    fn complete_rows(&self, _cfg: &SensitivityConfig, rows: &mut Vec<Row>) -> anyhow::Result<()> {
+        complete(rows);
+        Ok(())
+    }
+
     fn defaults(&self, scale: Scale) -> SensitivityConfig {
         let mut setup = KvSetup::defaults(scale);
         if scale == Scale::Small {
@@ -232,6 +355,12 @@ impl TypedExperiment for LeaperSensitivity {
             },
             setup,
             leaper: LeaperSettings::defaults(scale),
+            policies: sensitivity_policies_default(),
+            cells_by: if scale == Scale::Paper {
+                SensitivityCells::Policy
+            } else {
+                SensitivityCells::Whole
+            },
         }
     }
 
@@ -240,14 +369,13 @@ impl TypedExperiment for LeaperSensitivity {
         knobs.extend(cfg.range_shares.iter().map(|&s| Knob::RangeShare(s)));
         knobs.extend(cfg.cache_ratios.iter().map(|&c| Knob::CacheRatio(c)));
         knobs.extend(cfg.range_sizes.iter().map(|&s| Knob::RangeSize(s)));
-        ctx.progress.set_total(knobs.len() * 5);
-        let policies = [WarmUpKind::IncrementalWarmup, WarmUpKind::Leaper];
+        ctx.progress.set_total(knobs.len() * (cfg.policies.len() + 2));
+        let policies = &cfg.policies;
         let mut out = RunOutput {
             notes: cfg.setup.notes(),
             ..RunOutput::default()
         };
         out.notes.extend(super::learned::notes(&cfg.leaper));
-        let mut gains: Vec<Row> = Vec::new();
         let cells = knobs
             .iter()
             .map(|&knob| {
@@ -270,7 +398,7 @@ impl TypedExperiment for LeaperSensitivity {
                     &cfg.setup,
                     &settings,
                     cfg.workload,
-                    &policies,
+                    policies,
                     cache_ratio,
                     &spec_for,
                     &label,
@@ -307,9 +435,6 @@ impl TypedExperiment for LeaperSensitivity {
                 );
                 out.rows.push(row);
             }
-            if let Some(g) = gain_row(knob, w) {
-                gains.push(g);
-            }
             out.notes.push(format!(
                 "{label}: interval {:.3} ms; background operations per run: {}.",
                 w.interval_s * 1e3,
@@ -320,28 +445,9 @@ impl TypedExperiment for LeaperSensitivity {
                     .join(", ")
             ));
         }
-        for sweep in ["zipf", "range_share", "cache_ratio", "range_size"] {
-            let mine: Vec<Row> = gains
-                .iter()
-                .filter(|g| g.get("sweep").and_then(|v| v.as_str()) == Some(sweep))
-                .cloned()
-                .collect();
-            if mine.is_empty() {
-                continue;
-            }
-            out.rows.push(
-                RowBuilder::new()
-                    .str("kind", "best")
-                    .str("sweep", sweep)
-                    .opt_num("best_qps_gain_at", best_at(&mine, "qps_speedup"))
-                    .opt_num("best_hit_gain_at", best_at(&mine, "hit_ratio_gain"))
-                    .build(),
-            );
-        }
-        out.rows.extend(gains);
         out.notes.push(format!(
-            "Every cell starts from {} with one knob moved (the others at their defaults) and runs {BASELINE} and \
-             {LEAPER} on identical op streams. Rows: kind = summary (as leaper-online's, with sweep and value), gain \
+            "Every grid point starts from {} with one knob moved (the others at their defaults) and runs each policy \
+             (by default {BASELINE} and {LEAPER}) on identical op streams. Rows: kind = summary (as leaper-online's, with sweep and value), gain \
              (qps_speedup = leaper's QPS in compaction windows / {BASELINE}'s, hit_ratio_gain = difference of whole-run \
              hit ratios, miss_reduction_in_windows = 1 - leaper's misses per operation in windows / {BASELINE}'s) and best (the swept \
              value with the largest speedup and the largest hit-ratio gain). A range_size cell fixes the key-range size \
@@ -352,6 +458,15 @@ impl TypedExperiment for LeaperSensitivity {
              to two worker threads; counted and virtual figures do not depend on it.",
             cfg.workload, cfg.setup.records, cfg.setup.warmup_ops
         ));
+        if cfg.cells_by == SensitivityCells::Policy {
+            out.notes.push(
+                "cells_by = policy: each grid point's policies ran in cells of their own, each after the point's \
+                 training pass (the same pass in each: it draws from the run's seed). The gain and best rows set \
+                 policies and points side by side, so they are computed from the summary rows once every cell has \
+                 run (by the run's last cell, or by lsmlab merge); a shard's own result lacks them."
+                    .to_string(),
+            );
+        }
         Ok(out)
     }
 }
@@ -385,6 +500,61 @@ mod tests {
             cell(0.0, 0.3),
         ];
         assert_eq!(distinct_cells(&cells), (vec![0, 1, 2], vec![0, 1, 2, 1, 0]));
+    }
+
+    #[test]
+    fn by_policy_a_cell_runs_one_policy_at_one_grid_point() {
+        let cfg = LeaperSensitivity.defaults(Scale::Paper);
+        assert_eq!(cfg.cells_by, SensitivityCells::Policy);
+        assert_eq!(LeaperSensitivity.defaults(Scale::Small).cells_by, SensitivityCells::Whole);
+        let cells = LeaperSensitivity.cells(&cfg, &[]);
+        assert_eq!(cells.len(), (6 + 6 + 4 + 6) * 2);
+        let map = crate::config::to_map(&cfg).unwrap();
+        for cell in &cells {
+            let c: SensitivityConfig = crate::config::from_map(&cell.narrow(&map).unwrap()).unwrap();
+            let points = c.zipfs.len() + c.range_shares.len() + c.cache_ratios.len() + c.range_sizes.len();
+            assert_eq!((points, c.policies.len()), (1, 1), "{}", cell.label(&map));
+        }
+        assert_eq!(cells[3].label(&map), "zipfs=0.3 policies=leaper");
+    }
+
+    #[test]
+    fn gains_come_from_the_summary_rows_of_each_point() {
+        let summary = |policy: &str, value: f64, qps_w: f64, window_s: f64, hit: f64, misses: f64| {
+            RowBuilder::new()
+                .str("kind", "summary")
+                .str("workload", "synthetic")
+                .str("policy", policy)
+                .str("sweep", "zipf")
+                .num("value", value)
+                .num("qps_in_windows", qps_w)
+                .num("window_s", window_s)
+                .num("hit_ratio", hit)
+                .num("misses_per_op_in_windows", misses)
+                .build()
+        };
+        let mut rows = vec![
+            summary(BASELINE, 0.0, 100.0, 1.0, 0.5, 0.2),
+            summary(LEAPER, 0.0, 150.0, 1.0, 0.6, 0.1),
+            summary(LEAPER, 0.9, 0.0, 0.0, 0.9, 0.0),
+            summary(BASELINE, 0.9, 0.0, 0.0, 0.8, 0.0),
+            // A point with one policy only has no gain row.
+            summary(LEAPER, 0.99, 10.0, 1.0, 0.9, 0.1),
+        ];
+        complete(&mut rows);
+        let kinds: Vec<&str> = rows.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["summary"; 5].into_iter().chain(["best", "gain", "gain"]).collect::<Vec<_>>());
+        let (best, g0, g9) = (&rows[5], &rows[6], &rows[7]);
+        assert_eq!(g0["qps_speedup"], 1.5);
+        assert!((g0["hit_ratio_gain"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+        assert!((g0["miss_reduction_in_windows"].as_f64().unwrap() - 0.5).abs() < 1e-12);
+        // No time in the windows: no speedup and no cut of misses there.
+        assert!(g9.get("qps_speedup").is_none() && g9.get("miss_reduction_in_windows").is_none());
+        assert_eq!(best["best_qps_gain_at"], 0.0);
+        assert_eq!(best["best_hit_gain_at"], 0.0);
+        let once = rows.clone();
+        complete(&mut rows);
+        assert_eq!(rows, once, "idempotent");
     }
 
     #[test]
