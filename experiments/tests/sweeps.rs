@@ -396,7 +396,7 @@ fn leaper_diol_and_oep7_runs_resume_and_merge_to_the_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     for (name, sets) in PAPER_SWEEPS {
         let base = dir.path().join(name);
-        let (whole, cut, shards) = (base.join("whole"), base.join("cut"), base.join("shards"));
+        let (whole, cut) = (base.join("whole"), base.join("cut"));
         ok(&run_exp(name, sets, &whole, &[], &[]));
         let reference = read(&whole.join(format!("tiny/{name}.json")));
         let total = reference["cells"]["total"].as_u64().unwrap();
@@ -413,26 +413,38 @@ fn leaper_diol_and_oep7_runs_resume_and_merge_to_the_whole_run() {
         assert_eq!(resumed["cells"]["done"].as_array().unwrap().len() as u64, total);
 
         // Two shards, merged: the unsharded result.
-        ok(&run_exp(name, sets, &shards, &["--shard", "1/2"], &[]));
-        ok(&run_exp(name, sets, &shards, &["--shard", "2/2"], &[]));
-        let merged = base.join("merged.json");
-        let shard = |k: u32| shards.join(format!("tiny/{name}.shard-{k}-of-2.json"));
-        ok(&lsmlab(&[
-            "merge",
-            shard(1).to_str().unwrap(),
-            shard(2).to_str().unwrap(),
-            "--out",
-            merged.to_str().unwrap(),
-        ]));
+        let (_, merged) = two_shards_merged(name, sets, &base);
         assert_eq!(counted(&read(&merged)), counted(&reference), "{name}");
-        let whole_path = whole.join(format!("tiny/{name}.json"));
-        ok(&lsmlab(&[
-            "compare",
-            merged.to_str().unwrap(),
-            whole_path.to_str().unwrap(),
-            "--check",
-        ]));
+        counted_identical(&merged, &whole.join(format!("tiny/{name}.json")));
     }
+}
+
+/// Runs `name` with `sets` as shards 1/2 and 2/2 into `dir/shards` and merges them into
+/// `dir/merged.json`; returns the first shard's result and the merged one's path.
+fn two_shards_merged(name: &str, sets: &[&str], dir: &Path) -> (Value, PathBuf) {
+    let shards = dir.join("shards");
+    ok(&run_exp(name, sets, &shards, &["--shard", "1/2"], &[]));
+    ok(&run_exp(name, sets, &shards, &["--shard", "2/2"], &[]));
+    let shard = |k: u32| shards.join(format!("tiny/{name}.shard-{k}-of-2.json"));
+    let merged = dir.join("merged.json");
+    ok(&lsmlab(&[
+        "merge",
+        shard(1).to_str().unwrap(),
+        shard(2).to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]));
+    (read(&shard(1)), merged)
+}
+
+/// `lsmlab compare --check`: every counted field of `a` and `b` identical.
+fn counted_identical(a: &Path, b: &Path) {
+    ok(&lsmlab(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--check",
+    ]));
 }
 
 /// The summary fields that set a leaper-online run beside its workload's other runs.
@@ -463,15 +475,13 @@ fn leaper_online_by_policy_shards_merge_to_the_run_by_workload() {
         "--seed",
         "7",
     ];
-    let (whole, shards) = (dir.path().join("whole"), dir.path().join("shards"));
+    let whole = dir.path().join("whole");
     ok(&run_exp(name, &sets, &whole, &[], &[]));
-    assert_eq!(read(&whole.join("tiny/leaper-online.json"))["cells"]["total"], 2);
+    let whole_path = whole.join("tiny/leaper-online.json");
+    assert_eq!(read(&whole_path)["cells"]["total"], 2);
     sets.extend(["--set", "cells_by=policy"]);
-    ok(&run_exp(name, &sets, &shards, &["--shard", "1/2"], &[]));
-    ok(&run_exp(name, &sets, &shards, &["--shard", "2/2"], &[]));
-    let shard = |k: u32| shards.join(format!("tiny/leaper-online.shard-{k}-of-2.json"));
+    let (first, merged) = two_shards_merged(name, &sets, dir.path());
     // Per workload, three policy runs and the variant's one: 8 cells, 4 in each shard.
-    let first = read(&shard(1));
     assert_eq!(first["cells"]["total"], 8);
     let summaries: Vec<&Value> = first["rows"]
         .as_array()
@@ -485,14 +495,6 @@ fn leaper_online_by_policy_shards_merge_to_the_run_by_workload() {
             assert!(row.get(field).is_none(), "a shard cannot set {field}: {row}");
         }
     }
-    let merged = dir.path().join("merged.json");
-    ok(&lsmlab(&[
-        "merge",
-        shard(1).to_str().unwrap(),
-        shard(2).to_str().unwrap(),
-        "--out",
-        merged.to_str().unwrap(),
-    ]));
     let merged_rows = read(&merged)["rows"].clone();
     let leaper = merged_rows
         .as_array()
@@ -503,12 +505,7 @@ fn leaper_online_by_policy_shards_merge_to_the_run_by_workload() {
     for field in BESIDE {
         assert!(leaper.get(field).is_some(), "merge fills {field}: {leaper}");
     }
-    ok(&lsmlab(&[
-        "compare",
-        merged.to_str().unwrap(),
-        whole.join("tiny/leaper-online.json").to_str().unwrap(),
-        "--check",
-    ]));
+    counted_identical(&merged, &whole_path);
 }
 
 #[test]
@@ -527,7 +524,7 @@ fn leaper_sensitivity_by_policy_shards_merge_to_the_whole_run_with_its_gain_rows
         "--seed",
         "7",
     ];
-    let (whole, shards) = (dir.path().join("whole"), dir.path().join("shards"));
+    let whole = dir.path().join("whole");
     ok(&run_exp(name, &sets, &whole, &[], &[]));
     let whole_path = whole.join("tiny/leaper-sensitivity.json");
     let reference = read(&whole_path);
@@ -542,29 +539,13 @@ fn leaper_sensitivity_by_policy_shards_merge_to_the_whole_run_with_its_gain_rows
     let expected: Vec<&str> = [["summary"; 6].as_slice(), &["best"; 2], &["gain"; 3]].concat();
     assert_eq!(kinds(&reference), expected);
     sets.extend(["--set", "cells_by=policy"]);
-    ok(&run_exp(name, &sets, &shards, &["--shard", "1/2"], &[]));
-    ok(&run_exp(name, &sets, &shards, &["--shard", "2/2"], &[]));
-    let shard = |k: u32| shards.join(format!("tiny/leaper-sensitivity.shard-{k}-of-2.json"));
-    let first = read(&shard(1));
+    let (first, merged) = two_shards_merged(name, &sets, dir.path());
     assert_eq!(first["cells"]["total"], 6);
     assert_eq!(kinds(&first), ["summary"; 3], "a shard has no gain or best rows");
-    let merged = dir.path().join("merged.json");
-    ok(&lsmlab(&[
-        "merge",
-        shard(1).to_str().unwrap(),
-        shard(2).to_str().unwrap(),
-        "--out",
-        merged.to_str().unwrap(),
-    ]));
     let merged_result = read(&merged);
     assert_eq!(kinds(&merged_result), expected);
     assert_eq!(merged_result["cells"]["grid_rows"], 5);
-    ok(&lsmlab(&[
-        "compare",
-        merged.to_str().unwrap(),
-        whole_path.to_str().unwrap(),
-        "--check",
-    ]));
+    counted_identical(&merged, &whole_path);
 }
 
 #[test]

@@ -187,27 +187,22 @@ mod tests {
     use super::*;
     use lsmlab_harness::rows::RowBuilder;
 
-    fn interval(kind: &str, policy: &str, ops: u64, mean_us: f64) -> Row {
+    /// A row of lsmlab's single-client run of `policy` on synthetic.
+    fn row(kind: &str, policy: &str) -> RowBuilder {
         RowBuilder::new()
             .str("kind", kind)
             .str("workload", "synthetic")
             .str("policy", policy)
             .str("engine", ENGINE)
             .int("clients", 1)
-            .int("ops", ops)
-            .num("mean_us", mean_us)
-            .build()
+    }
+
+    fn interval(kind: &str, policy: &str, ops: u64, mean_us: f64) -> Row {
+        row(kind, policy).int("ops", ops).num("mean_us", mean_us).build()
     }
 
     fn summary(kind: &str, policy: &str, qps_outside: f64) -> Row {
-        RowBuilder::new()
-            .str("kind", kind)
-            .str("workload", "synthetic")
-            .str("policy", policy)
-            .str("engine", ENGINE)
-            .int("clients", 1)
-            .num("qps_outside_windows", qps_outside)
-            .build()
+        row(kind, policy).num("qps_outside_windows", qps_outside).build()
     }
 
     #[test]
