@@ -38,6 +38,10 @@ enum Command {
         /// runs these; an unknown TARGET is refused.
         #[arg(long, value_name = "TARGET", conflicts_with = "names")]
         of: Option<String>,
+        /// The scale whose default grid the cells column counts (paper-scale runs of some
+        /// experiments split finer).
+        #[arg(long, value_enum, default_value_t = Scale::Small)]
+        scale: Scale,
     },
     /// Print an experiment's parameters, their defaults at a scale, and what they mean.
     Params {
@@ -298,7 +302,11 @@ fn execute(command: Command) -> anyhow::Result<()> {
     let experiments = registry::all();
     match command {
         Command::List { of: Some(target), .. } => list_target(&target),
-        Command::List { names, of: None } => list(&experiments, names),
+        Command::List {
+            names,
+            of: None,
+            scale,
+        } => list(&experiments, names, scale),
         Command::Params { experiment, scale } => params(&experiments, &experiment, scale),
         Command::Run(args) => run(&experiments, args),
         Command::Plot { results, out, scale } => {
@@ -516,7 +524,7 @@ fn list_target(target: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()> {
+fn list(experiments: &[&dyn Experiment], names_only: bool, scale: Scale) -> anyhow::Result<()> {
     if names_only {
         for e in experiments {
             out!("{}", e.name());
@@ -530,14 +538,13 @@ fn list(experiments: &[&dyn Experiment], names_only: bool) -> anyhow::Result<()>
     let name_width = experiments.iter().map(|e| e.name().len()).max().unwrap_or(0);
     let paper_width = experiments.iter().map(|e| e.paper().len()).max().unwrap_or(0);
     out!(
-        "{:name_width$}  {:paper_width$}  {:>5}  what it measures (cells: at scale small with the defaults, what --shard K/N splits)",
+        "{:name_width$}  {:paper_width$}  {:>5}  what it measures (cells: at scale {scale} with the defaults, what --shard K/N splits)",
         "experiment",
         "paper",
         "cells"
     );
     for e in experiments {
-        let cells =
-            runner::default_cells(*e, Scale::Small).map_or_else(|_| "?".to_string(), |n| n.to_string());
+        let cells = runner::default_cells(*e, scale).map_or_else(|_| "?".to_string(), |n| n.to_string());
         out!(
             "{:name_width$}  {:paper_width$}  {:>5}  {}",
             e.name(),
@@ -577,6 +584,19 @@ fn params(experiments: &[&dyn Experiment], name: &str, scale: Scale) -> anyhow::
             default,
             key.help
         );
+    }
+    let cells = runner::default_cell_labels(experiment, scale)?;
+    if cells.len() > 1 {
+        out!(
+            "cells at scale {scale} with these defaults ({n}; `--shard K/{n}` runs the K-th alone, `lsmlab merge` joins them):",
+            n = cells.len()
+        );
+        let width = cells.len().to_string().len();
+        for (k, label) in cells.iter().enumerate() {
+            out!("  {:>width$}  {label}", k + 1);
+        }
+    } else {
+        out!("cells at scale {scale} with these defaults: 1 (the whole run)");
     }
     Ok(())
 }

@@ -76,6 +76,28 @@ fn list_names_prints_one_plain_name_per_line() {
     let cells: Vec<&str> = rum.split_whitespace().collect();
     assert!(cells.contains(&"33"), "{rum}");
     assert!(text.lines().next().unwrap().contains("cells"), "{text}");
+    // At paper scale leaper-online splits by policy run: 3 workloads x 16.
+    let paper = stdout(&lsmlab(&["list", "--scale", "paper"]));
+    let online = paper
+        .lines()
+        .find(|l| l.starts_with("leaper-online "))
+        .expect("leaper-online listed");
+    assert!(online.split_whitespace().any(|w| w == "48"), "{online}");
+}
+
+#[test]
+fn params_numbers_the_cells_a_shard_of_one_runs() {
+    let out = stdout(&lsmlab(&["params", "leaper-online", "--scale", "paper"]));
+    assert!(
+        out.contains("cells at scale paper with these defaults (48;"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n  37  workloads=synthetic policies=leaper\n"),
+        "{out}"
+    );
+    let whole = stdout(&lsmlab(&["params", "oep7-space"]));
+    assert!(whole.trim_end().ends_with("1 (the whole run)"), "{whole}");
 }
 
 /// Ctrl-C during a run says how many cells are saved where and how to continue, and exits 130;

@@ -605,8 +605,18 @@ fn run_checked(
 /// How many cells `experiment` runs at `scale` with its defaults and generated data (the count a
 /// `--shard K/N` split divides, or an array job sizes itself by).
 pub fn default_cells(experiment: &dyn Experiment, scale: Scale) -> anyhow::Result<usize> {
+    Ok(default_cell_labels(experiment, scale)?.len().max(1))
+}
+
+/// The labels of the cells `experiment` runs at `scale` with its defaults and generated data, in
+/// grid order: `--shard K/N` with N their count runs the K-th alone.
+pub fn default_cell_labels(experiment: &dyn Experiment, scale: Scale) -> anyhow::Result<Vec<String>> {
     let config = resolve_config(experiment, scale, &Overlay::default())?;
-    Ok(experiment.cells(&config, &[])?.len().max(1))
+    Ok(experiment
+        .cells(&config, &[])?
+        .iter()
+        .map(|c| c.label(&config))
+        .collect())
 }
 
 /// What the run in progress has saved, for [`interrupted_note`].
