@@ -20,7 +20,7 @@ use super::variant::Variant;
 use super::{check_workloads, pool, ratio_fields, KvSetup, Ratios, RunTimeline, Workload, PAPER};
 use crate::config::{check, Config, DeviceKind};
 use crate::experiment::{Row, RowBuilder, RunContext, RunOutput, Scale, TypedExperiment};
-use lsmlab_workloads::kv::{KeyDist, KvWorkload};
+use lsmlab_workloads::kv::{KeyDist, KvWorkload, TimedOp};
 
 pub(crate) struct LeaperOnline;
 
@@ -337,8 +337,9 @@ struct Prepared {
 }
 
 /// The training pass of a cell: a bulk-loaded store with no warm-up policy runs the warm-up phase,
-/// logging every access, calibrates the interval and extends the warm-up to cover the slots the
-/// model needs.
+/// logging every access when the cell runs the `leaper` policy (the model's training data; a cell
+/// without it keeps no log), calibrates the interval and extends the warm-up to cover the slots
+/// the model needs.
 #[allow(clippy::expect_used)] // LRU is a baseline policy by definition
 fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
     let setup = &cell.setup;
@@ -354,10 +355,17 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
     let mut driver = Driver::new(store, &cell.spec, ctx.seed, cost, false)?
         .replaying(cell.trace.as_deref())?
         .with_queue(setup.queue(0.0));
-    let mut log = learned::AccessLog::default();
-    let mut training = warm_up(&mut driver, setup.warmup_ops, ctx.progress, &mut |t, op| {
-        log.record(t, &op.op)
-    })?;
+    // One record per operation of the warm-up (100 million at paper scale): kept only for a model.
+    let mut log = cell
+        .policies
+        .contains(&WarmUpKind::Leaper)
+        .then(learned::AccessLog::default);
+    let mut record = |t: f64, op: &TimedOp| {
+        if let Some(log) = log.as_mut() {
+            log.record(t, &op.op);
+        }
+    };
+    let mut training = warm_up(&mut driver, setup.warmup_ops, ctx.progress, &mut record)?;
     let interval_s = if setup.interval_s > 0.0 {
         setup.interval_s
     } else {
@@ -381,14 +389,14 @@ fn prepare(cell: &Cell, ctx: &RunContext) -> anyhow::Result<Prepared> {
         &mut training,
         MIN_TRAINING_SLOTS as f64 * slot_s,
         ctx.progress,
-        &mut |t, op| log.record(t, &op.op),
+        &mut record,
     )?;
     Ok(Prepared {
         layout,
         interval_s,
         t2_s: setup.t2_intervals * interval_s,
         training,
-        log: Mutex::new(Some(log)),
+        log: Mutex::new(log),
     })
 }
 
