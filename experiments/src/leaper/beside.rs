@@ -135,10 +135,13 @@ fn is_summary(row: &Row) -> bool {
         .is_some_and(|k| k.ends_with("summary"))
 }
 
-/// Fills [`Beside`]'s fields into every lsmlab summary row of `rows` from the interval rows of
-/// its workload's runs and the baseline's summary row (`leaper-online`'s rows, default, queueing
-/// and variant alike). `spike_factor` and `collector_us` are the run's (the queueing and variant
-/// setups change neither). Called again it gives the same rows.
+/// Fills [`Beside`]'s fields into every lsmlab summary row of `rows` that lacks them, from the
+/// interval rows of its workload's runs and the baseline's summary row (`leaper-online`'s rows,
+/// default, queueing and variant alike). A row that has them keeps them: a cell by workload
+/// computed them itself (under `--repeat`, per repetition, then averaged with their intervals),
+/// where a cell by policy leaves them to this, which under `--repeat` reads the repetitions' mean
+/// rows. `spike_factor` and `collector_us` are the run's (the queueing and variant setups change
+/// neither). Called again it gives the same rows.
 pub(crate) fn complete(rows: &mut [Row], spike_factor: f64, collector_us: f64) {
     use std::collections::BTreeMap;
     type Group = (String, String, String);
@@ -165,7 +168,7 @@ pub(crate) fn complete(rows: &mut [Row], spike_factor: f64, collector_us: f64) {
     }
     for row in rows.iter_mut() {
         let Some(group) = group_of(row) else { continue };
-        if !is_summary(row) {
+        if !is_summary(row) || row.contains_key("spike_threshold_us") {
             continue;
         }
         let clients = num(row, "clients").unwrap_or(0.0) as usize;
@@ -259,5 +262,9 @@ mod tests {
         let once = rows.clone();
         complete(&mut rows, 2.0, 50.0);
         assert_eq!(rows, once);
+        // A row that has the fields keeps them (a cell by workload computed them itself).
+        rows[5].insert("latency_spikes".into(), 7.into());
+        complete(&mut rows, 2.0, 50.0);
+        assert_eq!(rows[5]["latency_spikes"], 7);
     }
 }

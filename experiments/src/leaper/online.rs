@@ -1219,7 +1219,8 @@ impl TypedExperiment for LeaperOnline {
                  setup (the same pass in every cell of a workload and setup: it draws from the run's seed). \
                  spike_threshold_us, latency_spikes, overhead_pct and overhead_pct_without_collector set a run \
                  beside the other runs of its workload, so they are filled in once every cell has run (by the \
-                 run's last cell, or by lsmlab merge); a shard's own result lacks them."
+                 run's last cell, or by lsmlab merge; under --repeat from the repetitions' mean rows); a shard's \
+                 own result lacks them."
                     .to_string(),
             ),
         }

@@ -162,12 +162,17 @@ fn gain_row(point: &[&Row]) -> Option<Row> {
     )
 }
 
-/// Replaces the gain and best rows of `rows` by those its summary rows give: a gain row per grid
-/// point (in the order the points first appear), then per sweep the value with the largest QPS
-/// speedup and the largest hit-ratio gain. Called again it gives the same rows.
+/// Appends the gain and best rows its summary rows give to `rows` when it has none: a gain row per
+/// grid point (in the order the points first appear), then per sweep the value with the largest
+/// QPS speedup and the largest hit-ratio gain. A run in one cell adds them itself (under
+/// `--repeat` per repetition, then averaged with an interval); a run by policy leaves them to the
+/// end of the grid, where under `--repeat` the summary rows are the repetitions' means, so a gain
+/// is the ratio of mean figures (no interval of its own). Called again it changes nothing.
 fn complete(rows: &mut Vec<Row>) {
     let kind = |r: &Row| r.get("kind").and_then(|v| v.as_str()).map(str::to_string);
-    rows.retain(|r| !matches!(kind(r).as_deref(), Some("gain" | "best")));
+    if rows.iter().any(|r| matches!(kind(r).as_deref(), Some("gain" | "best"))) {
+        return;
+    }
     let key = |r: &Row| {
         let sweep = r.get("sweep").and_then(|v| v.as_str()).unwrap_or("").to_string();
         let value = r.get("value").and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
@@ -309,7 +314,8 @@ impl TypedExperiment for LeaperSensitivity {
         }
     }
 
-    /// The gain and best rows, from the summary rows of every grid point ([`complete`]).
+    /// The gain and best rows, from the summary rows of every grid point, where the run's cells
+    /// left them out (`cells_by = policy`, [`complete`]).
     fn complete_rows(&self, _cfg: &SensitivityConfig, rows: &mut Vec<Row>) -> anyhow::Result<()> {
         complete(rows);
         Ok(())
@@ -450,7 +456,8 @@ impl TypedExperiment for LeaperSensitivity {
              (by default {BASELINE} and {LEAPER}) on identical op streams. Rows: kind = summary (as leaper-online's, with sweep and value), gain \
              (qps_speedup = leaper's QPS in compaction windows / {BASELINE}'s, hit_ratio_gain = difference of whole-run \
              hit ratios, miss_reduction_in_windows = 1 - leaper's misses per operation in windows / {BASELINE}'s) and best (the swept \
-             value with the largest speedup and the largest hit-ratio gain). A range_size cell fixes the key-range size \
+             value with the largest speedup and the largest hit-ratio gain), both computed from the summary rows (with \
+             cells_by = policy once the grid is complete, under --repeat from the repetitions' mean rows). A range_size cell fixes the key-range size \
              instead of Algorithm 1's choice. Range-query shares keep the workload's read/write ratio. Each cell holds \
              {} records and warms up for {} operations (the default at small is leaper-online's / {SMALL_CELL_SHRINK}, \
              to keep the sweep's run time in its budget): only the size shrinks, the ratios in the first note (cache / \
@@ -458,7 +465,9 @@ impl TypedExperiment for LeaperSensitivity {
              to two worker threads; counted and virtual figures do not depend on it.",
             cfg.workload, cfg.setup.records, cfg.setup.warmup_ops
         ));
-        if cfg.cells_by == SensitivityCells::Policy {
+        if cfg.cells_by == SensitivityCells::Whole {
+            complete(&mut out.rows);
+        } else {
             out.notes.push(
                 "cells_by = policy: each grid point's policies ran in cells of their own, each after the point's \
                  training pass (the same pass in each: it draws from the run's seed). The gain and best rows set \
