@@ -86,6 +86,31 @@ fn list_names_prints_one_plain_name_per_line() {
 }
 
 #[test]
+fn repeat_is_refused_up_front_where_repetitions_cannot_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let args = [
+        "run",
+        "leaper-online",
+        "--scale",
+        "tiny",
+        "--repeat",
+        "2",
+        "--out",
+        out_dir,
+    ];
+    let out = lsmlab(&args);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("--repeat 2: `leaper-online` cannot average its repetitions"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was run"), "{err}");
+    assert!(!dir.path().join("tiny").exists(), "no result, no partial file");
+}
+
+#[test]
 fn params_numbers_the_cells_a_shard_of_one_runs() {
     let out = stdout(&lsmlab(&["params", "leaper-online", "--scale", "paper"]));
     assert!(

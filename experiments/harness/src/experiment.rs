@@ -108,6 +108,12 @@ pub trait TypedExperiment: Sync {
     fn cells(&self, _config: &Self::Config, _data: &[DataSpec]) -> Vec<Cell> {
         vec![Cell::whole()]
     }
+    /// Why `--repeat` above 1 cannot average this experiment's runs, when it cannot (its rows do
+    /// not pair up between seeds): the runner refuses such a run before it starts, rather than
+    /// after its first cell's repetitions.
+    fn repeat_refusal(&self) -> Option<&'static str> {
+        None
+    }
     /// Fields computed from the rows of several cells (a policy's overhead against a baseline run
     /// in another cell, say), filled in once a result covers the whole grid: by the runner when
     /// its last cell is done, and by `lsmlab merge` when the shards are joined, before
@@ -153,6 +159,10 @@ pub trait Experiment: Sync {
     ) -> anyhow::Result<Option<MemoryEstimate>>;
     /// The cells of a config [`Experiment::resolve`] returned ([`TypedExperiment::cells`]).
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>>;
+    /// Why `--repeat` above 1 is refused ([`TypedExperiment::repeat_refusal`]).
+    fn repeat_refusal(&self) -> Option<&'static str> {
+        None
+    }
     /// Fills the fields computed across cells into the rows of the whole grid, for a config
     /// [`Experiment::resolve`] returned ([`TypedExperiment::complete_rows`]).
     fn complete_rows(&self, _config: &ConfigMap, _rows: &mut Vec<Row>) -> anyhow::Result<()> {
@@ -214,6 +224,10 @@ impl<T: TypedExperiment> Experiment for T {
     fn cells(&self, config: &ConfigMap, data: &[DataSpec]) -> anyhow::Result<Vec<Cell>> {
         let config: T::Config = config::from_map(config)?;
         Ok(TypedExperiment::cells(self, &config, data))
+    }
+
+    fn repeat_refusal(&self) -> Option<&'static str> {
+        TypedExperiment::repeat_refusal(self)
     }
 
     fn complete_rows(&self, config: &ConfigMap, rows: &mut Vec<Row>) -> anyhow::Result<()> {

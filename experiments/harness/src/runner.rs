@@ -216,6 +216,15 @@ pub fn run_with(
     if request.sweep.repeat == 0 {
         bail!("--repeat 0 runs nothing; give 1 or more");
     }
+    if request.sweep.repeat > 1 {
+        if let Some(why) = experiment.repeat_refusal() {
+            bail!(
+                "--repeat {}: `{}` cannot average its repetitions: {why}; nothing was run",
+                request.sweep.repeat,
+                experiment.name()
+            );
+        }
+    }
     let path = match request.sweep.shard {
         None => ResultFile::path_in(&request.out_dir, request.scale, experiment.name()),
         Some(shard) => ResultFile::path_in(

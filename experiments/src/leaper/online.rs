@@ -1010,6 +1010,14 @@ impl TypedExperiment for LeaperOnline {
         }
     }
 
+    fn repeat_refusal(&self) -> Option<&'static str> {
+        Some(
+            "its interval rows carry flags (in_flush, in_compaction, in_window) that move with the seed, so \
+             the rows of two repetitions do not pair up; run it once per --seed instead and set the results \
+             side by side (lsmlab compare A.json B.json)",
+        )
+    }
+
     /// The spike thresholds and spikes, and the overheads against the baseline, over every run of
     /// a workload ([`beside::complete`]); a `cells_by = policy` cell leaves them to this.
     fn complete_rows(&self, cfg: &OnlineConfig, rows: &mut Vec<Row>) -> anyhow::Result<()> {
