@@ -750,7 +750,7 @@ fn dims(workload: Workload, run: &PolicyRun, interval_s: f64, clients: usize) ->
 }
 
 /// A run's summary row, without the fields that set it beside the workload's other runs
-/// ([`Beside`]: the spike threshold and spikes, the overheads), which need every run of the
+/// ([`beside::Beside`]: the spike threshold and spikes, the overheads), which need every run of the
 /// workload.
 pub(crate) fn summary_row(w: &WorkloadRuns, run: &PolicyRun) -> Row {
     let tl = &run.timeline;
