@@ -319,11 +319,6 @@ impl Cell {
         })
     }
 
-    /// The policy whose run the fjall peer is matched with ([`peer_policy`]).
-    fn peer_policy(&self) -> Option<usize> {
-        peer_policy(&self.policies)
-    }
-
 }
 
 /// What a cell's training pass found: the layout, the calibrated interval, the warm-up and its log.
@@ -646,14 +641,14 @@ pub(crate) fn run_cells(
                     let trained = lock(i).trained.clone();
                     let run = run_policy(cell, &prep, kind, trained.as_deref(), ctx)?;
                     let mut st = lock(i);
-                    if cell.peer && cell.peer_policy() == Some(p) {
+                    if cell.peer && peer_policy(&cell.policies) == Some(p) {
                         follow.push(Job::Peer(i));
                     }
                     st.runs[p] = Some(run);
                 }
                 Job::Peer(_) => {
                     let prep = prep.expect("the peer runs after its cell's training pass");
-                    let p = cell.peer_policy().expect("a peer is matched with a run");
+                    let p = peer_policy(&cell.policies).expect("a peer is matched with a run");
                     let plan = {
                         let st = lock(i);
                         let run = st.runs[p].as_ref().expect("the matched run is done");
