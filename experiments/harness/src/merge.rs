@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use crate::config::DERIVED_KEY;
-use crate::result::{CellLog, Provenance, ResultFile};
+use crate::result::{CellLog, GitInfo, Provenance, ResultFile};
 
 /// Refuses a `--out` that is one of the shards (the merge would overwrite its own input, and a
 /// failed or partial merge would lose it) or a directory; checked before anything is read.
@@ -222,11 +222,7 @@ pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
                 }
             }
         }
-        if shard.git != first.git {
-            let note = format!(
-                "The shards ran different code: commits {} and {}.",
-                first.git.commit, shard.git.commit
-            );
+        if let Some(note) = code_difference(&first.git, &shard.git) {
             if !merged.notes.contains(&note) {
                 merged.notes.push(note);
             }
@@ -246,4 +242,43 @@ pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
     ));
     merged.validate().context("the merged result")?;
     Ok(merged)
+}
+
+/// The note a merge leaves when two shards ran different code, naming each side's commit and
+/// whether its binary was built with changes to it (two shards of one commit may differ only so).
+fn code_difference(a: &GitInfo, b: &GitInfo) -> Option<String> {
+    let name = |g: &GitInfo| {
+        if g.dirty {
+            format!("commit {} with local changes", g.commit)
+        } else {
+            format!("commit {}", g.commit)
+        }
+    };
+    (a != b).then(|| format!("The shards ran different code: {} and {}.", name(a), name(b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(commit: &str, dirty: bool) -> GitInfo {
+        GitInfo {
+            commit: commit.to_string(),
+            dirty,
+        }
+    }
+
+    #[test]
+    fn a_code_difference_names_what_differs() {
+        assert_eq!(code_difference(&git("abc", false), &git("abc", false)), None);
+        assert_eq!(
+            code_difference(&git("abc", false), &git("def", false)).as_deref(),
+            Some("The shards ran different code: commit abc and commit def.")
+        );
+        // The same commit, one binary built from a modified tree: the note says which.
+        assert_eq!(
+            code_difference(&git("abc", false), &git("abc", true)).as_deref(),
+            Some("The shards ran different code: commit abc and commit abc with local changes.")
+        );
+    }
 }
