@@ -318,7 +318,6 @@ impl Cell {
             trace: None,
         })
     }
-
 }
 
 /// What a cell's training pass found: the layout, the calibrated interval, the warm-up and its log.
