@@ -30,6 +30,8 @@ impl LsmRTree {
     /// memory component; on a healthy device the policy is then already satisfied and nothing
     /// happens).
     pub fn flush(&mut self) -> Result<()> {
+        // The queries' kept buffers would add to the peak the flush and its merges set.
+        self.scratch.release();
         if self.memory.is_empty() && !self.maintenance.has_memory_antimatter() {
             return self.compact();
         }

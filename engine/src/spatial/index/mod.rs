@@ -39,6 +39,8 @@ pub struct LsmRTree {
     /// The strategy. Dynamic dispatch costs one call per write, per flushed or merged entry and per
     /// query candidate: under 0.5% of the instructions of the per-strategy ingest bench.
     maintenance: Box<dyn Maintenance>,
+    /// The buffers the last queries gathered their candidates in, for the next ones.
+    scratch: query::QueryScratch,
 }
 
 impl LsmRTree {
@@ -52,6 +54,7 @@ impl LsmRTree {
             store: RunStore::new(runs, cfg.merge_policy.strategy(), cache.device().clone()),
             clock: 0,
             maintenance,
+            scratch: Default::default(),
             cfg,
             cache,
         })

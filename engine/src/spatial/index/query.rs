@@ -6,6 +6,7 @@ use crate::geom::Rect;
 use crate::rtree::SpatialEntry;
 use crate::spatial::maintenance::Source;
 use crate::Result;
+use std::sync::Mutex;
 
 /// The result of a range query.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -19,43 +20,60 @@ pub struct QueryOutcome {
     pub validation_lookups: u64,
 }
 
-/// Candidates (and antimatter keys) a query's buffers keep room for once the query is done (8 MiB
-/// of candidates, about as much for the keys' set): the next query on the thread then gathers them
-/// without growing a vector and a hash set from empty (the growth's copies and rehashes were 8% of
-/// a query-heavy UM cell's time in `rum-mixed`, and most of an Eager cell's). A larger buffer, left
-/// by a larger query, is freed rather than held: a query that large pays for its growth many times
-/// over in validation, and the held bytes would sit beside every later flush and merge (with room
-/// for 2^20 candidates, a paper-scale `rum-mixed` cell under Eager peaked 92 MiB higher).
-const KEPT_CANDIDATES: usize = 1 << 18;
+/// The buffers a query gathers its candidates (and the newer components' antimatter keys) in,
+/// kept by the index for the next query: that query then gathers into buffers already grown to
+/// the size the last one needed, instead of growing a vector and a hash set from empty. Growth
+/// from empty costs copies and rehashes (8% of a query-heavy UM cell's time in `rum-mixed`, most
+/// of an Eager cell's) and, for a buffer of more than a few hundred KiB, memory the allocator
+/// maps afresh each time: a paper-scale `rum-mixed` cell under UM whose queries gathered 697,352
+/// candidates each (22 MB) spent a third of its CPU time on 630 million minor page faults while
+/// only buffers of up to 2^18 candidates were kept.
+///
+/// The kept bytes would sit beside a flush's and a merge's, which set the index's peak memory,
+/// so [`LsmRTree::flush`] frees them first (see [`QueryScratch::release`]); between flushes they
+/// are no more than the largest query since the last one held while it ran.
+#[derive(Default)]
+pub(super) struct QueryScratch {
+    /// One set of buffers per query that ran at once (one, unless threads query together).
+    idle: Mutex<Vec<Scratch>>,
+}
 
-/// The allocations a query reuses from the last query on its thread.
+impl QueryScratch {
+    fn take(&self) -> Scratch {
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    fn give_back(&self, mut s: Scratch) {
+        s.candidates.clear();
+        s.shadow.killed.clear();
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    }
+
+    /// Frees the buffers no query holds (a query running meanwhile gives its own back after).
+    pub(super) fn release(&mut self) {
+        let idle = self.idle.get_mut().unwrap_or_else(|e| e.into_inner());
+        *idle = Vec::new();
+    }
+}
+
+/// The allocations one query uses.
 #[derive(Default)]
 struct Scratch {
     candidates: Vec<SpatialEntry>,
     shadow: Shadow,
 }
 
-thread_local! {
-    /// The last query's buffers on this thread (see [`LsmRTree::query`]); `None` while a query
-    /// holds them.
-    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
-}
-
 impl LsmRTree {
     /// A range query: candidates from the memory R-tree and every disk R-tree (newest first), then
     /// each candidate validated by the strategy, in that order.
     pub fn query(&self, rect: &Rect) -> Result<QueryOutcome> {
-        // The buffers are kept on the thread between queries; they are taken out while a query
-        // runs, so anything that queried meanwhile on the same thread would start from empty ones.
-        let mut scratch = SCRATCH.take().unwrap_or_default();
-        scratch.candidates.clear();
-        scratch.shadow.killed.clear();
+        let mut scratch = self.scratch.take();
         let out = self.query_into(rect, &mut scratch.candidates, &mut scratch.shadow);
-        if scratch.candidates.capacity() <= KEPT_CANDIDATES
-            && scratch.shadow.killed.capacity() <= KEPT_CANDIDATES
-        {
-            SCRATCH.set(Some(scratch));
-        }
+        self.scratch.give_back(scratch);
         out
     }
 
@@ -176,5 +194,58 @@ impl LsmRTree {
             Some(err) => Err(err),
             None => Ok(candidates),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::BufferCache;
+    use crate::geom::Point;
+    use crate::spatial::SpatialConfig;
+    use crate::storage::{Device, MemDevice};
+    use std::sync::Arc;
+
+    fn kept(index: &mut LsmRTree) -> Vec<usize> {
+        let idle = index.scratch.idle.get_mut().unwrap();
+        idle.iter().map(|s| s.candidates.capacity()).collect()
+    }
+
+    /// A query leaves its grown buffer for the next (empty, whatever its size), a flush frees it,
+    /// and a query through reused buffers answers as one through fresh ones.
+    #[test]
+    fn query_buffers_are_kept_until_a_flush() {
+        let device: Arc<dyn Device> = Arc::new(MemDevice::new(256));
+        let cache = Arc::new(BufferCache::new(device, 64));
+        let extent = Rect::new(0.0, 0.0, 100.0, 100.0);
+        let cfg = SpatialConfig::new("UM".parse().unwrap(), extent, 1 << 20);
+        let mut index = LsmRTree::new(cfg, cache).unwrap();
+        let at = |oid: u64| Point::new((oid % 40) as f64 * 2.5, (oid / 40) as f64 * 2.0);
+        for oid in 0..2_000u64 {
+            index.insert(oid, at(oid)).unwrap();
+        }
+        assert!(kept(&mut index).is_empty());
+        let all = index.query(&extent).unwrap();
+        assert_eq!(all.results.len(), 2_000);
+        let grown = kept(&mut index);
+        assert_eq!(grown.len(), 1);
+        assert!(grown[0] >= 2_000, "{grown:?}");
+        let small = Rect::new(0.0, 0.0, 9.9, 9.9);
+        let inside = (0..2_000).filter(|&oid| small.contains_point(at(oid))).count();
+        assert_eq!(inside, 20);
+        let reused = index.query(&small).unwrap();
+        assert_eq!(kept(&mut index), grown, "the buffer stays as grown");
+        index.scratch.release();
+        let fresh = index.query(&small).unwrap();
+        assert_eq!(reused, fresh);
+        assert_eq!(fresh.results.len(), inside);
+        index.flush().unwrap();
+        assert!(kept(&mut index).is_empty(), "a flush frees the kept buffers");
+        let oids = |o: &QueryOutcome| {
+            let mut v: Vec<u64> = o.results.iter().map(|e| e.oid).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(oids(&index.query(&small).unwrap()), oids(&fresh));
     }
 }
