@@ -31,7 +31,7 @@ pub struct QueryOutcome {
 ///
 /// The kept bytes would sit beside a flush's and a merge's, which set the index's peak memory,
 /// so [`LsmRTree::flush`] frees them first (see [`QueryScratch::release`]); between flushes they
-/// are no more than the largest query since the last one held while it ran.
+/// hold no more than the largest query since the last flush held while it ran.
 #[derive(Default)]
 pub(super) struct QueryScratch {
     /// One set of buffers per query that ran at once (one, unless threads query together).
