@@ -225,7 +225,10 @@ fn two_shards_merge_into_the_unsharded_result() {
     // A missing shard, a shard given twice and a shard of another run are refused, writing nothing.
     let bad = dir.path().join("bad.json");
     for (files, needle) in [
-        (vec![&one], "in none of the files"),
+        (
+            vec![&one],
+            "in none of the files (cells 1, 3, 5, counted from 0): shard 2 of 2 is missing",
+        ),
         (vec![&one, &one], "merge each shard once"),
     ] {
         let mut args = vec!["merge"];

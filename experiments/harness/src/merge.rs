@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
+use crate::cells::Shard;
 use crate::config::DERIVED_KEY;
 use crate::result::{CellLog, GitInfo, Provenance, ResultFile};
 
@@ -77,6 +78,46 @@ fn merged_name(shard: &Path) -> PathBuf {
         None => format!("merged-{name}"),
     };
     shard.with_file_name(merged)
+}
+
+/// The refusal of a merge whose files lack the grid's cells `missing` (0-based, sorted): which
+/// cells, and, for the files of a `--shard K/N` split, which shards hold them and how to run them.
+fn missing_cells(
+    missing: &[usize],
+    total: usize,
+    split: Option<Shard>,
+    experiment: &str,
+    scale: &str,
+) -> String {
+    let list = |items: Vec<String>, most: usize| {
+        let more = if items.len() > most { ", ..." } else { "" };
+        format!("{}{more}", items[..items.len().min(most)].join(", "))
+    };
+    let cells = list(missing.iter().map(|i| i.to_string()).collect(), 10);
+    let head = format!(
+        "{} of the grid's {total} cells are in none of the files (cells {cells}, counted from 0)",
+        missing.len()
+    );
+    let Some(split) = split else {
+        return format!("{head}; merge every shard, and finish interrupted ones with `run --resume`");
+    };
+    let mut shards: Vec<usize> = missing.iter().map(|i| i % split.count + 1).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    let n = split.count;
+    let command = format!("`lsmlab run {experiment} --scale {scale} --shard K/{n}`");
+    match shards.as_slice() {
+        [k] => format!(
+            "{head}: shard {k} of {n} is missing; run it ({command} with K = {k} and the other \
+             shards' options; `--resume` finishes an interrupted one), then merge again"
+        ),
+        _ => format!(
+            "{head}: {} of the {n} shards are missing ({}); run each ({command} with the other \
+             shards' options; `--resume` finishes an interrupted one), then merge again",
+            shards.len(),
+            list(shards.iter().map(|k| k.to_string()).collect(), 20)
+        ),
+    }
 }
 
 /// Joins `shards` (each with the path it was read from, for messages) into one result.
@@ -170,14 +211,15 @@ pub fn merge(shards: &[(&Path, ResultFile)]) -> anyhow::Result<ResultFile> {
         .filter(|i| !cells.iter().any(|(c, _, _)| c == i))
         .collect();
     if !missing.is_empty() {
-        let shown: Vec<String> = missing.iter().take(10).map(|i| i.to_string()).collect();
         bail!(
-            "{} of the grid's {} cells are in none of the files (cells {}{}); merge every shard, and \
-             finish interrupted ones with `run --resume`",
-            missing.len(),
-            first_log.total,
-            shown.join(", "),
-            if missing.len() > shown.len() { ", ..." } else { "" }
+            "{}",
+            missing_cells(
+                &missing,
+                first_log.total,
+                first_log.shard,
+                &first.experiment,
+                &first.scale.to_string()
+            )
         );
     }
     cells.sort_by_key(|(c, _, _)| *c);
@@ -266,6 +308,28 @@ mod tests {
             commit: commit.to_string(),
             dirty,
         }
+    }
+
+    #[test]
+    fn missing_cells_name_the_shards_to_run() {
+        let split = |count| Some(Shard { index: 1, count });
+        let one = missing_cells(&[1, 3, 5], 6, split(2), "rum-update", "tiny");
+        assert!(one.starts_with("3 of the grid's 6 cells are in none of the files (cells 1, 3, 5, counted from 0): shard 2 of 2 is missing"), "{one}");
+        assert!(
+            one.contains("`lsmlab run rum-update --scale tiny --shard K/2` with K = 2"),
+            "{one}"
+        );
+        let many = missing_cells(&[8, 14, 15, 92], 168, split(84), "rum-mixed", "paper");
+        assert!(
+            many.contains("3 of the 84 shards are missing (9, 15, 16)"),
+            "{many}"
+        );
+        assert!(many.contains("--shard K/84"), "{many}");
+        let whole = missing_cells(&[0], 2, None, "rum-update", "tiny");
+        assert!(
+            whole.ends_with("finish interrupted ones with `run --resume`"),
+            "{whole}"
+        );
     }
 
     #[test]
