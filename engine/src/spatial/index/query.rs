@@ -53,7 +53,7 @@ impl QueryScratch {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(s);
     }
 
-    /// Frees the buffers no query holds (a query running meanwhile gives its own back after).
+    /// Frees the kept buffers (no query is running: the index is borrowed mutably).
     pub(super) fn release(&mut self) {
         let idle = self.idle.get_mut().unwrap_or_else(|e| e.into_inner());
         *idle = Vec::new();
