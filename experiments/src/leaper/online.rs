@@ -653,8 +653,8 @@ pub(crate) fn run_cells(
                         let run = st.runs[p].as_ref().expect("the matched run is done");
                         peer_plan_of(&cell.setup, prep.training.ops, run)
                     };
-                    ctx.progress.begin(format!("{}: fjall peer", cell.label));
-                    let out = run_fjall_peer(&cell.setup, cell.workload, &plan, ctx)?;
+                    let label = format!("{}: fjall peer", cell.label);
+                    let out = run_fjall_peer(&cell.setup, cell.workload, &plan, &label, ctx)?;
                     lock(i).peer = Some(out);
                 }
             }
@@ -853,12 +853,13 @@ pub(crate) fn peer_plan_of(setup: &KvSetup, warmup_ops: u64, matched: &PolicyRun
 /// The fjall peer of one workload: fjall on the same workload spec, seed, cache/data and
 /// memtable/data ratios, warm-up ops and (about) the same measured ops as lsmlab's runs, in the
 /// same number of intervals of a fixed op count. Rows (`engine = fjall`, `policy = fjall`) and a
-/// note with the measured dip alignment.
+/// note with the measured dip alignment. Its phases report progress as `label, <phase>`.
 #[cfg(feature = "fjall")]
 pub(crate) fn run_fjall_peer(
     setup: &KvSetup,
     workload: Workload,
     plan: &crate::peer::rows::PeerPlan,
+    label: &str,
     ctx: &RunContext,
 ) -> anyhow::Result<(Vec<Row>, String)> {
     let spec = setup.workload_spec(workload, day_ops(setup))?;
@@ -871,7 +872,7 @@ pub(crate) fn run_fjall_peer(
         plan.measured_ops,
         plan.interval_ops,
     )?;
-    let timeline = crate::peer::fjall::run_fjall(&run)?;
+    let timeline = crate::peer::fjall::run_fjall(&run, ctx.progress, label)?;
     let rows = crate::peer::rows::rows(workload.as_str(), &timeline);
     let note = crate::peer::rows::note(workload.as_str(), plan, &timeline);
     Ok((rows, note))
@@ -883,6 +884,7 @@ pub fn run_fjall_peer(
     _setup: &KvSetup,
     _workload: Workload,
     _plan: &crate::peer::rows::PeerPlan,
+    _label: &str,
     _ctx: &RunContext,
 ) -> anyhow::Result<(Vec<Row>, String)> {
     anyhow::bail!("parameter `fjall_peer` = `true`: this lsmlab was built without the `fjall` cargo feature")
@@ -1054,7 +1056,7 @@ impl TypedExperiment for LeaperOnline {
             &replayed
         };
         let trace_of = |w: Workload| traces.iter().find(|t| t.workload == w).cloned();
-        let peer_steps = usize::from(cfg.fjall_peer);
+        let peer_steps = usize::from(cfg.fjall_peer) * crate::peer::FJALL_PEER_STEPS;
         let queueing = queueing_setup(cfg);
         let queueing_steps = if queueing.is_some() {
             cfg.queueing_policies.len() + 2

@@ -71,6 +71,11 @@ use lsmlab_workloads::kv::{decode_value, KvOp, KvStream};
 
 use super::{hit_ratio, FjallInterval, FjallRun, FjallSummary, FjallTimeline};
 use crate::measure::LatencyRecorder;
+use crate::progress::Progress;
+
+/// Operations (or loaded records) between two progress reports of a phase; each report is
+/// rate-limited by [`Progress::count`], so this only bounds how often the lock is taken.
+const PROGRESS_EVERY: u64 = 1 << 12;
 
 /// The workspace lock file: the versions this binary was built with.
 const CARGO_LOCK: &str = include_str!("../../../Cargo.lock");
@@ -392,13 +397,21 @@ fn apply(
 }
 
 /// Runs `spec` on a fresh fjall database in a temporary directory (removed afterwards); see the
-/// module documentation for the set-up and [`super`] for what is measured.
-pub(crate) fn run_fjall(spec: &FjallRun) -> anyhow::Result<FjallTimeline> {
-    run_fjall_in(spec, &std::env::temp_dir())
+/// module documentation for the set-up and [`super`] for what is measured. Each phase (the load,
+/// the settling after it, the warm-up, the measured run) starts a progress step named
+/// `label, <phase>` and counts its records or operations with a rate and an ETA, so that a long
+/// paper-scale peer run shows how far it has got.
+pub(crate) fn run_fjall(spec: &FjallRun, progress: &Progress, label: &str) -> anyhow::Result<FjallTimeline> {
+    run_fjall_in(spec, &std::env::temp_dir(), progress, label)
 }
 
 /// [`run_fjall`] with the temporary directory created under `parent`.
-pub(crate) fn run_fjall_in(spec: &FjallRun, parent: &std::path::Path) -> anyhow::Result<FjallTimeline> {
+pub(crate) fn run_fjall_in(
+    spec: &FjallRun,
+    parent: &std::path::Path,
+    progress: &Progress,
+    label: &str,
+) -> anyhow::Result<FjallTimeline> {
     spec.validate()?;
     let dir = tempfile::Builder::new()
         .prefix("lsmlab-fjall-")
@@ -429,7 +442,7 @@ pub(crate) fn run_fjall_in(spec: &FjallRun, parent: &std::path::Path) -> anyhow:
                 .manual_journal_persist(true)
         })
         .context("creating the fjall keyspace")?;
-    let timeline = drive(spec, &db, &keyspace);
+    let timeline = drive(spec, &db, &keyspace, progress, label);
     drop(keyspace);
     drop(db);
     let timeline = timeline?;
@@ -437,18 +450,32 @@ pub(crate) fn run_fjall_in(spec: &FjallRun, parent: &std::path::Path) -> anyhow:
     Ok(timeline)
 }
 
-fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<FjallTimeline> {
+fn drive(
+    spec: &FjallRun,
+    db: &Database,
+    keyspace: &Keyspace,
+    progress: &Progress,
+    label: &str,
+) -> anyhow::Result<FjallTimeline> {
     let settle_limit = Duration::from_secs(600);
 
-    // Load.
+    // Load. Each phase below is one of the `super::FJALL_PEER_STEPS` progress steps.
+    progress.begin(format!("{label}, loading"));
     let load_start = Instant::now();
     let mut sealer = Sealer::default();
-    for (k, value) in spec.workload.initial_records() {
+    let records = spec.workload.records;
+    for (n, (k, value)) in spec.workload.initial_records().enumerate() {
+        if (n as u64).is_multiple_of(PROGRESS_EVERY) {
+            progress.count(n as u64, Some(records), "records");
+        }
         keyspace
             .insert(key_bytes(k), value)
             .with_context(|| format!("fjall load of key {k}"))?;
         sealer.after_write(keyspace, spec.memtable_bytes)?;
     }
+    progress.begin(format!(
+        "{label}, waiting for the load's flushes and compactions to settle"
+    ));
     keyspace
         .rotate_memtable_and_wait()
         .context("flushing fjall's last memtable after the load")?;
@@ -474,9 +501,13 @@ fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<
     };
 
     // Warm-up.
+    progress.begin(format!("{label}, warm-up"));
     let warmup_start = Instant::now();
     let mut warmup_events = Events::default();
     for n in 0..spec.warmup_ops {
+        if n.is_multiple_of(PROGRESS_EVERY) {
+            progress.count(n, Some(spec.warmup_ops), "operations");
+        }
         replay.step(keyspace, spec)?;
         if (n + 1).is_multiple_of(spec.probe_every) {
             warmup_events.add(probe(keyspace, &mut state)?);
@@ -486,6 +517,7 @@ fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<
     let warmup_secs = warmup_start.elapsed().as_secs_f64();
 
     // Measured phase.
+    progress.begin(format!("{label}, measured run"));
     let mut intervals = Vec::with_capacity(spec.intervals() as usize);
     let mut all = LatencyRecorder::new();
     let measured_start = Instant::now();
@@ -498,6 +530,9 @@ fn drive(spec: &FjallRun, db: &Database, keyspace: &Keyspace) -> anyhow::Result<
         let before = Counters::read(keyspace);
         let start = Instant::now();
         for n in 0..ops {
+            if (done + n).is_multiple_of(PROGRESS_EVERY) {
+                progress.count(done + n, Some(spec.measured_ops), "operations");
+            }
             lat.record(replay.step(keyspace, spec)?);
             if (n + 1).is_multiple_of(spec.probe_every) && n + 1 < ops {
                 events.add(probe(keyspace, &mut state)?);
@@ -578,6 +613,26 @@ mod tests {
     use super::*;
     use lsmlab_workloads::kv::KvWorkload;
 
+    /// Progress lines written into memory, for a test to read back.
+    #[derive(Clone, Default)]
+    struct SharedLines(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for SharedLines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl SharedLines {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock()).into_owned()
+        }
+    }
+
     fn tiny(name: &str) -> FjallRun {
         let w = KvWorkload::parse(name).unwrap().with_records(20_000).unwrap();
         let mut run = FjallRun::with_fractions(w, 7, 0.3, 0.1, 10_000, 30_000, 1_000).unwrap();
@@ -589,7 +644,22 @@ mod tests {
     #[test]
     fn tiny_run_counts_are_consistent_and_every_read_is_right() {
         let spec = tiny("synthetic");
-        let t = run_fjall(&spec).unwrap();
+        let lines = SharedLines::default();
+        let progress = Progress::with_sink(false, Box::new(lines.clone()));
+        let t = run_fjall(&spec, &progress, "synthetic: fjall peer").unwrap();
+
+        // Each phase announced itself, in order.
+        let printed = lines.text();
+        let phases = ["loading", "waiting for the load's", "warm-up", "measured run"];
+        let at: Vec<usize> = phases
+            .iter()
+            .map(|p| {
+                printed
+                    .find(&format!("synthetic: fjall peer, {p}"))
+                    .unwrap_or_else(|| panic!("no {p:?} line in {printed:?}"))
+            })
+            .collect();
+        assert!(at.is_sorted(), "{printed:?}");
 
         // The loaded run sits in the last level (each flushed table moved down unchanged).
         assert_eq!(t.levels_after_load.len(), LEVELS);
@@ -660,7 +730,14 @@ mod tests {
     #[test]
     fn a_missing_parent_directory_is_named() {
         let spec = tiny("synthetic");
-        let err = run_fjall_in(&spec, std::path::Path::new("/nonexistent/lsmlab-peer")).unwrap_err();
+        let silent = Progress::silent();
+        let err = run_fjall_in(
+            &spec,
+            std::path::Path::new("/nonexistent/lsmlab-peer"),
+            &silent,
+            "peer",
+        )
+        .unwrap_err();
         let msg = format!("{err:#}");
         assert!(
             msg.contains("temporary directory") && msg.contains("/nonexistent/lsmlab-peer"),
@@ -668,7 +745,10 @@ mod tests {
         );
         let mut bad = spec;
         bad.worker_threads = 0;
-        assert!(run_fjall(&bad).unwrap_err().to_string().contains("worker thread"));
+        assert!(run_fjall(&bad, &silent, "peer")
+            .unwrap_err()
+            .to_string()
+            .contains("worker thread"));
     }
 
     /// The release measurement: synthetic and e-commerce, 200k records of 200 B, cache 30% and
@@ -683,7 +763,7 @@ mod tests {
         for name in ["synthetic", "e-commerce"] {
             let w = KvWorkload::parse(name).unwrap().with_records(200_000).unwrap();
             let spec = FjallRun::with_fractions(w, 42, 0.3, 0.1, 100_000, 500_000, 5_000).unwrap();
-            let t = run_fjall(&spec).unwrap();
+            let t = run_fjall(&spec, &Progress::new(false), name).unwrap();
             std::fs::write(
                 out.join(format!("{name}.json")),
                 serde_json::to_string_pretty(&t).unwrap(),

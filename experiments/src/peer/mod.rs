@@ -54,6 +54,10 @@
 pub(crate) mod fjall;
 pub(crate) mod rows;
 
+/// The progress steps a fjall peer run starts: loading, settling after the load, warm-up and the
+/// measured run (an experiment counts them in its step total).
+pub const FJALL_PEER_STEPS: usize = 4;
+
 use serde::{Deserialize, Serialize};
 
 use lsmlab_workloads::kv::KvWorkload;
