@@ -11,7 +11,7 @@ use crate::lsm::merge::EntryStream;
 use crate::lsm::{
     BlockKeys, BlockSink, Extent, KeyRange, MergePlan, Merger, RunFormat, RunInfo, WrittenBlock,
 };
-use crate::rtree::{disk::HEADER_SIZE, DiskRTree, SpatialEntry};
+use crate::rtree::{DiskRTree, SpatialEntry};
 use crate::storage::{Device, PageId};
 use crate::{Error, Result};
 use std::cell::RefCell;
@@ -175,19 +175,10 @@ impl SpatialRuns {
 
     /// The first and last keys of a written R-tree leaf page; `None` for an internal node.
     fn leaf_keys(&self, page: &[u8]) -> Option<KeyRange<SpatialKey>> {
-        let header = page.get(..HEADER_SIZE)?;
-        if &header[0..2] != b"DR" || header[2] != b'L' {
-            return None;
-        }
-        let count = u32::from_le_bytes(header[4..8].try_into().ok()?) as usize;
-        let size = SpatialEntry::ENCODED_SIZE;
-        if count == 0 || HEADER_SIZE + count * size > page.len() {
-            return None;
-        }
-        let key = |i: usize| self.key(&SpatialEntry::decode(&page[HEADER_SIZE + i * size..]));
+        let (first, last) = DiskRTree::leaf_first_last(page)?;
+        let (a, b) = (self.key(&first), self.key(&last));
         // Entries arrive in key order, so these are the leaf's bounds (ordered anyway, should a
         // caller break that contract).
-        let (a, b) = (key(0), key(count - 1));
         Some(KeyRange::new(a.min(b), a.max(b)))
     }
 }
