@@ -813,8 +813,10 @@ fn regression_rtree_leaf_from_another_page_is_refused_by_the_merge() {
 /// Hilbert order all check out) is merged as a stale entry of object 0, which the memo does not
 /// count. The memory device has no checksum (the file device's would refuse the page). Minimal
 /// input found by fuzzing: the last 40 bytes of written page #2888903114669 (mod the pages)
-/// zeroed. Now the merge is refused with `Error::CorruptEntry` naming object 0, before anything
-/// is installed, and so is every retry of it; queries keep answering.
+/// zeroed, which then held the last entry's object id and timestamp and the block summary; since
+/// the summary sits before the slots, the same entry's id and timestamp are the page's last 16
+/// bytes, and those are zeroed. Now the merge is refused with `Error::CorruptEntry` naming object
+/// 0, before anything is installed, and so is every retry of it; queries keep answering.
 #[test]
 fn regression_update_memo_release_on_a_garbled_leaf_entry() {
     let dev = Hostile::new(512);
@@ -823,7 +825,7 @@ fn regression_update_memo_release_on_a_garbled_leaf_entry() {
     let mut r = rng();
     spatial_stream(&mut index, &mut at, &mut r, 700).unwrap();
     index.flush().unwrap();
-    dev.arm(2888903114669, Mutation::ZeroTail { from: 472 });
+    dev.arm(2888903114669, Mutation::ZeroTail { from: 512 - 16 });
     for _ in 0..20 {
         let (x, y) = (r.random_range(0.0..90.0), r.random_range(0.0..90.0));
         let _ = index.query(&Rect::new(x, y, x + r.random_range(1.0..50.0), y + 10.0));
