@@ -98,6 +98,13 @@ impl Progress {
         }
     }
 
+    /// Progress whose plain lines are kept in memory, with the handle that reads them back (for
+    /// tests of what a run reports).
+    pub fn captured() -> (Progress, ProgressLines) {
+        let lines = ProgressLines::default();
+        (Progress::with_sink(false, lines.sink()), lines)
+    }
+
     /// Whether progress lines are suppressed (`--quiet`).
     pub fn is_quiet(&self) -> bool {
         self.quiet
@@ -250,6 +257,38 @@ impl Progress {
     }
 }
 
+/// Progress lines kept in memory ([`Progress::captured`]); clones share the same buffer.
+#[derive(Clone, Default)]
+pub struct ProgressLines(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl ProgressLines {
+    /// A sink for [`Progress::with_sink`] that writes into these lines.
+    pub fn sink(&self) -> Box<dyn Write + Send> {
+        Box::new(self.clone())
+    }
+
+    /// Everything printed so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+
+    /// Everything printed so far, line by line.
+    pub fn lines(&self) -> Vec<String> {
+        self.text().lines().map(String::from).collect()
+    }
+}
+
+impl Write for ProgressLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn format_seconds(secs: f64) -> String {
     if secs < 100.0 {
         format!("{secs:.1}s")
@@ -309,35 +348,10 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Shared {
-        fn lines(&self) -> Vec<String> {
-            String::from_utf8(self.0.lock().clone())
-                .unwrap()
-                .lines()
-                .map(String::from)
-                .collect()
-        }
-    }
 
     #[test]
     fn lines_carry_step_total_time_label_and_message() {
-        let out = Shared::default();
-        let progress = Progress::with_sink(false, Box::new(out.clone()));
+        let (progress, out) = Progress::captured();
         progress.set_total(21);
         progress.begin("chicago UM+F");
         progress.message(format!("ingesting {} records", thousands(1_500_000)));
@@ -357,8 +371,7 @@ mod tests {
 
     #[test]
     fn ticks_are_rate_limited() {
-        let out = Shared::default();
-        let progress = Progress::with_sink(false, Box::new(out.clone()));
+        let (progress, out) = Progress::captured();
         progress.begin("step");
         let mut built = 0;
         for i in 0..1000 {
@@ -374,8 +387,8 @@ mod tests {
 
     #[test]
     fn quiet_prints_nothing() {
-        let out = Shared::default();
-        let progress = Progress::with_sink(true, Box::new(out.clone()));
+        let out = ProgressLines::default();
+        let progress = Progress::with_sink(true, out.sink());
         progress.begin("a");
         progress.message("b");
         progress.tick(|| "c");
@@ -384,8 +397,7 @@ mod tests {
 
     #[test]
     fn a_single_step_has_no_counter_and_cells_get_an_eta() {
-        let out = Shared::default();
-        let progress = Progress::with_sink(false, Box::new(out.clone()));
+        let (progress, out) = Progress::captured();
         progress.cell(1, 3, "datasets=gowalla");
         progress.set_total(1);
         progress.begin("gowalla UM");
@@ -411,8 +423,7 @@ mod tests {
         assert!(lines[3].contains("cell 2/3 (ETA "), "{}", lines[3]);
         assert!(lines[4].starts_with("[1/2 "), "{}", lines[4]);
         // One cell: named when it is a shard's cell of a larger grid, silent for a one-cell grid.
-        let out = Shared::default();
-        let progress = Progress::with_sink(false, Box::new(out.clone()));
+        let (progress, out) = Progress::captured();
         progress.cell(1, 1, "workloads=synthetic policies=leaper");
         progress.cell(1, 1, "");
         let lines = out.lines();

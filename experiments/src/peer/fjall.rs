@@ -613,26 +613,6 @@ mod tests {
     use super::*;
     use lsmlab_workloads::kv::KvWorkload;
 
-    /// Progress lines written into memory, for a test to read back.
-    #[derive(Clone, Default)]
-    struct SharedLines(Arc<parking_lot::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for SharedLines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl SharedLines {
-        fn text(&self) -> String {
-            String::from_utf8_lossy(&self.0.lock()).into_owned()
-        }
-    }
-
     fn tiny(name: &str) -> FjallRun {
         let w = KvWorkload::parse(name).unwrap().with_records(20_000).unwrap();
         let mut run = FjallRun::with_fractions(w, 7, 0.3, 0.1, 10_000, 30_000, 1_000).unwrap();
@@ -644,8 +624,7 @@ mod tests {
     #[test]
     fn tiny_run_counts_are_consistent_and_every_read_is_right() {
         let spec = tiny("synthetic");
-        let lines = SharedLines::default();
-        let progress = Progress::with_sink(false, Box::new(lines.clone()));
+        let (progress, lines) = Progress::captured();
         let t = run_fjall(&spec, &progress, "synthetic: fjall peer").unwrap();
 
         // Each phase announced itself, in order.
