@@ -31,8 +31,10 @@
 //! its child's MBR (`min.x, min.y, max.x, max.y` as f64). The summary sits beside the header so
 //! that both come in one cache line: a search reads the header and the summary of every node it
 //! visits, and with the summary at the page's end each visit waited for a second line before it
-//! knew which slots to read (paired rounds at selectivity 0.001 against rstar, alternating, on a
-//! 2-core AMD EPYC machine: 0.711 and 0.718 with the summary in front, 0.688 and 0.688 behind).
+//! knew which slots to read. Measured on a 2-core AMD EPYC machine, paired rounds at selectivity
+//! 0.001 against rstar: 0.711 and 0.718 with the summary in front against 0.688 and 0.688 behind,
+//! alternating beside a paper-scale run; alone, 0.81 and 0.85 in front (two `make bench` runs)
+//! against 0.82 behind (one), within the spread of runs. Page reads are the same either way.
 //!
 //! The capacities are those of AsterixDB's layout, in which an internal entry is the child's MBR
 //! followed by its page id (40 bytes, [`INTERNAL_ENTRY_SIZE`]): a leaf holds
